@@ -1,0 +1,286 @@
+// Loading, overriding, validating and printing sluice_config. Every operation walks the same
+// field lists (each section's visit()), so a key added to a section is loadable, overridable,
+// validated and printed with no other change.
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "config/sluice_config.hpp"
+
+namespace sluice::config {
+namespace {
+
+std::string fmt_double(double d) {
+  std::ostringstream os;
+  os << d;
+  return os.str();
+}
+
+std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string show(bool b) { return b ? "true" : "false"; }
+std::string show(int i) { return std::to_string(i); }
+std::string show(double d) { return fmt_double(d); }
+std::string show(const std::string& s) { return quote(s); }
+
+const char* type_name(bool) { return "a boolean"; }
+const char* type_name(int) { return "an integer"; }
+const char* type_name(double) { return "a number"; }
+const char* type_name(const std::string&) { return "a string"; }
+
+// ---- constraint checks: empty string when the value is allowed -----------------------------
+
+std::string allowed_text(const range& r) { return fmt_double(r.min) + " .. " + fmt_double(r.max); }
+
+std::string check(int v, const range& r) {
+  if (v < r.min || v > r.max) return "is out of range: allowed " + allowed_text(r);
+  return {};
+}
+std::string check(double v, const range& r) {
+  if (!std::isfinite(v) || v < r.min || v > r.max)
+    return "is out of range: allowed " + allowed_text(r);
+  return {};
+}
+std::string check(const std::string& v, const one_of& o) {
+  for (auto a : o.allowed)
+    if (v == a) return {};
+  std::string list;
+  for (auto a : o.allowed) list += (list.empty() ? "" : ", ") + quote(a);
+  return "is not allowed: choose one of " + list;
+}
+std::string check(const std::string& v, const non_empty&) {
+  return v.empty() ? "must not be empty" : std::string{};
+}
+std::string check(bool, const any_bool&) { return {}; }
+
+tl::unexpected<error> bad(std::string_view key, const std::string& value, const std::string& why) {
+  return fail(errc::invalid_config, std::string(key) + " = " + value + " " + why);
+}
+
+// ---- reading a value from TOML ------------------------------------------------------------
+
+std::string describe_node(const toml::node& n) {
+  std::ostringstream os;
+  os << n;
+  return os.str();
+}
+
+std::optional<bool> from_node(const toml::node& n, bool*) {
+  if (auto b = n.as_boolean()) return b->get();
+  return std::nullopt;
+}
+std::optional<int> from_node(const toml::node& n, int*) {
+  if (auto i = n.as_integer()) {
+    int64_t v = i->get();
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      return std::nullopt;
+    return static_cast<int>(v);
+  }
+  return std::nullopt;
+}
+std::optional<double> from_node(const toml::node& n, double*) {
+  if (auto f = n.as_floating_point()) return f->get();
+  if (auto i = n.as_integer()) return static_cast<double>(i->get());
+  return std::nullopt;
+}
+std::optional<std::string> from_node(const toml::node& n, std::string*) {
+  if (auto s = n.as_string()) return s->get();
+  return std::nullopt;
+}
+
+// ---- reading a value from command-line text -----------------------------------------------
+
+std::optional<bool> from_text(std::string_view t, bool*) {
+  if (t == "true" || t == "1" || t == "yes" || t == "on") return true;
+  if (t == "false" || t == "0" || t == "no" || t == "off") return false;
+  return std::nullopt;
+}
+std::optional<int> from_text(std::string_view t, int*) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc{} || p != t.data() + t.size() || t.empty()) return std::nullopt;
+  return v;
+}
+std::optional<double> from_text(std::string_view t, double*) {
+  std::string s(t);
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) return std::nullopt;
+  return v;
+}
+std::optional<std::string> from_text(std::string_view t, std::string*) { return std::string(t); }
+
+std::string join_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+// Applies one TOML table to one section; collects the first error.
+template <class Section>
+result<void> apply_section(Section& sec, std::string_view name, const toml::table& tbl,
+                           std::string_view source) {
+  std::vector<std::string> seen;
+  std::optional<error> err;
+  sec.visit([&](std::string_view key, auto& field, const auto& constraint, std::string_view) {
+    seen.emplace_back(key);
+    if (err) return;
+    const toml::node* node = tbl.get(key);
+    if (!node) return;
+    using T = std::decay_t<decltype(field)>;
+    std::string full = std::string(name) + "." + std::string(key);
+    auto v = from_node(*node, static_cast<T*>(nullptr));
+    if (!v) {
+      err = error{errc::invalid_config, std::string(source) + ": " + full + " = " +
+                                            describe_node(*node) + " has the wrong type: expected " +
+                                            type_name(T{})};
+      return;
+    }
+    if (auto why = check(*v, constraint); !why.empty()) {
+      err = error{errc::invalid_config, std::string(source) + ": " + full + " = " + show(*v) + " " + why};
+      return;
+    }
+    field = *v;
+  });
+  if (err) return tl::unexpected(*err);
+  for (auto&& [k, _] : tbl) {
+    if (std::find(seen.begin(), seen.end(), k.str()) == seen.end()) {
+      std::vector<std::string> keys;
+      for (auto& s : seen) keys.push_back(std::string(name) + "." + s);
+      return fail(errc::invalid_config, std::string(source) + ": unknown key " + std::string(name) +
+                                            "." + std::string(k.str()) + " (known: " + join_keys(keys) + ")");
+    }
+  }
+  return {};
+}
+
+std::vector<std::string> section_names(sluice_config& cfg) {
+  std::vector<std::string> names;
+  cfg.visit_sections([&](std::string_view n, auto&) { names.emplace_back(n); });
+  return names;
+}
+
+}  // namespace
+
+result<void> apply_toml(sluice_config& cfg, std::string_view text, std::string_view source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    return fail(errc::invalid_config, std::string(source) + ":" + std::to_string(b.line) + ":" +
+                                          std::to_string(b.column) + ": TOML syntax error: " +
+                                          std::string(e.description()));
+  }
+  auto names = section_names(cfg);
+  for (auto&& [k, node] : root) {
+    if (std::find(names.begin(), names.end(), k.str()) == names.end())
+      return fail(errc::invalid_config, std::string(source) + ": unknown section [" +
+                                            std::string(k.str()) + "] (known: " + join_keys(names) + ")");
+    if (!node.is_table())
+      return fail(errc::invalid_config, std::string(source) + ": " + std::string(k.str()) +
+                                            " must be a [section] table");
+  }
+  result<void> out;
+  cfg.visit_sections([&](std::string_view name, auto& sec) {
+    if (!out) return;
+    if (auto* tbl = root.get_as<toml::table>(name)) out = apply_section(sec, name, *tbl, source);
+  });
+  return out;
+}
+
+result<void> apply_toml_file(sluice_config& cfg, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(errc::io, "cannot open config file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return apply_toml(cfg, ss.str(), path);
+}
+
+result<void> apply_override(sluice_config& cfg, std::string_view assignment) {
+  auto eq = assignment.find('=');
+  auto dot = assignment.find('.');
+  if (eq == std::string_view::npos || dot == std::string_view::npos || dot > eq)
+    return fail(errc::invalid_config, "override " + quote(assignment) +
+                                          " must look like section.key=value (e.g. vad.threshold_db=6)");
+  auto section = assignment.substr(0, dot);
+  auto key = assignment.substr(dot + 1, eq - dot - 1);
+  auto text = assignment.substr(eq + 1);
+  bool found_section = false, found_key = false;
+  std::optional<error> err;
+  std::vector<std::string> keys;
+  cfg.visit_sections([&](std::string_view name, auto& sec) {
+    if (name != section) return;
+    found_section = true;
+    sec.visit([&](std::string_view k, auto& field, const auto& constraint, std::string_view) {
+      keys.push_back(std::string(name) + "." + std::string(k));
+      if (k != key) return;
+      found_key = true;
+      using T = std::decay_t<decltype(field)>;
+      auto v = from_text(text, static_cast<T*>(nullptr));
+      if (!v) {
+        err = *bad(assignment.substr(0, eq), quote(text), std::string("is not ") + type_name(T{})).error_ptr();
+        return;
+      }
+      if (auto why = check(*v, constraint); !why.empty()) {
+        err = *bad(assignment.substr(0, eq), show(*v), why).error_ptr();
+        return;
+      }
+      field = *v;
+    });
+  });
+  if (!found_section)
+    return fail(errc::invalid_config, "unknown section " + quote(section) + " in override " +
+                                          quote(assignment) + " (known: " + join_keys(section_names(cfg)) + ")");
+  if (!found_key)
+    return fail(errc::invalid_config, "unknown key " + std::string(section) + "." + std::string(key) +
+                                          " (known: " + join_keys(keys) + ")");
+  if (err) return tl::unexpected(*err);
+  return {};
+}
+
+result<void> validate(sluice_config& cfg) {
+  std::optional<error> err;
+  cfg.visit_sections([&](std::string_view name, auto& sec) {
+    if (err) return;
+    sec.visit([&](std::string_view key, auto& field, const auto& constraint, std::string_view) {
+      if (err) return;
+      if (auto why = check(field, constraint); !why.empty())
+        err = error{errc::invalid_config, std::string(name) + "." + std::string(key) + " = " + show(field) + " " + why};
+    });
+    if (err) return;
+    if (auto why = sec.check(); !why.empty()) err = error{errc::invalid_config, "[" + std::string(name) + "] " + why};
+  });
+  if (err) return tl::unexpected(*err);
+  return {};
+}
+
+std::string to_toml(sluice_config& cfg) {
+  std::ostringstream os;
+  bool first = true;
+  cfg.visit_sections([&](std::string_view name, auto& sec) {
+    os << (first ? "" : "\n") << "[" << name << "]\n";
+    first = false;
+    sec.visit([&](std::string_view key, auto& field, const auto&, std::string_view doc) {
+      os << "# " << doc << "\n" << key << " = " << show(field) << "\n";
+    });
+  });
+  return os.str();
+}
+
+std::vector<std::string> known_keys(sluice_config& cfg) {
+  std::vector<std::string> keys;
+  cfg.visit_sections([&](std::string_view name, auto& sec) {
+    sec.visit([&](std::string_view key, auto&, const auto&, std::string_view) {
+      keys.push_back(std::string(name) + "." + std::string(key));
+    });
+  });
+  return keys;
+}
+
+}  // namespace sluice::config

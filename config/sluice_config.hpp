@@ -1,0 +1,62 @@
+#pragma once
+/// The whole engine configuration: one typed struct per TOML section.
+///
+/// Sources are applied in order: built-in defaults, then a TOML file, then `section.key=value`
+/// overrides (from the command line). Every source is checked as it is applied, and the result
+/// is validated as a whole; errors name the key, the value, and what is allowed.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/audio_config.hpp"
+#include "config/error.hpp"
+#include "config/fbank_config.hpp"
+#include "config/log_config.hpp"
+#include "config/model_config.hpp"
+#include "config/vad_config.hpp"
+
+namespace sluice::config {
+
+struct sluice_config {
+  log_config log;
+  audio_config audio;
+  vad_config vad;
+  endpoint_config endpoint;
+  segment_config segment;
+  fbank_config fbank;
+  model_config model;
+
+  /// Calls `v(section_name, section)` for every section, in file order.
+  template <class V>
+  void visit_sections(V&& v) {
+    v("log", log);
+    v("audio", audio);
+    v("vad", vad);
+    v("endpoint", endpoint);
+    v("segment", segment);
+    v("fbank", fbank);
+    v("model", model);
+  }
+};
+
+/// Applies the TOML document `text` (named `source` in messages) on top of `cfg`.
+/// Unknown sections/keys, wrong types and out-of-range values are errors.
+result<void> apply_toml(sluice_config& cfg, std::string_view text, std::string_view source);
+
+/// Reads and applies the TOML file at `path`.
+result<void> apply_toml_file(sluice_config& cfg, const std::string& path);
+
+/// Applies one `section.key=value` override; `value` is parsed as the field's type.
+result<void> apply_override(sluice_config& cfg, std::string_view assignment);
+
+/// Checks every field's constraint and every section's cross-field rules.
+result<void> validate(sluice_config& cfg);
+
+/// The config as a TOML document with a comment per key (what `sluice config` prints).
+std::string to_toml(sluice_config& cfg);
+
+/// Every key as "section.key", for help text.
+std::vector<std::string> known_keys(sluice_config& cfg);
+
+}  // namespace sluice::config

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package sluice needs. Idempotent: when all are present it
+# touches nothing and makes no network call.
+#   tools/setup.sh            build + test dependencies
+#   tools/setup.sh --train    also the Python training/reference stack (torch, torchaudio, TTS voices)
+set -euo pipefail
+
+build_pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libcaf-dev libboost1.81-dev libopus-dev libopusfile-dev libspdlog-dev libfmt-dev
+  doctest-dev libsoxr-dev libspeexdsp-dev libtomlplusplus-dev nlohmann-json3-dev
+  libexpected-dev libopenblas-dev libopenblas0-pthread libsqlite3-dev
+)
+# Tools the test suite uses to make real audio at test time.
+test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools )
+train_pkgs=(
+  python3 python3-torch python3-torchaudio python3-numpy python3-soundfile
+  flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts fortunes fortunes-min wamerican
+)
+
+want=( "${build_pkgs[@]}" "${test_pkgs[@]}" )
+[[ "${1:-}" == "--train" ]] && want+=( "${train_pkgs[@]}" )
+
+missing=()
+for p in "${want[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=( "$p" )
+done
+
+if (( ${#missing[@]} == 0 )); then
+  exit 0
+fi
+
+# libboost-dev / libboost-all-dev (and python3-scipy, through pythran) pull Boost 1.74, which
+# conflicts with the 1.81 that Beast needs: never install them.
+echo "setup: installing ${missing[*]}" >&2
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done" >&2
