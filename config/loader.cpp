@@ -2,6 +2,7 @@
 // field lists (each section's visit()), so a key added to a section is loadable, overridable,
 // validated and printed with no other change.
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -58,16 +59,20 @@ std::string check(const std::string& v, const non_empty&) {
 }
 std::string check(bool, const any_bool&) { return {}; }
 
-tl::unexpected<error> bad(std::string_view key, const std::string& value, const std::string& why) {
-  return fail(errc::invalid_config, std::string(key) + " = " + value + " " + why);
+error bad(std::string_view key, const std::string& value, const std::string& why) {
+  return error{errc::invalid_config, std::string(key) + " = " + value + " " + why};
 }
 
 // ---- reading a value from TOML ------------------------------------------------------------
 
 std::string describe_node(const toml::node& n) {
-  std::ostringstream os;
-  os << n;
-  return os.str();
+  if (auto s = n.as_string()) return quote(s->get());
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return fmt_double(f->get());
+  if (auto b = n.as_boolean()) return show(b->get());
+  if (n.is_table()) return "a table";
+  if (n.is_array()) return "an array";
+  return "a date/time";
 }
 
 std::optional<bool> from_node(const toml::node& n, bool*) {
@@ -224,11 +229,11 @@ result<void> apply_override(sluice_config& cfg, std::string_view assignment) {
       using T = std::decay_t<decltype(field)>;
       auto v = from_text(text, static_cast<T*>(nullptr));
       if (!v) {
-        err = *bad(assignment.substr(0, eq), quote(text), std::string("is not ") + type_name(T{})).error_ptr();
+        err = bad(assignment.substr(0, eq), quote(text), std::string("is not ") + type_name(T{}));
         return;
       }
       if (auto why = check(*v, constraint); !why.empty()) {
-        err = *bad(assignment.substr(0, eq), show(*v), why).error_ptr();
+        err = bad(assignment.substr(0, eq), show(*v), why);
         return;
       }
       field = *v;

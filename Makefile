@@ -1,0 +1,49 @@
+# sluice: two commands do everything on a fresh Debian 12 machine.
+#   make run    install what is missing, build, run sluice on the bundled sample call
+#   make test   install what is missing, build, run every test
+# Also: make build | debug | asan | bench | clean
+
+JOBS      ?= $(shell nproc)
+BUILD     ?= build/release
+DEBUG_DIR ?= build/debug
+ASAN_DIR  ?= build/asan
+CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+SAMPLE    ?= tests/data/sample_call_8k_mulaw_stereo.wav
+
+.PHONY: all setup build debug run test asan clean
+
+all: build
+
+setup:
+	@tools/setup.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
+
+build: setup $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+debug: setup
+	cmake -S . -B $(DEBUG_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug
+	cmake --build $(DEBUG_DIR) -j $(JOBS)
+
+run: build
+	@echo "== sluice probe $(SAMPLE)"
+	@$(BUILD)/tools/sluice probe $(SAMPLE)
+	@echo "== sluice segment $(SAMPLE)"
+	@$(BUILD)/tools/sluice segment $(SAMPLE)
+	@echo "(the streaming server, 'sluice serve', is not built yet: see README.md)"
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite (CUDA off: the sanitizers
+# do not see device code, and the CUDA tests need a GPU to say anything).
+asan: setup
+	cmake -S . -B $(ASAN_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_CUDA=OFF
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf build

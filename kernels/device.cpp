@@ -1,0 +1,53 @@
+#include "kernels/device.hpp"
+
+#include <thread>
+
+#ifdef SLUICE_HAVE_CUDA
+#include "kernels/cuda/cuda_ops.hpp"
+#endif
+
+namespace sluice::kernels {
+
+bool cuda_compiled() {
+#ifdef SLUICE_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+result<std::string> cuda_library_versions() {
+#ifdef SLUICE_HAVE_CUDA
+  return cuda::library_versions();
+#else
+  return fail(errc::unavailable, "this sluice was built without CUDA (SLUICE_CUDA=OFF)");
+#endif
+}
+
+result<std::vector<device_info>> cuda_devices() {
+#ifdef SLUICE_HAVE_CUDA
+  return cuda::devices();
+#else
+  return fail(errc::unavailable, "this sluice was built without CUDA (SLUICE_CUDA=OFF)");
+#endif
+}
+
+std::vector<std::string> cpu_features() {
+  std::vector<std::string> out;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) out.emplace_back("avx512f");
+  if (__builtin_cpu_supports("avx2")) out.emplace_back("avx2");
+  if (__builtin_cpu_supports("fma")) out.emplace_back("fma");
+  return out;
+}
+
+std::vector<device_info> list_devices() {
+  std::string features;
+  for (const auto& f : cpu_features()) features += (features.empty() ? "" : ", ") + f;
+  std::vector<device_info> out{{device_kind::cpu, 0, "cpu (" + features + ")",
+                                static_cast<int>(std::thread::hardware_concurrency()), 0.0}};
+  if (auto gpus = cuda_devices()) out.insert(out.end(), gpus->begin(), gpus->end());
+  return out;
+}
+
+}  // namespace sluice::kernels

@@ -1,0 +1,156 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <string>
+
+#include "config/sluice_config.hpp"
+
+using namespace sluice;
+using namespace sluice::config;
+
+namespace {
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_SUITE("config") {
+  TEST_CASE("defaults are valid") {
+    sluice_config cfg;
+    CHECK(validate(cfg).has_value());
+  }
+
+  TEST_CASE("the shipped config/sluice.toml loads, validates and documents every key") {
+    sluice_config cfg;
+    auto r = apply_toml_file(cfg, SLUICE_SOURCE_DIR "/config/sluice.toml");
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    CHECK(validate(cfg).has_value());
+    std::ifstream in(SLUICE_SOURCE_DIR "/config/sluice.toml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const auto& key : known_keys(cfg)) {
+      auto k = key.substr(key.find('.') + 1);
+      CHECK_MESSAGE(contains(text, "\n" + k + " ="), (key + " is not in config/sluice.toml"));
+    }
+  }
+
+  TEST_CASE("TOML values are applied with their types") {
+    sluice_config cfg;
+    auto r = apply_toml(cfg, "[vad]\nthreshold_db = 12.5\nhangover_ms = 300\n[audio]\ndenoise = true\n"
+                             "resample_quality = \"medium\"\n[model]\ndir = \"/m\"\n", "t.toml");
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    CHECK(cfg.vad.threshold_db == doctest::Approx(12.5));
+    CHECK(cfg.vad.hangover_ms == 300);
+    CHECK(cfg.audio.denoise);
+    CHECK(cfg.audio.resample_quality == "medium");
+    CHECK(cfg.model.dir == "/m");
+  }
+
+  TEST_CASE("an integer is accepted where a number is expected") {
+    sluice_config cfg;
+    REQUIRE(apply_toml(cfg, "[vad]\nthreshold_db = 7\n", "t").has_value());
+    CHECK(cfg.vad.threshold_db == doctest::Approx(7.0));
+  }
+
+  TEST_CASE("out of range value names the key, the value and the allowed range") {
+    sluice_config cfg;
+    auto r = apply_toml(cfg, "[vad]\nthreshold_db = 100\n", "t.toml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == errc::invalid_config);
+    CHECK(contains(r.error().message, "vad.threshold_db"));
+    CHECK(contains(r.error().message, "100"));
+    CHECK(contains(r.error().message, "allowed 1 .. 40"));
+    CHECK(cfg.vad.threshold_db == doctest::Approx(sluice_config{}.vad.threshold_db));
+  }
+
+  TEST_CASE("wrong type is reported with the expected type") {
+    sluice_config cfg;
+    auto r = apply_toml(cfg, "[endpoint]\ntrailing_silence_ms = \"long\"\n", "t.toml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "endpoint.trailing_silence_ms"));
+    CHECK(contains(r.error().message, "expected an integer"));
+  }
+
+  TEST_CASE("a fractional value for an integer key is a type error, not a silent truncation") {
+    sluice_config cfg;
+    auto r = apply_toml(cfg, "[vad]\nhangover_ms = 2.5\n", "t.toml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "vad.hangover_ms"));
+  }
+
+  TEST_CASE("string choices list what is allowed") {
+    sluice_config cfg;
+    auto r = apply_toml(cfg, "[log]\nlevel = \"loud\"\n", "t.toml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "log.level = \"loud\""));
+    CHECK(contains(r.error().message, "\"debug\""));
+  }
+
+  TEST_CASE("unknown keys and sections are errors that list the known ones") {
+    sluice_config cfg;
+    auto r = apply_toml(cfg, "[vad]\nthreshold = 3\n", "t.toml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "unknown key vad.threshold"));
+    CHECK(contains(r.error().message, "vad.threshold_db"));
+    auto s = apply_toml(cfg, "[vda]\nx = 1\n", "t.toml");
+    REQUIRE_FALSE(s.has_value());
+    CHECK(contains(s.error().message, "unknown section [vda]"));
+  }
+
+  TEST_CASE("TOML syntax errors carry file, line and column") {
+    sluice_config cfg;
+    auto r = apply_toml(cfg, "[vad]\nthreshold_db = = 3\n", "bad.toml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "bad.toml:2:"));
+  }
+
+  TEST_CASE("missing config file is an io error naming the path") {
+    sluice_config cfg;
+    auto r = apply_toml_file(cfg, "/nonexistent/sluice.toml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == errc::io);
+    CHECK(contains(r.error().message, "/nonexistent/sluice.toml"));
+  }
+
+  TEST_CASE("command-line overrides") {
+    sluice_config cfg;
+    REQUIRE(apply_override(cfg, "vad.threshold_db=6").has_value());
+    CHECK(cfg.vad.threshold_db == doctest::Approx(6.0));
+    REQUIRE(apply_override(cfg, "audio.denoise=on").has_value());
+    CHECK(cfg.audio.denoise);
+    REQUIRE(apply_override(cfg, "model.dir=models/x").has_value());
+    CHECK(cfg.model.dir == "models/x");
+
+    auto bad_num = apply_override(cfg, "vad.hangover_ms=abc");
+    REQUIRE_FALSE(bad_num.has_value());
+    CHECK(contains(bad_num.error().message, "is not an integer"));
+    auto out = apply_override(cfg, "endpoint.max_utterance_ms=5");
+    REQUIRE_FALSE(out.has_value());
+    CHECK(contains(out.error().message, "allowed 1000 .. 120000"));
+    auto shape = apply_override(cfg, "threshold_db");
+    REQUIRE_FALSE(shape.has_value());
+    CHECK(contains(shape.error().message, "section.key=value"));
+    auto unknown = apply_override(cfg, "vad.nope=1");
+    REQUIRE_FALSE(unknown.has_value());
+    CHECK(contains(unknown.error().message, "unknown key vad.nope"));
+  }
+
+  TEST_CASE("cross-field rules are checked by validate") {
+    sluice_config cfg;
+    REQUIRE(apply_override(cfg, "segment.min_s=20").has_value());
+    auto r = validate(cfg);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "[segment]"));
+    CHECK(contains(r.error().message, "min_s must be smaller than max_s"));
+  }
+
+  TEST_CASE("printing round-trips through the loader") {
+    sluice_config a;
+    REQUIRE(apply_override(a, "vad.threshold_db=11.25").has_value());
+    REQUIRE(apply_override(a, "log.level=debug").has_value());
+    auto text = to_toml(a);
+    sluice_config b;
+    auto r = apply_toml(b, text, "printed");
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    CHECK(b.vad.threshold_db == doctest::Approx(11.25));
+    CHECK(b.log.level == "debug");
+    CHECK(to_toml(b) == text);
+  }
+}
