@@ -1,0 +1,126 @@
+// End-to-end tests of the sluice CLI: the real binary on real files.
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/common/audio_tools.hpp"
+
+namespace {
+
+struct run_result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the CLI with `args`, capturing stdout and stderr.
+run_result sluice_cli(const std::string& args, const sluice::test::temp_dir& tmp) {
+  const std::string err_path = tmp.file("stderr.txt");
+  std::string cmd = std::string(SLUICE_CLI) + " " + args + " 2>" + err_path;
+  run_result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  auto e = sluice::test::read_bytes(err_path);
+  r.err.assign(e.begin(), e.end());
+  return r;
+}
+
+const std::string sample_call = SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav";
+
+}  // namespace
+
+TEST_SUITE("cli") {
+  TEST_CASE("probe reports the bundled 8 kHz mu-law stereo call") {
+    sluice::test::temp_dir tmp;
+    auto r = sluice_cli("probe --json " + sample_call, tmp);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j.size() == 1);
+    CHECK(j[0]["container"] == "wav");
+    CHECK(j[0]["codec"] == "mulaw");
+    CHECK(j[0]["sample_rate"] == 8000);
+    CHECK(j[0]["channels"] == 2);
+    CHECK(j[0]["duration_s"].get<double>() > 20.0);
+  }
+
+  TEST_CASE("segment finds the agent's and the customer's turns on their own channels") {
+    sluice::test::temp_dir tmp;
+    auto r = sluice_cli("segment " + sample_call, tmp);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["channels"].size() == 2);
+    // The sample has three agent turns (left) and two customer turns (right), never overlapping.
+    auto agent = j["channels"][0]["speech_ms"];
+    auto customer = j["channels"][1]["speech_ms"];
+    CHECK(agent.size() >= 3);
+    CHECK(customer.size() >= 2);
+    CHECK(agent[0][0].get<int>() < 1000);                         // the call opens with the agent
+    CHECK(customer[0][0].get<int>() > agent[0][1].get<int>());    // the customer answers after
+    for (const auto& ch : j["channels"])
+      for (const auto& s : ch["segments"]) {
+        CHECK(s["end_ms"].get<int>() > s["start_ms"].get<int>());
+        CHECK(s["end_ms"].get<int>() - s["start_ms"].get<int>() <= 15000);
+      }
+  }
+
+  TEST_CASE("config overrides on the command line change behaviour and bad ones are refused") {
+    sluice::test::temp_dir tmp;
+    auto ok = sluice_cli("config --vad.threshold_db=12.5 --set audio.denoise=true", tmp);
+    REQUIRE_MESSAGE(ok.status == 0, ok.err);
+    CHECK(ok.out.find("threshold_db = 12.5") != std::string::npos);
+    CHECK(ok.out.find("denoise = true") != std::string::npos);
+
+    auto bad = sluice_cli("config --vad.threshold_db=500", tmp);
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("vad.threshold_db = 500 is out of range: allowed 1 .. 40") != std::string::npos);
+
+    auto cross = sluice_cli("config --segment.min_s=30 --segment.max_s=20", tmp);
+    CHECK(cross.status == 2);
+    CHECK(cross.err.find("min_s must be smaller than max_s") != std::string::npos);
+
+    auto file = sluice_cli("config --config " SLUICE_SOURCE_DIR "/config/sluice.toml", tmp);
+    CHECK(file.status == 0);
+  }
+
+  TEST_CASE("a corrupt file is a clear error for that file; the others are still processed") {
+    sluice::test::temp_dir tmp;
+    auto bytes = sluice::test::read_bytes(sample_call);
+    bytes.resize(30);  // cut inside the fmt chunk
+    sluice::test::write_bytes(tmp.file("cut.wav"), bytes);
+    sluice::test::write_bytes(tmp.file("junk.wav"), std::vector<uint8_t>(1000, 0x5a));
+    auto r = sluice_cli("probe " + tmp.file("cut.wav") + " " + tmp.file("junk.wav") + " " + sample_call, tmp);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("cut.wav") != std::string::npos);
+    CHECK(r.err.find("junk.wav") != std::string::npos);
+    CHECK(r.out.find("sample_call_8k_mulaw_stereo.wav: wav, mulaw, 8000 Hz, 2 channels") != std::string::npos);
+  }
+
+  TEST_CASE("unknown commands and missing files are usage or input errors, not crashes") {
+    sluice::test::temp_dir tmp;
+    CHECK(sluice_cli("frobnicate", tmp).status == 2);
+    auto missing = sluice_cli("segment /nonexistent.wav", tmp);
+    CHECK(missing.status == 1);
+    CHECK(missing.err.find("/nonexistent.wav") != std::string::npos);
+    auto later = sluice_cli("transcribe x.wav", tmp);
+    CHECK(later.status == 2);
+    CHECK(later.err.find("not built yet") != std::string::npos);
+  }
+
+  TEST_CASE("devices always lists the CPU") {
+    sluice::test::temp_dir tmp;
+    auto r = sluice_cli("devices", tmp);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("cpu", 0) == 0);
+  }
+}
