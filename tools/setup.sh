@@ -16,6 +16,7 @@ test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools )
 train_pkgs=(
   python3 python3-torch python3-torchaudio python3-numpy python3-soundfile
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts fortunes fortunes-min wamerican
+  asterisk-core-sounds-en asterisk-core-sounds-en-wav pocketsphinx-testdata  # real human speech for eval
 )
 
 want=( "${build_pkgs[@]}" "${test_pkgs[@]}" )

@@ -1,0 +1,77 @@
+#include "dsp/fft.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <complex>
+#include <numbers>
+#include <random>
+#include <vector>
+
+namespace {
+
+std::vector<std::complex<double>> naive_dft(const std::vector<double>& x) {
+  const std::size_t n = x.size();
+  std::vector<std::complex<double>> out(n / 2 + 1);
+  for (std::size_t k = 0; k <= n / 2; ++k) {
+    std::complex<double> acc = 0.0;
+    for (std::size_t t = 0; t < n; ++t) {
+      // Reduce k*t mod n first so the angle stays small and exact.
+      const double angle = -2.0 * std::numbers::pi * static_cast<double>((k * t) % n) /
+                           static_cast<double>(n);
+      acc += x[t] * std::complex<double>(std::cos(angle), std::sin(angle));
+    }
+    out[k] = acc;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("fft") {
+  TEST_CASE("matches a naive DFT for every power of two up to 4096") {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    for (std::size_t n = 2; n <= 4096; n *= 2) {
+      CAPTURE(n);
+      std::vector<double> x(n);
+      for (double& v : x) v = dist(rng);
+      auto plan = sluice::dsp::real_fft::create(n);
+      REQUIRE(plan);
+      REQUIRE(plan->num_bins() == n / 2 + 1);
+      std::vector<std::complex<double>> got(plan->num_bins());
+      plan->forward(x, got);
+      const auto want = naive_dft(x);
+      double max_err = 0.0;
+      for (std::size_t k = 0; k < want.size(); ++k) max_err = std::max(max_err, std::abs(got[k] - want[k]));
+      // Random input of unit scale: the DFT magnitudes grow like sqrt(n).
+      CHECK(max_err < 1e-12 * static_cast<double>(n));
+    }
+  }
+
+  TEST_CASE("a cosine lands in its bin") {
+    constexpr std::size_t n = 512;
+    constexpr std::size_t bin = 37;
+    std::vector<double> x(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      x[t] = std::cos(2.0 * std::numbers::pi * bin * t / n);
+    }
+    auto plan = sluice::dsp::real_fft::create(n);
+    REQUIRE(plan);
+    std::vector<std::complex<double>> out(plan->num_bins());
+    plan->forward(x, out);
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      CHECK(std::abs(out[k]) == doctest::Approx(k == bin ? n / 2.0 : 0.0).epsilon(1e-9).scale(1.0));
+    }
+  }
+
+  TEST_CASE("rejects sizes that are not powers of two") {
+    for (std::size_t n : {0u, 1u, 3u, 400u, 1000u}) {
+      CAPTURE(n);
+      auto plan = sluice::dsp::real_fft::create(n);
+      REQUIRE_FALSE(plan);
+      CHECK(plan.error().code == sluice::errc::invalid_argument);
+    }
+    CHECK_FALSE(sluice::dsp::real_fft::create(sluice::dsp::real_fft::max_size * 2));
+  }
+}
