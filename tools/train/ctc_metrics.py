@@ -1,0 +1,38 @@
+"""Greedy CTC decoding and edit distance, for dev/test scoring in the recipe."""
+from __future__ import annotations
+
+import torch
+
+from dataset import SPACE
+
+
+def ids_to_text(ids, tokens: list[str]) -> str:
+    return "".join(" " if tokens[i] == SPACE else tokens[i] for i in ids)
+
+
+def greedy_decode(logits: torch.Tensor, lengths: torch.Tensor, tokens: list[str]) -> list[str]:
+    """Best path: argmax per frame, merge repeats, drop blanks (id 0)."""
+    best = logits.argmax(-1)
+    out = []
+    for b in range(best.shape[0]):
+        seq, prev = [], -1
+        for i in best[b, : int(lengths[b])].tolist():
+            if i != prev and i != 0:
+                seq.append(i)
+            prev = i
+        out.append(" ".join(ids_to_text(seq, tokens).split()))
+    return out
+
+
+def targets_to_text(targets: torch.Tensor, lengths: torch.Tensor, tokens: list[str]) -> list[str]:
+    return [ids_to_text(targets[b, : int(lengths[b])].tolist(), tokens) for b in range(targets.shape[0])]
+
+
+def edit_distance(a: list, b: list) -> int:
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
+        prev = cur
+    return prev[-1]

@@ -1,0 +1,116 @@
+"""Reading the features and transcripts that make_data.py wrote, in length-bucketed batches.
+
+Shard records (DATA/shards/<split>/*.json) are read directly, so training can start on the
+shards finished so far. Features are memory-mapped .npy arrays [frames, 80] per shard.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import random
+
+import numpy as np
+import torch
+
+SPACE = "<space>"
+FRAME_S = 0.01
+
+
+def read_tokens(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.rstrip("\n")]
+
+
+def text_to_ids(text: str, tokens: list[str]) -> list[int]:
+    index = {t: i for i, t in enumerate(tokens)}
+    return [index[SPACE if ch == " " else ch] for ch in text if (SPACE if ch == " " else ch) in index]
+
+
+class FeatureSet:
+    def __init__(self, root: str, split: str, tokens: list[str], max_seconds: float = 20.0):
+        self.root = root
+        self.tokens = tokens
+        self.utts = []
+        for rec_path in sorted(glob.glob(os.path.join(root, "shards", split, "*.json"))):
+            with open(rec_path) as f:
+                rec = json.load(f)
+            for u in rec["utts"]:
+                if "feats" not in u or u["duration"] > max_seconds:
+                    continue
+                ids = text_to_ids(u["text"], tokens)
+                if not ids:
+                    continue
+                self.utts.append({"id": u["id"], "feats": u["feats"], "ids": ids, "text": u["text"],
+                                  "condition": u.get("condition", ""), "voice": u.get("voice", "")})
+        self._maps: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.utts)
+
+    def hours(self) -> float:
+        return sum(u["feats"]["frames"] for u in self.utts) * FRAME_S / 3600
+
+    def feats(self, u: dict) -> np.ndarray:
+        path = os.path.join(self.root, u["feats"]["path"])
+        if path not in self._maps:
+            self._maps[path] = np.load(path, mmap_mode="r")
+        a = u["feats"]["offset"]
+        return np.asarray(self._maps[path][a:a + u["feats"]["frames"]], dtype=np.float32)
+
+    def cmvn_stats(self, max_utts: int = 2000) -> tuple[torch.Tensor, torch.Tensor]:
+        rng = random.Random(0)
+        pick = rng.sample(self.utts, min(max_utts, len(self.utts)))
+        s = np.zeros(80, np.float64)
+        s2 = np.zeros(80, np.float64)
+        n = 0
+        for u in pick:
+            f = self.feats(u).astype(np.float64)
+            s += f.sum(0)
+            s2 += (f * f).sum(0)
+            n += f.shape[0]
+        mean = s / n
+        var = np.maximum(s2 / n - mean * mean, 1e-6)
+        return torch.tensor(mean, dtype=torch.float32), torch.tensor(1.0 / np.sqrt(var), dtype=torch.float32)
+
+    def batches(self, max_frames: int, seed: int, shuffle: bool = True):
+        """Batches of utterances of similar length, at most max_frames padded frames each.
+        Returns a list of (feats [B,T,80], lengths [B], targets [B,U], target_lengths [B], utts)."""
+        order = sorted(range(len(self.utts)), key=lambda i: self.utts[i]["feats"]["frames"])
+        groups, cur, cur_max = [], [], 0
+        for i in order:
+            n = self.utts[i]["feats"]["frames"]
+            if cur and max(cur_max, n) * (len(cur) + 1) > max_frames:
+                groups.append(cur)
+                cur, cur_max = [], 0
+            cur.append(i)
+            cur_max = max(cur_max, n)
+        if cur:
+            groups.append(cur)
+        if shuffle:
+            random.Random(seed).shuffle(groups)
+        return _Batches(self, groups)
+
+
+class _Batches:
+    def __init__(self, fs: FeatureSet, groups: list[list[int]]):
+        self.fs = fs
+        self.groups = groups
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __iter__(self):
+        for g in self.groups:
+            utts = [self.fs.utts[i] for i in g]
+            feats = [self.fs.feats(u) for u in utts]
+            t = max(f.shape[0] for f in feats)
+            x = np.zeros((len(feats), t, 80), np.float32)
+            for i, f in enumerate(feats):
+                x[i, :f.shape[0]] = f
+            u_max = max(len(u["ids"]) for u in utts)
+            y = np.zeros((len(utts), u_max), np.int64)
+            for i, u in enumerate(utts):
+                y[i, :len(u["ids"])] = u["ids"]
+            yield (torch.from_numpy(x), torch.tensor([f.shape[0] for f in feats]), torch.from_numpy(y),
+                   torch.tensor([len(u["ids"]) for u in utts]), utts)

@@ -1,0 +1,209 @@
+#!/usr/bin/python3
+"""Train the sluice MoE CTC acoustic model on the data of make_data.py.
+
+  /usr/bin/python3 tools/train/train.py --data data --out runs/default [--hours-budget 6]
+
+Resumable: a checkpoint (model, optimiser, step, sampler state) is written every
+--checkpoint-min minutes and at the end of each epoch to OUT/last.pt; rerunning the same command
+continues from it. The best dev-CER model is kept in OUT/best.pt. Progress goes to OUT/log.jsonl.
+
+Debian's torch is fast only with libopenblas0-pthread and OMP_WAIT_POLICY=PASSIVE: this script
+sets the latter itself (re-executing if needed) and warns when the former is missing.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+if os.environ.get("OMP_WAIT_POLICY") != "PASSIVE":
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import random  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model import AcousticModel, ModelConfig  # noqa: E402
+import dataset  # noqa: E402
+import ctc_metrics  # noqa: E402
+
+# Dynamic-chunk training: each batch draws its attention chunk (in 40 ms frames; 0 = full
+# context) and left context (chunks; -1 = unbounded), so one model serves streaming and offline.
+CHUNK_CHOICES = [8, 12, 16, 0]
+LEFT_CHOICES = [2, 4, -1]
+
+
+def spec_augment(x: torch.Tensor, lengths: torch.Tensor, rng: random.Random) -> torch.Tensor:
+    """Two frequency masks (<= 10 bins) and time masks (<= 40 frames, about 1 per 3 s)."""
+    x = x.clone()
+    b, t, m = x.shape
+    for i in range(b):
+        n = int(lengths[i])
+        fill = x[i, :n].mean()
+        for _ in range(2):
+            w = rng.randint(0, 10)
+            f0 = rng.randint(0, m - w)
+            x[i, :n, f0:f0 + w] = fill
+        for _ in range(max(1, n // 300)):
+            w = rng.randint(0, min(40, n // 10))
+            t0 = rng.randint(0, max(0, n - w))
+            x[i, t0:t0 + w, :] = fill
+    return x
+
+
+def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def evaluate(model: AcousticModel, batches, tokens: list[str], max_utts: int = 400) -> dict:
+    model.eval()
+    errs = chars = werrs = words = 0
+    loads = [torch.zeros(model.cfg.n_routed) for _ in model.moe_layers()]
+    n = 0
+    with torch.no_grad():
+        for feats, lengths, targets, target_lengths, _ in batches:
+            logits, out_len = model(feats, lengths)
+            for li, moe in enumerate(model.moe_layers()):
+                loads[li] += moe.last_load
+            hyps = ctc_metrics.greedy_decode(logits, out_len, tokens)
+            refs = ctc_metrics.targets_to_text(targets, target_lengths, tokens)
+            for h, r in zip(hyps, refs):
+                e, c = ctc_metrics.edit_distance(list(h), list(r)), len(r)
+                errs, chars = errs + e, chars + c
+                we = ctc_metrics.edit_distance(h.split(), r.split())
+                werrs, words = werrs + we, words + len(r.split())
+            n += len(hyps)
+            if n >= max_utts:
+                break
+    model.train()
+    balance = [float(l.max() / l.mean().clamp_min(1e-9)) for l in loads]
+    return {"cer": errs / max(1, chars), "wer": werrs / max(1, words), "utts": n, "balance_max_mean": balance}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--out", default="runs/default")
+    ap.add_argument("--epochs", type=int, default=40)
+    ap.add_argument("--batch-frames", type=int, default=16000, help="fbank frames per batch (10 ms each)")
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--warmup", type=int, default=800)
+    ap.add_argument("--bias-rate", type=float, default=1e-3, help="balancing bias step per update")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--checkpoint-min", type=float, default=10.0)
+    ap.add_argument("--hours-budget", type=float, default=0.0, help="stop after this much wall time (0 = no limit)")
+    ap.add_argument("--max-utt-s", type=float, default=20.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--init", default="", help="start from this checkpoint's weights (fine-tuning)")
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+    if not os.path.exists("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"):
+        print("warning: libopenblas0-pthread is not installed: torch will be ~30x slower", file=sys.stderr)
+
+    tokens = dataset.read_tokens(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokens.txt"))
+    train = dataset.FeatureSet(args.data, "train", tokens, max_seconds=args.max_utt_s)
+    dev = dataset.FeatureSet(args.data, "dev", tokens, max_seconds=args.max_utt_s)
+    print(f"train: {len(train)} utts, {train.hours():.2f} h; dev: {len(dev)} utts", flush=True)
+
+    cfg = ModelConfig(vocab_size=len(tokens))
+    model = AcousticModel(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=1e-2)
+    state = {"step": 0, "epoch": 0, "best_cer": 1e9, "elapsed_s": 0.0}
+    last = os.path.join(args.out, "last.pt")
+    if os.path.exists(last):
+        ck = torch.load(last)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        state = ck["state"]
+        print(f"resumed at epoch {state['epoch']} step {state['step']}", flush=True)
+    else:
+        if args.init:
+            model.load_state_dict(torch.load(args.init)["model"])
+        mean, istd = train.cmvn_stats()
+        model.cmvn_mean.copy_(mean)
+        model.cmvn_istd.copy_(istd)
+    total, active = model.param_counts()
+    print(f"params: {total/1e6:.2f} M total, {active/1e6:.2f} M active", flush=True)
+
+    steps_per_epoch = len(train.batches(args.batch_frames, seed=0))
+    total_steps = steps_per_epoch * args.epochs
+    rng = random.Random(args.seed + state["step"])
+    log = open(os.path.join(args.out, "log.jsonl"), "a")
+
+    def save(path: str) -> None:
+        tmp = path + ".tmp"
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "state": state,
+                    "config": cfg.to_json(), "tokens": tokens}, tmp)
+        os.replace(tmp, path)
+
+    t_start = time.time()
+    elapsed0 = state["elapsed_s"]
+    last_ck = time.time()
+    model.train()
+    while state["epoch"] < args.epochs:
+        batches = train.batches(args.batch_frames, seed=args.seed * 1000 + state["epoch"])
+        skip = state["step"] - state["epoch"] * steps_per_epoch
+        t_epoch, utts = time.time(), 0
+        for bi, (feats, lengths, targets, target_lengths, _) in enumerate(batches):
+            if bi < skip:
+                continue
+            for g in opt.param_groups:
+                g["lr"] = lr_at(state["step"], args.lr, args.warmup, total_steps)
+            feats = spec_augment(feats, lengths, rng)
+            chunk = rng.choice(CHUNK_CHOICES)
+            left = rng.choice(LEFT_CHOICES)
+            logits, out_len = model(feats, lengths, chunk=chunk, left_chunks=left)
+            logp = F.log_softmax(logits, -1).transpose(0, 1)
+            loss = F.ctc_loss(logp, targets, out_len, target_lengths, blank=0, reduction="sum",
+                              zero_infinity=True) / feats.shape[0]
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            for moe in model.moe_layers():
+                moe.update_bias(args.bias_rate)
+            state["step"] += 1
+            utts += feats.shape[0]
+            state["elapsed_s"] = elapsed0 + time.time() - t_start
+            if state["step"] % 50 == 0:
+                rec = {"step": state["step"], "epoch": state["epoch"], "loss": float(loss),
+                       "lr": opt.param_groups[0]["lr"], "utt_per_s": utts / (time.time() - t_epoch),
+                       "elapsed_h": state["elapsed_s"] / 3600}
+                print(json.dumps(rec), flush=True)
+                log.write(json.dumps(rec) + "\n")
+                log.flush()
+            if time.time() - last_ck > args.checkpoint_min * 60:
+                save(last)
+                last_ck = time.time()
+            if args.hours_budget and state["elapsed_s"] > args.hours_budget * 3600:
+                save(last)
+                print("time budget reached", flush=True)
+                return
+        state["epoch"] += 1
+        metrics = evaluate(model, dev.batches(args.batch_frames, seed=0, shuffle=False), tokens)
+        rec = {"epoch": state["epoch"], "step": state["step"], "dev": metrics,
+               "epoch_min": (time.time() - t_epoch) / 60}
+        print(json.dumps(rec), flush=True)
+        log.write(json.dumps(rec) + "\n")
+        log.flush()
+        if metrics["cer"] < state["best_cer"]:
+            state["best_cer"] = metrics["cer"]
+            save(os.path.join(args.out, "best.pt"))
+        save(last)
+        last_ck = time.time()
+
+
+if __name__ == "__main__":
+    main()
