@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""Export a trained checkpoint to the engine's model directory, with golden vectors.
+
+  /usr/bin/python3 tools/train/export.py --ckpt runs/default/best.pt --out models/default \
+      --golden-wavs a.wav b.wav
+  /usr/bin/python3 tools/train/export.py --random-tiny --out tests/data/tiny_model --golden-synthetic 3
+
+Model directory (the engine validates all of it on load):
+  model.json          format, version, architecture, feature settings, tokens, streaming defaults
+  weights.safetensors every parameter and buffer under its PyTorch state_dict name, f32
+  tokens.txt          one token per line, id = line number, <blank> first, <space> for ' '
+Golden vectors (golden/NAME.safetensors), for the C++ parity tests:
+  fbank f32 [T, 80] (raw log-mel input), logits f32 [T', V] (offline, the model's default chunking),
+  layer{i}.out f32 [T', D] (hidden state after block i),
+  layer{i}.experts i32 [T', k] (chosen experts, sorted ascending), layer{i}.groups i32 [T', g] (sorted),
+  logits_full f32 [T', V] (full-context attention: chunk 0).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model import AcousticModel, ModelConfig  # noqa: E402
+import safetensors_io  # noqa: E402
+
+FORMAT = "sluice-moe-ctc"
+VERSION = 1
+FEATURES = {"sample_rate": 16000, "num_mel_bins": 80, "frame_length_ms": 25.0, "frame_shift_ms": 10.0,
+            "dither": 0.0, "preemphasis": 0.97, "low_freq_hz": 20.0, "high_freq_hz": 0.0,
+            "window": "povey", "input_scale": 32768.0}
+TINY = dict(d_model=32, n_heads=2, n_layers=2, conv_channels=8, shared_hidden=24, n_routed=8, n_groups=4,
+            top_groups=2, top_k=2, expert_hidden=16, chunk_frames=4, left_chunks=2)
+
+
+def kaldi_fbank(wav_path: str) -> torch.Tensor:
+    import soundfile as sf
+    import torchaudio
+    x, sr = sf.read(wav_path, dtype="float64", always_2d=True)
+    assert sr == 16000, f"{wav_path}: golden inputs must be 16 kHz"
+    w = torch.from_numpy(x[:, 0] * 32768.0)[None]
+    f = torchaudio.compliance.kaldi.fbank(w, num_mel_bins=80, frame_length=25, frame_shift=10, dither=0.0,
+                                          energy_floor=0.0, sample_frequency=16000)
+    return f.float()
+
+
+def write_model_dir(model: AcousticModel, tokens: list[str], out: str, extra: dict | None = None) -> None:
+    os.makedirs(out, exist_ok=True)
+    tensors = {k: v.float() for k, v in model.state_dict().items()}
+    safetensors_io.save(tensors, os.path.join(out, "weights.safetensors"),
+                        metadata={"format": FORMAT, "version": str(VERSION)})
+    with open(os.path.join(out, "tokens.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    total, active = model.param_counts()
+    meta = {"format": FORMAT, "version": VERSION, "architecture": model.cfg.to_json(), "features": FEATURES,
+            "tokens": "tokens.txt", "weights": "weights.safetensors", "blank_id": 0, "space_token": "<space>",
+            "streaming": {"chunk_frames": model.cfg.chunk_frames, "left_chunks": model.cfg.left_chunks},
+            "params": {"total": total, "active": active}}
+    if extra:
+        meta.update(extra)
+    with open(os.path.join(out, "model.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+        f.write("\n")
+
+
+def golden(model: AcousticModel, fbank: torch.Tensor, path: str) -> None:
+    model.eval()
+    lengths = torch.tensor([fbank.shape[0]])
+    t = {"fbank": fbank.contiguous()}
+    with torch.no_grad():
+        logits, _, hidden = model(fbank[None], lengths, return_hidden=True)
+        t["logits"] = logits[0].contiguous()
+        # Each MoE layer keeps the routing of the pass just run (the offline, default-chunk pass).
+        for i, (h, moe) in enumerate(zip(hidden, model.moe_layers())):
+            groups, experts, _ = moe.last_route
+            t[f"layer{i}.out"] = h[0].contiguous()
+            t[f"layer{i}.experts"] = torch.sort(experts, dim=-1).values.to(torch.int32).contiguous()
+            t[f"layer{i}.groups"] = torch.sort(groups, dim=-1).values.to(torch.int32).contiguous()
+        logits_full, _ = model(fbank[None], lengths, chunk=0, left_chunks=-1)
+        t["logits_full"] = logits_full[0].contiguous()
+    safetensors_io.save(t, path)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ckpt", help="checkpoint from train.py")
+    ap.add_argument("--random-tiny", action="store_true", help="a tiny randomly initialised model (tests)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--golden-wavs", nargs="*", default=[])
+    ap.add_argument("--golden-synthetic", type=int, default=0, help="N random-fbank golden cases")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    torch.manual_seed(args.seed)
+    here = os.path.dirname(os.path.abspath(__file__))
+    if args.random_tiny:
+        tokens = [l.rstrip("\n") for l in open(os.path.join(here, "tokens.txt")) if l.strip()]
+        model = AcousticModel(ModelConfig(vocab_size=len(tokens), **TINY))
+        with torch.no_grad():
+            # Non-trivial buffers so the engine must apply them: CMVN and balancing biases.
+            model.cmvn_mean.uniform_(5.0, 10.0)
+            model.cmvn_istd.uniform_(0.2, 0.5)
+            for moe in model.moe_layers():
+                moe.expert_bias.uniform_(-0.05, 0.05)
+                moe.group_bias.uniform_(-0.05, 0.05)
+    else:
+        ck = torch.load(args.ckpt)
+        tokens = ck["tokens"]
+        model = AcousticModel(ModelConfig.from_json(ck["config"]))
+        model.load_state_dict(ck["model"])
+    model.eval()
+    shutil.rmtree(os.path.join(args.out, "golden"), ignore_errors=True)
+    write_model_dir(model, tokens, args.out)
+    gdir = os.path.join(args.out, "golden")
+    os.makedirs(gdir, exist_ok=True)
+    for w in args.golden_wavs:
+        golden(model, kaldi_fbank(w), os.path.join(gdir, os.path.splitext(os.path.basename(w))[0] + ".safetensors"))
+    g = torch.Generator().manual_seed(args.seed)
+    for i in range(args.golden_synthetic):
+        n = int(torch.randint(60, 400, (1,), generator=g))
+        fb = torch.randn(n, 80, generator=g) * 2.0 + 8.0
+        golden(model, fb, os.path.join(gdir, f"synthetic{i}.safetensors"))
+    print(f"wrote {args.out}: {sum(p.numel() for p in model.parameters())} parameters")
+
+
+if __name__ == "__main__":
+    main()
