@@ -1,0 +1,104 @@
+#pragma once
+/// A word n-gram language model from an ARPA file (as SRILM, KenLM and tools/train/build_lm.py
+/// write them), scored with backoff:
+///   P(w | h) = p(h w)                      if the n-gram "h w" is listed,
+///            = bo(h) * P(w | h minus its first word)   otherwise (bo = 1 when h is not listed).
+/// Probabilities are read as log10 and kept as natural logs (ln), which is what score() returns.
+///
+/// A history is a state: the id of the longest listed n-gram (of order < N) that ends the words
+/// seen so far, so a hypothesis carries one int32 instead of its last N-1 words. State 0 is the
+/// empty history. Words outside the unigrams score as "<unk>" when the model lists it, else get
+/// arpa_options::oov_log10_prob and reset the history.
+///
+/// Loading validates the file: section order, n-gram counts against \data\, field counts,
+/// numbers, words of higher orders being unigrams, every n-gram's context being listed, no
+/// duplicates; errors are errc::corrupt / errc::truncated naming "source:line". Read-only after
+/// loading; share one model between streams.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "config/error.hpp"
+
+namespace sluice::moe {
+
+struct arpa_options {
+  /// log10 probability of a word the model does not know, when it lists no "<unk>".
+  float oov_log10_prob = -10.0f;
+};
+
+/// The outcome of scoring one word.
+struct lm_step {
+  float log_prob = 0;  ///< ln P(word | history)
+  int32_t next = 0;    ///< the history after the word
+};
+
+class arpa_lm {
+ public:
+  static constexpr std::string_view begin_sentence = "<s>";
+  static constexpr std::string_view end_sentence = "</s>";
+  static constexpr std::string_view unknown_word = "<unk>";
+
+  /// Parses ARPA text; `source` names it in messages.
+  static result<arpa_lm> parse(std::string_view text, std::string_view source, const arpa_options& opts = {});
+  static result<arpa_lm> load(const std::string& path, const arpa_options& opts = {});
+
+  int32_t order() const { return order_; }
+  /// Number of n-grams of order n (1 .. order()), as announced in \data\.
+  int64_t ngram_count(int32_t n) const;
+
+  int32_t vocab_size() const { return static_cast<int32_t>(words_.size()); }
+  std::string_view word(int32_t id) const { return words_[static_cast<std::size_t>(id)]; }
+  /// The word's id, or -1 when it is not a unigram.
+  int32_t word_id(std::string_view w) const;
+
+  /// The empty history.
+  int32_t null_state() const { return 0; }
+  /// The history at the start of a sentence ("<s>"; the empty history when the model lacks it).
+  int32_t begin_state() const { return begin_state_; }
+
+  /// ln P(word | state) and the state after it; word -1 is an unknown word.
+  lm_step score(int32_t state, int32_t word) const;
+  lm_step score(int32_t state, std::string_view word) const { return score(state, word_id(word)); }
+  /// ln P(</s> | state); 0 when the model has no "</s>".
+  float end_of_sentence(int32_t state) const;
+
+ private:
+  struct entry {
+    float log_prob = 0;     ///< ln p(n-gram)
+    float log_backoff = 0;  ///< ln bo(n-gram) as a history
+    int32_t context = 0;    ///< entry of the first n-1 words (0: the empty history)
+    int32_t word = -1;      ///< last word
+    int32_t suffix = 0;     ///< entry of the longest listed proper suffix (0: the empty one)
+    int32_t order = 0;
+  };
+  struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  friend class arpa_reader;
+
+  static uint64_t key(int32_t context, int32_t word) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(context)) << 32) | static_cast<uint32_t>(word);
+  }
+  int32_t find(int32_t context, int32_t word) const;
+  /// Entry of words[first, last), -1 when it (or one of its prefixes) is not listed.
+  int32_t find_sequence(const std::vector<int32_t>& words, std::size_t first) const;
+  void link_suffixes();
+
+  int32_t order_ = 0;
+  std::vector<int64_t> counts_;
+  std::vector<std::string> words_;
+  std::unordered_map<std::string, int32_t, string_hash, std::equal_to<>> word_ids_;
+  std::vector<entry> entries_{entry{}};          ///< entries_[0] is the empty history
+  std::unordered_map<uint64_t, int32_t> index_;  ///< key(context, word) -> entry
+  int32_t begin_state_ = 0;
+  int32_t unk_id_ = -1;
+  int32_t end_id_ = -1;
+  float oov_log_prob_ = 0;                       ///< ln, for unknown words when there is no <unk>
+};
+
+}  // namespace sluice::moe

@@ -1,0 +1,58 @@
+#pragma once
+/// What every CTC decoder returns, for partial and final results alike, and how it is built from a
+/// token alignment (the best path of the chosen label sequence).
+///
+/// Times are milliseconds from the start of the stream (the decoder's absolute frame offset plus
+/// the frame inside the utterance, times frame_ms). A word spans its CTC spikes: it starts at the
+/// first frame of its first token and ends at the end of the last frame of its last token, so
+/// end_ms = (last_frame + 1) * frame_ms and a one-frame word is frame_ms long.
+///
+/// Confidence (in [0, 1]): each token's posterior is the highest softmax probability it has on the
+/// frames the best path spends on it (its spike); a word's confidence is the lowest of its tokens'
+/// posteriors, so one doubtful letter makes the whole word doubtful.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "moe/tokens.hpp"
+
+namespace sluice::moe {
+
+struct word_info {
+  std::string word;
+  int64_t start_ms = 0;  ///< start of the first frame of the word's first token
+  int64_t end_ms = 0;    ///< end of the last frame of the word's last token
+  float confidence = 0;  ///< min over the word's tokens of their peak posterior, in [0, 1]
+  bool operator==(const word_info&) const = default;
+};
+
+struct decode_result {
+  std::string text;               ///< the words joined by single spaces
+  std::vector<word_info> words;
+  std::vector<int32_t> tokens;    ///< the CTC label sequence (blanks and repeats removed), <space> included
+  double score = 0;               ///< the hypothesis' log score (ln): acoustic + hotword + LM terms
+};
+
+/// One token of an alignment; frames count from the start of the utterance.
+struct aligned_token {
+  int32_t token = 0;
+  int32_t first_frame = 0;  ///< first frame the path spends on this token
+  int32_t last_frame = 0;   ///< last frame the path spends on this token (inclusive)
+  float posterior = 0;      ///< peak softmax probability of the token over those frames
+  bool operator==(const aligned_token&) const = default;
+};
+
+/// Timing of frames: where the utterance starts in the stream and how long one frame is.
+struct frame_timing {
+  int64_t frame_offset = 0;  ///< absolute frame index of the utterance's first frame
+  double frame_ms = 0;       ///< ms per decoder frame (40 for 4x subsampling of 10 ms fbank)
+};
+
+/// Splits an alignment into words at <space> tokens (with no space token the whole output is one
+/// word), attaches times and confidences and joins the text. `score` is copied into the result.
+decode_result make_result(std::span<const aligned_token> alignment, const token_table& tokens,
+                          const frame_timing& timing, double score);
+
+}  // namespace sluice::moe
