@@ -34,7 +34,7 @@ class ModelConfig:
     d_model: int = 144
     n_heads: int = 4
     n_layers: int = 6
-    conv_channels: int = 64
+    conv_channels: int = 32
     # MoE
     n_shared: int = 1
     shared_hidden: int = 192

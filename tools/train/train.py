@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-if os.environ.get("OMP_WAIT_POLICY") != "PASSIVE":
+if __name__ == "__main__" and os.environ.get("OMP_WAIT_POLICY") != "PASSIVE":
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.execv(sys.executable, [sys.executable] + sys.argv)
 

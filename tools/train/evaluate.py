@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Held-out evaluation of a checkpoint: CER/WER per condition and expert load balance.
+
+  /usr/bin/python3 tools/train/evaluate.py --ckpt runs/default/best.pt --data data [--json out.json]
+
+Conditions (splits written by make_data.py): test_clean (seen voices, unseen sentences),
+test_phone (same, through an 8 kHz phone channel with noise), test_unseen / test_unseen_phone
+(voices never trained on), and "real_asterisk": real human recordings of one speaker shipped by
+Debian's asterisk-core-sounds-en-wav (8 kHz phone prompts with their transcripts), resampled to
+16 kHz. Decoding is greedy CTC (the engine's beam search + LM is measured by `sluice transcribe`).
+Expert balance is max/mean tokens per routed expert, per layer, over all test utterances.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__" and os.environ.get("OMP_WAIT_POLICY") != "PASSIVE":
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import argparse  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model import AcousticModel, ModelConfig  # noqa: E402
+import ctc_metrics  # noqa: E402
+import dataset  # noqa: E402
+import text_norm  # noqa: E402
+
+SPLITS = ["test_clean", "test_phone", "test_unseen", "test_unseen_phone", "dev_unseen"]
+ASTERISK_DIR = "/usr/share/asterisk/sounds/en"
+ASTERISK_TEXT = "/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
+
+
+def asterisk_set(tokens: list[str]) -> list[tuple[str, np.ndarray, str]]:
+    """(id, fbank [T, 80], transcript) for every prompt whose text normalises cleanly."""
+    import soundfile as sf
+    import torchaudio
+    if not os.path.exists(ASTERISK_TEXT):
+        return []
+    out = []
+    with gzip.open(ASTERISK_TEXT, "rt", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"^([A-Za-z0-9_\-]+):\s*(.+)$", line.strip())
+            if not m:
+                continue
+            wav = os.path.join(ASTERISK_DIR, m.group(1) + ".wav")
+            if not os.path.exists(wav):
+                continue
+            try:
+                text = text_norm.to_transcript(m.group(2))
+            except Exception:
+                continue
+            if not text or not text_norm.in_vocabulary(text) or len(text.split()) < 2:
+                continue
+            x, sr = sf.read(wav, dtype="float64")
+            if x.ndim > 1:
+                x = x[:, 0]
+            w = torchaudio.functional.resample(torch.from_numpy(x)[None], sr, 16000)
+            fb = torchaudio.compliance.kaldi.fbank(w * 32768.0, num_mel_bins=80, frame_length=25, frame_shift=10,
+                                                   dither=0.0, energy_floor=0.0, sample_frequency=16000)
+            out.append((m.group(1), fb.float().numpy(), text))
+    return out
+
+
+def score(model: AcousticModel, items, tokens: list[str], loads: list[torch.Tensor]) -> dict:
+    """items: (fbank [T,80] np, text). Greedy CER/WER over all items."""
+    errs = chars = werrs = words = 0
+    samples = []
+    with torch.no_grad():
+        for fb, ref in items:
+            x = torch.from_numpy(np.ascontiguousarray(fb))[None]
+            logits, out_len = model(x, torch.tensor([x.shape[1]]))
+            for li, moe in enumerate(model.moe_layers()):
+                loads[li] += moe.last_load
+            hyp = ctc_metrics.greedy_decode(logits, out_len, tokens)[0]
+            errs += ctc_metrics.edit_distance(list(hyp), list(ref))
+            chars += len(ref)
+            werrs += ctc_metrics.edit_distance(hyp.split(), ref.split())
+            words += len(ref.split())
+            if len(samples) < 3:
+                samples.append({"ref": ref, "hyp": hyp})
+    return {"utts": len(items), "cer": errs / max(1, chars), "wer": werrs / max(1, words), "samples": samples}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--data", default="data")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-utts", type=int, default=400)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    ck = torch.load(args.ckpt)
+    tokens = ck["tokens"]
+    model = AcousticModel(ModelConfig.from_json(ck["config"]))
+    model.load_state_dict(ck["model"])
+    model.eval()
+    loads = [torch.zeros(model.cfg.n_routed) for _ in model.moe_layers()]
+    report: dict = {"checkpoint": args.ckpt, "step": ck["state"]["step"], "epoch": ck["state"]["epoch"],
+                    "train_hours": ck["state"]["elapsed_s"] / 3600, "conditions": {}}
+    for split in SPLITS:
+        fs = dataset.FeatureSet(args.data, split, tokens, max_seconds=60)
+        items = [(fs.feats(u), u["text"]) for u in fs.utts[: args.max_utts]]
+        if items:
+            report["conditions"][split] = score(model, items, tokens, loads)
+            print(split, json.dumps({k: v for k, v in report["conditions"][split].items() if k != "samples"}), flush=True)
+    real = asterisk_set(tokens)
+    if real:
+        report["conditions"]["real_asterisk"] = score(model, [(fb, t) for _, fb, t in real], tokens, loads)
+        print("real_asterisk", json.dumps({k: v for k, v in report["conditions"]["real_asterisk"].items()
+                                           if k != "samples"}), flush=True)
+    report["balance_max_mean"] = [round(float(l.max() / l.mean().clamp_min(1e-9)), 3) for l in loads]
+    report["params"] = dict(zip(("total", "active"), model.param_counts()))
+    print("balance max/mean per layer:", report["balance_max_mean"])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
