@@ -28,4 +28,28 @@ void gemm(const gemm_args& g) {
               ldb, g.beta, g.c, static_cast<int>(g.n));
 }
 
+void blas_matmul(const matmul_args& g) {
+  if (g.m <= 0 || g.n <= 0) return;
+  float beta = 0.0f;
+  if (g.accumulate) beta = 1.0f;
+  if (g.bias) {
+    for (int64_t i = 0; i < g.m; ++i) {
+      float* c = g.c + i * g.ldc;
+      for (int64_t j = 0; j < g.n; ++j) c[j] = (g.accumulate ? c[j] : 0.0f) + g.bias[j];
+    }
+    beta = 1.0f;
+  }
+  if (g.k <= 0) {
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < g.m; ++i)
+        for (int64_t j = 0; j < g.n; ++j) g.c[i * g.ldc + j] = 0.0f;
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(g.m), static_cast<int>(g.n),
+              static_cast<int>(g.k), 1.0f, g.a, static_cast<int>(g.lda), g.b, static_cast<int>(g.ldb), beta, g.c,
+              static_cast<int>(g.ldc));
+}
+
+void set_blas_threads(int n) { openblas_set_num_threads(n); }
+
 }  // namespace sluice::kernels::cpu

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/ops.hpp"
+
 namespace sluice::kernels::cpu {
 
 struct gemm_args {
@@ -22,5 +24,12 @@ void gemm_reference(const gemm_args& g);
 /// The fast path: OpenBLAS sgemm (threads are OpenBLAS's; callers that own threads set
 /// OPENBLAS_NUM_THREADS=1 and parallelise above this).
 void gemm(const gemm_args& g);
+
+/// cpu_ops::matmul's contract (leading dimensions, bias, accumulate) on OpenBLAS sgemm, so the
+/// model can use either for any product and benchmarks can compare them.
+void blas_matmul(const matmul_args& g);
+
+/// Sets OpenBLAS's own thread count (a process-wide setting: tools and benchmarks only).
+void set_blas_threads(int n);
 
 }  // namespace sluice::kernels::cpu

@@ -1,53 +1,12 @@
 #pragma once
-/// Settings of the CTC decoders (greedy and prefix beam search), shaped like a config section
-/// (`visit()` lists every field with its allowed range, `check()` the cross-field rules) so that a
-/// [decoder] section can carry it unchanged. Log probabilities are natural logs (ln).
+/// Settings of the CTC decoders: the [decoder] config section (config/decoder_config.hpp).
 
-#include <string>
-
+#include "config/decoder_config.hpp"
 #include "config/error.hpp"
-#include "config/field.hpp"
 
 namespace sluice::moe {
 
-struct decoder_options {
-  /// Duration of one decoder frame (ms): the model's 4x subsampling of 10 ms fbank frames.
-  double frame_ms = 40.0;
-  /// Prefix beam search: hypotheses kept after every frame.
-  int beam_size = 8;
-  /// Per-frame token pruning: only the this-many most probable tokens of a frame extend or keep
-  /// hypotheses (blank counts as a token).
-  int max_tokens_per_frame = 8;
-  /// Per-frame token pruning: tokens whose ln posterior is below this are skipped (the frame's
-  /// best token is always kept). ln(1e-5) ~ -11.5.
-  double token_min_log_prob = -11.5;
-  /// Hypotheses whose score is more than this below the best one's are dropped (ln).
-  double beam_log_threshold = 50.0;
-  /// Weight of the word LM's ln probability in the beam score.
-  double lm_weight = 0.5;
-  /// Added to the beam score for every word the LM scores (counters the LM's bias to short output).
-  double word_insertion_bonus = 0.0;
-  /// At finalize(), also score the end of the sentence (</s>) with the LM.
-  bool lm_end_of_sentence = true;
-
-  template <class V>
-  void visit(V&& v) {
-    v("frame_ms", frame_ms, config::range{1, 1000}, "duration of one decoder frame (ms)");
-    v("beam_size", beam_size, config::range{1, 1024}, "hypotheses kept per frame");
-    v("max_tokens_per_frame", max_tokens_per_frame, config::range{1, 65536},
-      "most probable tokens considered per frame");
-    v("token_min_log_prob", token_min_log_prob, config::range{-1000, 0},
-      "tokens below this ln posterior are skipped (the best one is always kept)");
-    v("beam_log_threshold", beam_log_threshold, config::range{0, 1e6},
-      "hypotheses this far (ln) below the best are dropped");
-    v("lm_weight", lm_weight, config::range{0, 100}, "weight of the LM's ln probability");
-    v("word_insertion_bonus", word_insertion_bonus, config::range{-100, 100},
-      "score added per word the LM scores");
-    v("lm_end_of_sentence", lm_end_of_sentence, config::any_bool{},
-      "score </s> with the LM at the end of an utterance");
-  }
-  std::string check() const { return {}; }
-};
+using decoder_options = config::decoder_config;
 
 /// Every field inside its range and check() passing, else errc::invalid_config naming the field.
 result<void> validate(const decoder_options& opts);

@@ -1,0 +1,124 @@
+#include "moe/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "moe/workspace.hpp"
+
+namespace sluice::moe {
+namespace {
+
+// Query rows per block under full attention (chunk_frames 0): bounds the score matrix.
+constexpr int64_t full_attention_block = 64;
+
+// Appends the rotated keys and values of n frames of qkv to the cache. The buffers only grow
+// (doubling), so a stream stops allocating after its first chunks.
+void append(kv_cache& cache, const float* qkv, int64_t n, int64_t heads, int64_t dh, int64_t row, int64_t d) {
+  cache.k.resize(heads);
+  cache.v.resize(heads);
+  const auto need = static_cast<std::size_t>((cache.len + n) * dh);
+  for (int64_t h = 0; h < heads; ++h) {
+    for (auto* buf : {&cache.k[h], &cache.v[h]})
+      if (buf->size() < need) buf->resize(std::max(need, 2 * buf->size()));
+    for (int64_t i = 0; i < n; ++i) {
+      std::copy_n(qkv + i * row + d + h * dh, dh, cache.k[h].data() + (cache.len + i) * dh);
+      std::copy_n(qkv + i * row + 2 * d + h * dh, dh, cache.v[h].data() + (cache.len + i) * dh);
+    }
+  }
+  cache.len += n;
+}
+
+}  // namespace
+
+rope_table make_rope_table(int64_t p0, int64_t n, int head_dim, double base) {
+  // model.py computes every step in f32; so do we, so that angles at large positions agree.
+  const int64_t half = head_dim / 2;
+  std::vector<float> inv(half);
+  const float base_f = static_cast<float>(base);
+  for (int64_t i = 0; i < half; ++i) {
+    const float expo = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    inv[i] = 1.0f / static_cast<float>(std::pow(static_cast<double>(base_f), static_cast<double>(expo)));
+  }
+  rope_table t;
+  t.cos2.resize(n * head_dim);
+  t.sin2.resize(n * head_dim);
+  const float inv_scale = 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t i = 0; i < half; ++i) {
+      const float ang = static_cast<float>(p0 + r) * inv[i];
+      const float c = static_cast<float>(std::cos(static_cast<double>(ang)));
+      const float s = static_cast<float>(std::sin(static_cast<double>(ang)));
+      t.cos2[r * head_dim + 2 * i] = t.cos2[r * head_dim + 2 * i + 1] = c;
+      t.sin2[r * head_dim + 2 * i] = -s;
+      t.sin2[r * head_dim + 2 * i + 1] = s;
+    }
+  t.cos2_q = t.cos2;
+  t.sin2_q = t.sin2;
+  for (auto* v : {&t.cos2_q, &t.sin2_q})
+    for (auto& x : *v) x *= inv_scale;
+  return t;
+}
+
+void attention_forward(const compute_ctx& ctx, const block_weights& w, const architecture& arch,
+                       attention_window window, int64_t p0, const float* xn, int64_t n, const rope_table& rope,
+                       kv_cache& cache, int64_t keep, float* out, workspace& ws) {
+  const int64_t d = arch.d_model, heads = arch.n_heads, dh = arch.head_dim(), row = 3 * d;
+  const auto& ops = ctx.ops();
+
+  float* qkv = scratch(ws.qkv, n * row);
+  ctx.linear(w.qkv, xn, n, qkv);
+  for (int64_t i = 0; i < n; ++i) {
+    ops.rope(qkv + i * row, rope.cos2_q.data() + i * dh, rope.sin2_q.data() + i * dh, dh, heads);
+    ops.rope(qkv + i * row + d, rope.cos2.data() + i * dh, rope.sin2.data() + i * dh, dh, heads);
+  }
+
+  // The offline forward (empty cache, nothing kept) reads keys and values straight from qkv;
+  // a stream appends them to its cache first, as later chunks will need them.
+  const bool direct = cache.len == 0 && keep == 0;
+  if (!direct) append(cache, qkv, n, heads, dh, row, d);
+  const int64_t total = direct ? n : cache.len, end = p0 + n;
+  const int64_t first = end - total;  // position of key row 0
+
+  float* att = scratch(ws.att, n * d);
+  float* kt = scratch(ws.keys_t, dh * total);
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* k = direct ? qkv + d + h * dh : cache.k[h].data();
+    const float* v = direct ? qkv + 2 * d + h * dh : cache.v[h].data();
+    const int64_t stride = direct ? row : dh;
+    // Keys transposed once per head, so each block's scores are one matmul.
+    for (int64_t j = 0; j < total; ++j)
+      for (int64_t c = 0; c < dh; ++c) kt[c * total + j] = k[j * stride + c];
+    for (int64_t i0 = 0; i0 < n;) {
+      const int64_t pos = p0 + i0;
+      int64_t i1, lo, hi;
+      if (window.chunk_frames > 0) {
+        const int64_t chunk = window.chunk_frames, c = pos / chunk;
+        i1 = std::min(n, (c + 1) * chunk - p0);
+        lo = window.left_chunks >= 0 ? std::max(first, (c - window.left_chunks) * chunk) : first;
+        hi = std::min(end, (c + 1) * chunk);
+      } else {
+        i1 = std::min(n, i0 + full_attention_block);
+        lo = first;
+        hi = end;
+      }
+      const int64_t nq = i1 - i0, nk = hi - lo;
+      float* scores = scratch(ws.scores, nq * nk);
+      ctx.small_matmul({nq, nk, dh, qkv + i0 * row + h * dh, row, kt + (lo - first), total, scores, nk});
+      for (int64_t q = 0; q < nq; ++q) ops.softmax(scores + q * nk, nk);
+      ctx.small_matmul({nq, dh, nk, scores, nk, v + (lo - first) * stride, stride, att + i0 * d + h * dh, d});
+      i0 = i1;
+    }
+  }
+  ctx.linear(w.proj, att, n, out);
+
+  if (!direct && keep >= 0 && cache.len > keep) {
+    const int64_t drop = cache.len - keep;
+    for (int64_t h = 0; h < heads; ++h) {
+      std::copy(cache.k[h].begin() + drop * dh, cache.k[h].begin() + cache.len * dh, cache.k[h].begin());
+      std::copy(cache.v[h].begin() + drop * dh, cache.v[h].begin() + cache.len * dh, cache.v[h].begin());
+    }
+    cache.len = keep;
+  }
+}
+
+}  // namespace sluice::moe

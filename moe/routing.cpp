@@ -1,0 +1,83 @@
+#include "moe/routing.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "moe/workspace.hpp"
+
+namespace sluice::moe {
+namespace {
+
+// model.py clamps the sum of the chosen gate weights before normalising.
+constexpr float min_weight_sum = 1e-9f;
+
+}  // namespace
+
+void top_k_indices(const float* scores, int64_t n, int k, int32_t* out) {
+  // k is a handful (top_groups, top_k): keep the best k in order by insertion. A score enters
+  // only when strictly greater than a kept one, so among equals the lower index stays first.
+  int kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = scores[i];
+    if (kept == k && !(s > scores[out[k - 1]])) continue;
+    int pos = kept < k ? kept++ : k - 1;
+    while (pos > 0 && s > scores[out[pos - 1]]) {
+      out[pos] = out[pos - 1];
+      --pos;
+    }
+    out[pos] = static_cast<int32_t>(i);
+  }
+}
+
+void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architecture& arch, const float* y,
+                  const float* acoustic, const float* context, int64_t n, workspace& ws, routing& r) {
+  const int64_t d = arch.d_model, na = arch.n_acoustic, g = arch.n_groups, e = arch.n_routed;
+  const int64_t per_group = arch.experts_per_group();
+  const auto& ops = ctx.ops();
+
+  // The routers read concatenations, [y, acoustic] and [y, context]: each is two products
+  // over the matching rows of the weight, summed, instead of a copy of the inputs.
+  float* s1 = scratch(ws.s1, n * g);
+  float* s2 = scratch(ws.s2, n * e);
+  auto concat_linear = [&](const linear_weights& l, const float* second, int64_t width, float* out) {
+    ctx.dense_matmul({n, l.out, d, y, d, l.w.data(), l.out, out, l.out, l.b.data()});
+    kernels::cpu::matmul_args tail{n, l.out, width, second, width, l.w.data() + d * l.out, l.out, out, l.out};
+    tail.accumulate = true;
+    ctx.dense_matmul(tail);
+  };
+  concat_linear(w.router1, acoustic, na, s1);
+  concat_linear(w.router2, context, d, s2);
+  ops.sigmoid(s1, n * g);
+  ops.sigmoid(s2, n * e);
+
+  r.n = n;
+  r.top_groups = arch.top_groups;
+  r.top_k = arch.top_k;
+  r.groups.resize(n * r.top_groups);
+  r.experts.resize(n * r.top_k);
+  r.weights.resize(n * r.top_k);
+  float* sel_g = scratch(ws.select_g, g);
+  float* sel_e = scratch(ws.select_e, e);
+  for (int64_t t = 0; t < n; ++t) {
+    const float* p1 = s1 + t * g;
+    const float* p2 = s2 + t * e;
+    for (int64_t i = 0; i < g; ++i) sel_g[i] = p1[i] + w.group_bias[i];
+    int32_t* groups = r.groups.data() + t * r.top_groups;
+    top_k_indices(sel_g, g, r.top_groups, groups);
+    std::fill_n(sel_e, e, -std::numeric_limits<float>::infinity());
+    for (int j = 0; j < r.top_groups; ++j)
+      for (int64_t i = groups[j] * per_group; i < (groups[j] + 1) * per_group; ++i) sel_e[i] = p2[i] + w.expert_bias[i];
+    int32_t* experts = r.experts.data() + t * r.top_k;
+    top_k_indices(sel_e, e, r.top_k, experts);
+    float* wt = r.weights.data() + t * r.top_k;
+    float sum = 0.0f;
+    for (int j = 0; j < r.top_k; ++j) {
+      wt[j] = p2[experts[j]] * p1[experts[j] / per_group];
+      sum += wt[j];
+    }
+    sum = std::max(sum, min_weight_sum);
+    for (int j = 0; j < r.top_k; ++j) wt[j] /= sum;
+  }
+}
+
+}  // namespace sluice::moe

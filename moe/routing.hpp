@@ -1,0 +1,36 @@
+#pragma once
+/// Two-level gating of model.py's MoE: level 1 scores expert groups from the hidden state and
+/// the frame's acoustic descriptors and keeps the top `top_groups`; level 2 scores every
+/// expert from the hidden state and the causal context mean and keeps the top `top_k` inside
+/// the kept groups. Selection adds the balancing biases; the gate weights use the unbiased
+/// sigmoid scores: w_i = s2[i] * s1[group(i)], normalised over the chosen experts.
+
+#include <cstdint>
+#include <vector>
+
+#include "moe/compute.hpp"
+#include "moe/model_manifest.hpp"
+#include "moe/model_weights.hpp"
+
+namespace sluice::moe {
+
+struct workspace;
+
+struct routing {
+  int64_t n = 0;                 ///< tokens
+  int top_groups = 0, top_k = 0;
+  std::vector<int32_t> groups;   ///< i32 [n, top_groups], best first
+  std::vector<int32_t> experts;  ///< i32 [n, top_k], best first
+  std::vector<float> weights;    ///< f32 [n, top_k], gate weight of experts[t, j]; each row sums to 1
+};
+
+/// Indices of the k largest of scores[0 .. n) into out[0 .. k), largest first, as torch.topk
+/// picks them; among equal scores the lower index wins.
+void top_k_indices(const float* scores, int64_t n, int k, int32_t* out);
+
+/// Routes n tokens: y f32 [n, D] (the LayerNormed hidden state), acoustic f32 [n, n_acoustic],
+/// context f32 [n, D] (causal mean of the last ctx_frames rows of y), into `out`.
+void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architecture& arch, const float* y,
+                  const float* acoustic, const float* context, int64_t n, workspace& ws, routing& out);
+
+}  // namespace sluice::moe
