@@ -11,22 +11,17 @@
 
 #include <toml++/toml.h>
 
+#include "config/constraints.hpp"
 #include "config/sluice_config.hpp"
 
 namespace sluice::config {
 namespace {
 
-std::string fmt_double(double d) {
-  std::ostringstream os;
-  os << d;
-  return os.str();
-}
-
 std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string show(bool b) { return b ? "true" : "false"; }
 std::string show(int i) { return std::to_string(i); }
-std::string show(double d) { return fmt_double(d); }
+std::string show(double d) { return format_number(d); }
 std::string show(const std::string& s) { return quote(s); }
 
 const char* type_name(bool) { return "a boolean"; }
@@ -34,30 +29,11 @@ const char* type_name(int) { return "an integer"; }
 const char* type_name(double) { return "a number"; }
 const char* type_name(const std::string&) { return "a string"; }
 
-// ---- constraint checks: empty string when the value is allowed -----------------------------
-
-std::string allowed_text(const range& r) { return fmt_double(r.min) + " .. " + fmt_double(r.max); }
-
-std::string check(int v, const range& r) {
-  if (v < r.min || v > r.max) return "is out of range: allowed " + allowed_text(r);
-  return {};
+// Every constraint check is config/constraints.hpp's, shared with modules that take one section.
+template <class T, class C>
+std::string check(const T& v, const C& c) {
+  return constraint_problem(v, c);
 }
-std::string check(double v, const range& r) {
-  if (!std::isfinite(v) || v < r.min || v > r.max)
-    return "is out of range: allowed " + allowed_text(r);
-  return {};
-}
-std::string check(const std::string& v, const one_of& o) {
-  for (auto a : o.allowed)
-    if (v == a) return {};
-  std::string list;
-  for (auto a : o.allowed) list += (list.empty() ? "" : ", ") + quote(a);
-  return "is not allowed: choose one of " + list;
-}
-std::string check(const std::string& v, const non_empty&) {
-  return v.empty() ? "must not be empty" : std::string{};
-}
-std::string check(bool, const any_bool&) { return {}; }
 
 error bad(std::string_view key, const std::string& value, const std::string& why) {
   return error{errc::invalid_config, std::string(key) + " = " + value + " " + why};
@@ -68,7 +44,7 @@ error bad(std::string_view key, const std::string& value, const std::string& why
 std::string describe_node(const toml::node& n) {
   if (auto s = n.as_string()) return quote(s->get());
   if (auto i = n.as_integer()) return std::to_string(i->get());
-  if (auto f = n.as_floating_point()) return fmt_double(f->get());
+  if (auto f = n.as_floating_point()) return format_number(f->get());
   if (auto b = n.as_boolean()) return show(b->get());
   if (n.is_table()) return "a table";
   if (n.is_array()) return "an array";

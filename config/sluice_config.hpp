@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/audio_config.hpp"
+#include "config/decoder_config.hpp"
 #include "config/error.hpp"
 #include "config/fbank_config.hpp"
 #include "config/log_config.hpp"
@@ -26,6 +27,7 @@ struct sluice_config {
   segment_config segment;
   fbank_config fbank;
   model_config model;
+  decoder_config decoder;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -37,6 +39,7 @@ struct sluice_config {
     v("segment", segment);
     v("fbank", fbank);
     v("model", model);
+    v("decoder", decoder);
   }
 };
 

@@ -3,6 +3,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "config/constraints.hpp"
 #include "config/field.hpp"
 
 namespace sluice::config {
@@ -131,22 +132,5 @@ struct segment_config {
     return {};
   }
 };
-
-/// For code that takes one section without the loader: the first field outside its range or
-/// the section's cross-field problem, as "key: why"; empty when the section is valid.
-template <class Section>
-std::string section_problem(Section section) {
-  std::string problem;
-  section.visit([&](std::string_view key, const auto& field, const auto& constraint, std::string_view) {
-    using C = std::decay_t<decltype(constraint)>;
-    if constexpr (std::is_same_v<C, range>) {
-      const double value = static_cast<double>(field);
-      if (problem.empty() && !(value >= constraint.min && value <= constraint.max))
-        problem = std::string(key) + ": out of range";
-    }
-  });
-  if (problem.empty()) problem = section.check();
-  return problem;
-}
 
 }  // namespace sluice::config

@@ -112,7 +112,7 @@ TEST_SUITE("cli") {
     auto missing = sluice_cli("segment /nonexistent.wav", tmp);
     CHECK(missing.status == 1);
     CHECK(missing.err.find("/nonexistent.wav") != std::string::npos);
-    auto later = sluice_cli("transcribe x.wav", tmp);
+    auto later = sluice_cli("serve", tmp);
     CHECK(later.status == 2);
     CHECK(later.err.find("not built yet") != std::string::npos);
   }
@@ -122,5 +122,73 @@ TEST_SUITE("cli") {
     auto r = sluice_cli("devices", tmp);
     REQUIRE(r.status == 0);
     CHECK(r.out.rfind("cpu", 0) == 0);
+  }
+}
+
+TEST_SUITE("cli-transcribe") {
+  // The tiny random model makes no sense of speech, but the whole pipeline and every output
+  // format run on it exactly as on a trained one; text accuracy is tested with the default model.
+  const std::string tiny = "--model.dir=" SLUICE_TEST_DATA_DIR "/tiny_model ";
+
+  TEST_CASE("json: per-channel segments with agent/customer labels and word times inside them") {
+    sluice::test::temp_dir tmp;
+    auto r = sluice_cli("transcribe " + tiny + "--format json " + sample_call, tmp);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["channels"].size() == 2);
+    CHECK(j["channels"][0]["label"] == "agent");
+    CHECK(j["channels"][1]["label"] == "customer");
+    CHECK(j["input_sample_rate"] == 8000);
+    int words = 0;
+    for (const auto& ch : j["channels"])
+      for (const auto& s : ch["segments"]) {
+        int64_t prev = s["start_ms"].get<int64_t>();
+        for (const auto& w : s["words"]) {
+          CHECK(w["start_ms"].get<int64_t>() >= prev);
+          CHECK(w["end_ms"].get<int64_t>() > w["start_ms"].get<int64_t>());
+          CHECK(w["end_ms"].get<int64_t>() <= s["end_ms"].get<int64_t>());
+          CHECK(w["confidence"].get<double>() >= 0.0);
+          CHECK(w["confidence"].get<double>() <= 1.0);
+          prev = w["end_ms"].get<int64_t>();
+          ++words;
+        }
+      }
+    CHECK(words > 0);
+  }
+
+  TEST_CASE("srt and vtt cues are numbered, well-formed and in time order") {
+    sluice::test::temp_dir tmp;
+    auto srt = sluice_cli("transcribe " + tiny + "--format srt " + sample_call, tmp);
+    REQUIRE_MESSAGE(srt.status == 0, srt.err);
+    CHECK(srt.out.rfind("1\n00:00:0", 0) == 0);
+    CHECK(srt.out.find(" --> ") != std::string::npos);
+    CHECK(srt.out.find(",") != std::string::npos);  // SRT uses a comma before milliseconds
+    auto vtt = sluice_cli("transcribe " + tiny + "--format vtt " + sample_call, tmp);
+    REQUIRE(vtt.status == 0);
+    CHECK(vtt.out.rfind("WEBVTT\n\n", 0) == 0);
+    CHECK(vtt.out.find("<v agent>") != std::string::npos);
+    CHECK(vtt.out.find("<v customer>") != std::string::npos);
+    // Cue start times never go backwards.
+    std::string last = "00:00:00.000";
+    for (std::size_t p = vtt.out.find(" --> "); p != std::string::npos; p = vtt.out.find(" --> ", p + 1)) {
+      std::string start = vtt.out.substr(p - 12, 12);
+      CHECK(start >= last);
+      last = start;
+    }
+  }
+
+  TEST_CASE("bad arguments, hotword files and models are clear errors") {
+    sluice::test::temp_dir tmp;
+    CHECK(sluice_cli("transcribe " + tiny + "--format doc " + sample_call, tmp).err.find("choose text, json, srt or vtt") !=
+          std::string::npos);
+    auto no_model = sluice_cli("transcribe --model.dir=/nonexistent " + sample_call, tmp);
+    CHECK(no_model.status == 1);
+    CHECK(no_model.err.find("/nonexistent") != std::string::npos);
+    auto no_hot = sluice_cli("transcribe " + tiny + "--hotwords /nonexistent.txt " + sample_call, tmp);
+    CHECK(no_hot.status == 1);
+    CHECK(no_hot.err.find("hotwords file /nonexistent.txt") != std::string::npos);
+    sluice::test::write_bytes(tmp.file("hot.txt"), {'n', 'o', 'r', 't', 'h', 'w', 'i', 'n', 'd', ' ', '4', '\n'});
+    auto hot = sluice_cli("transcribe " + tiny + "--hotwords " + tmp.file("hot.txt") + " " + sample_call, tmp);
+    CHECK_MESSAGE(hot.status == 0, hot.err);
   }
 }

@@ -21,6 +21,7 @@ inline constexpr int exit_usage = 2;
 
 int cmd_probe(invocation& inv);
 int cmd_segment(invocation& inv);
+int cmd_transcribe(invocation& inv);
 int cmd_config(invocation& inv);
 int cmd_devices(invocation& inv);
 

@@ -19,9 +19,11 @@ constexpr const char* usage_text = R"(usage: sluice [global options] <command> [
 commands:
   probe FILE...        format, codec, rate, channels and duration of audio files  [--json]
   segment FILE...      speech segments per channel as JSON (VAD + slicing at 16 kHz)
+  transcribe FILE...   speech to text per channel  [--format text|json|srt|vtt] [--hotwords FILE]
+                       [--hotword-weight W] [--labels agent,customer] [--no-lm]
   config               print the effective configuration as TOML
   devices              compute devices (CPU features, CUDA GPUs) this build can use
-  transcribe, serve, stream   not built yet (see README.md)
+  serve, stream        not built yet (see README.md)
 
 global options:
   --config FILE              load a TOML config (see config/sluice.toml)
@@ -38,6 +40,7 @@ struct command {
 constexpr command commands[] = {
     {"probe", cli::cmd_probe},
     {"segment", cli::cmd_segment},
+    {"transcribe", cli::cmd_transcribe},
     {"config", cli::cmd_config},
     {"devices", cli::cmd_devices},
 };
@@ -105,7 +108,7 @@ int main(int argc, char** argv) {
 
   for (const auto& c : commands)
     if (command_name == c.name) return c.run(inv);
-  if (command_name == "transcribe" || command_name == "serve" || command_name == "stream")
+  if (command_name == "serve" || command_name == "stream")
     return usage_error("'" + command_name + "' is not built yet: see README.md for what works today");
   return usage_error("unknown command '" + command_name + "'");
 }

@@ -1,0 +1,61 @@
+#pragma once
+/// Checking a value against its field constraint (field.hpp), and a whole section against its
+/// fields and cross-field rules. Used by the loader and by modules that take one section
+/// directly (dsp::vad, moe::beam_search_decoder, ...), so every path applies the same rules.
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "config/field.hpp"
+
+namespace sluice::config {
+
+/// Shortest round-trip text of a number ("9", "12.5", "1e-05").
+inline std::string format_number(double d) {
+  std::ostringstream os;
+  os << d;
+  return os.str();
+}
+
+/// Why `v` violates the constraint ("is out of range: allowed 1 .. 40"); empty when allowed.
+inline std::string constraint_problem(double v, const range& r) {
+  if (!std::isfinite(v) || v < r.min || v > r.max)
+    return "is out of range: allowed " + format_number(r.min) + " .. " + format_number(r.max);
+  return {};
+}
+inline std::string constraint_problem(int v, const range& r) { return constraint_problem(static_cast<double>(v), r); }
+inline std::string constraint_problem(const std::string& v, const one_of& o) {
+  for (auto a : o.allowed)
+    if (v == a) return {};
+  std::string list;
+  for (auto a : o.allowed) list += (list.empty() ? "\"" : ", \"") + std::string(a) + "\"";
+  return "is not allowed: choose one of " + list;
+}
+inline std::string constraint_problem(const std::string& v, const non_empty&) {
+  return v.empty() ? "must not be empty" : std::string{};
+}
+inline std::string constraint_problem(bool, const any_bool&) { return {}; }
+
+/// The first field of `section` that violates its constraint, as "key = value why", or the
+/// section's cross-field problem; empty when the section is valid.
+template <class Section>
+std::string section_problem(Section section) {
+  std::string problem;
+  section.visit([&](std::string_view key, const auto& field, const auto& constraint, std::string_view) {
+    if (!problem.empty()) return;
+    if (auto why = constraint_problem(field, constraint); !why.empty()) {
+      std::ostringstream os;
+      if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>) os << '"' << field << '"';
+      else if constexpr (std::is_same_v<std::decay_t<decltype(field)>, bool>) os << (field ? "true" : "false");
+      else os << field;
+      problem = std::string(key) + " = " + os.str() + " " + why;
+    }
+  });
+  if (problem.empty()) problem = section.check();
+  return problem;
+}
+
+}  // namespace sluice::config

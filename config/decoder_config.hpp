@@ -1,0 +1,50 @@
+#pragma once
+/// [decoder]: the CTC decoders (greedy and prefix beam search) and word-LM fusion.
+/// Log probabilities are natural logs (ln). moe::decoder_options is this struct.
+
+#include <string>
+
+#include "config/field.hpp"
+
+namespace sluice::config {
+
+struct decoder_config {
+  /// Duration of one decoder frame (ms): the model's 4x subsampling of 10 ms fbank frames.
+  double frame_ms = 40.0;
+  /// Prefix beam search: hypotheses kept after every frame.
+  int beam_size = 8;
+  /// Per-frame token pruning: only the this-many most probable tokens of a frame extend or keep
+  /// hypotheses (blank counts as a token).
+  int max_tokens_per_frame = 8;
+  /// Per-frame token pruning: tokens whose ln posterior is below this are skipped (the frame's
+  /// best token is always kept). ln(1e-5) ~ -11.5.
+  double token_min_log_prob = -11.5;
+  /// Hypotheses whose score is more than this below the best one's are dropped (ln).
+  double beam_log_threshold = 50.0;
+  /// Weight of the word LM's ln probability in the beam score.
+  double lm_weight = 0.5;
+  /// Added to the beam score for every word the LM scores (counters the LM's bias to short output).
+  double word_insertion_bonus = 0.0;
+  /// At finalize(), also score the end of the sentence (</s>) with the LM.
+  bool lm_end_of_sentence = true;
+
+  template <class V>
+  void visit(V&& v) {
+    v("frame_ms", frame_ms, range{1, 1000}, "duration of one decoder frame (ms)");
+    v("beam_size", beam_size, range{1, 1024}, "hypotheses kept per frame");
+    v("max_tokens_per_frame", max_tokens_per_frame, range{1, 65536},
+      "most probable tokens considered per frame");
+    v("token_min_log_prob", token_min_log_prob, range{-1000, 0},
+      "tokens below this ln posterior are skipped (the best one is always kept)");
+    v("beam_log_threshold", beam_log_threshold, range{0, 1e6},
+      "hypotheses this far (ln) below the best are dropped");
+    v("lm_weight", lm_weight, range{0, 100}, "weight of the LM's ln probability");
+    v("word_insertion_bonus", word_insertion_bonus, range{-100, 100},
+      "score added per word the LM scores");
+    v("lm_end_of_sentence", lm_end_of_sentence, any_bool{},
+      "score </s> with the LM at the end of an utterance");
+  }
+  std::string check() const { return {}; }
+};
+
+}  // namespace sluice::config

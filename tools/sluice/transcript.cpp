@@ -1,0 +1,113 @@
+// Output formats of `sluice transcribe`. Cues for subtitles are cut from the words' own times so
+// a long segment becomes several readable cues; channels of a call are merged in time order.
+
+#include "tools/sluice/transcript.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace sluice::cli {
+namespace {
+
+constexpr int64_t max_cue_ms = 7000;
+constexpr std::size_t max_cue_chars = 84;
+
+struct cue {
+  int64_t start_ms, end_ms;
+  std::string label, text;
+};
+
+std::string clock(int64_t ms, char frac_sep) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld%c%03lld", static_cast<long long>(ms / 3600000),
+                static_cast<long long>(ms / 60000 % 60), static_cast<long long>(ms / 1000 % 60), frac_sep,
+                static_cast<long long>(ms % 1000));
+  return buf;
+}
+
+std::vector<cue> make_cues(const file_transcript& t) {
+  std::vector<cue> cues;
+  for (const auto& ch : t.channels) {
+    for (const auto& seg : ch.segments) {
+      if (seg.words.empty()) continue;
+      cue cur{seg.words.front().start_ms, seg.words.front().end_ms, ch.label, ""};
+      for (const auto& w : seg.words) {
+        const bool too_long = w.end_ms - cur.start_ms > max_cue_ms || cur.text.size() + 1 + w.word.size() > max_cue_chars;
+        if (!cur.text.empty() && too_long) {
+          cues.push_back(cur);
+          cur = cue{w.start_ms, w.end_ms, ch.label, ""};
+        }
+        cur.text += (cur.text.empty() ? "" : " ") + w.word;
+        cur.end_ms = w.end_ms;
+      }
+      cues.push_back(cur);
+    }
+  }
+  std::stable_sort(cues.begin(), cues.end(), [](const cue& a, const cue& b) { return a.start_ms < b.start_ms; });
+  return cues;
+}
+
+std::string cue_text(const cue& c) { return c.label.empty() ? c.text : c.label + ": " + c.text; }
+
+nlohmann::json to_json(const file_transcript& t) {
+  nlohmann::json channels = nlohmann::json::array();
+  for (const auto& ch : t.channels) {
+    nlohmann::json segs = nlohmann::json::array();
+    for (const auto& s : ch.segments) {
+      nlohmann::json words = nlohmann::json::array();
+      for (const auto& w : s.words)
+        words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
+      segs.push_back({{"start_ms", s.start_ms}, {"end_ms", s.end_ms}, {"text", s.text}, {"words", words}});
+    }
+    channels.push_back({{"channel", ch.channel}, {"label", ch.label}, {"segments", segs}});
+  }
+  return {{"file", t.path}, {"duration_s", t.duration_s}, {"input_sample_rate", t.input_sample_rate},
+          {"channels", channels}};
+}
+
+}  // namespace
+
+bool parse_transcript_format(const std::string& name, transcript_format& out) {
+  if (name == "text") out = transcript_format::text;
+  else if (name == "json") out = transcript_format::json;
+  else if (name == "srt") out = transcript_format::srt;
+  else if (name == "vtt") out = transcript_format::vtt;
+  else return false;
+  return true;
+}
+
+std::string render(const file_transcript& t, transcript_format fmt) {
+  std::string out;
+  switch (fmt) {
+    case transcript_format::json:
+      return to_json(t).dump(2) + "\n";
+    case transcript_format::text: {
+      // One line per segment, channels merged in time order.
+      std::vector<cue> lines;
+      for (const auto& ch : t.channels)
+        for (const auto& s : ch.segments)
+          if (!s.text.empty()) lines.push_back({s.start_ms, s.end_ms, ch.label, s.text});
+      std::stable_sort(lines.begin(), lines.end(), [](const cue& a, const cue& b) { return a.start_ms < b.start_ms; });
+      for (const auto& c : lines) out += cue_text(c) + "\n";
+      return out;
+    }
+    case transcript_format::srt: {
+      int n = 0;
+      for (const auto& c : make_cues(t))
+        out += std::to_string(++n) + "\n" + clock(c.start_ms, ',') + " --> " + clock(c.end_ms, ',') + "\n" + cue_text(c) + "\n\n";
+      return out;
+    }
+    case transcript_format::vtt: {
+      out = "WEBVTT\n\n";
+      for (const auto& c : make_cues(t))
+        out += clock(c.start_ms, '.') + " --> " + clock(c.end_ms, '.') + "\n" +
+               (c.label.empty() ? c.text : "<v " + c.label + ">" + c.text) + "\n\n";
+      return out;
+    }
+  }
+  return out;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,42 @@
+#pragma once
+/// A file's transcript as `sluice transcribe` builds it, and its output formats.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "moe/decoder/decode_result.hpp"
+
+namespace sluice::cli {
+
+/// One speech segment of one channel, with times absolute in the file.
+struct transcript_segment {
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+  std::string text;
+  std::vector<moe::word_info> words;  ///< start_ms/end_ms absolute in the file
+};
+
+struct channel_transcript {
+  int channel = 0;
+  std::string label;  ///< "agent"/"customer" for stereo calls, else "channel N" ("" for mono)
+  std::vector<transcript_segment> segments;
+};
+
+struct file_transcript {
+  std::string path;
+  double duration_s = 0;
+  int input_sample_rate = 0;
+  std::vector<channel_transcript> channels;
+};
+
+enum class transcript_format { text, json, srt, vtt };
+
+/// "text" | "json" | "srt" | "vtt"; false for anything else.
+bool parse_transcript_format(const std::string& name, transcript_format& out);
+
+/// Renders one file. SRT/VTT cues follow segment boundaries, split at word gaps so that no cue is
+/// longer than max_cue_ms or max_cue_chars; channel labels prefix cue text on multi-channel files.
+std::string render(const file_transcript& t, transcript_format fmt);
+
+}  // namespace sluice::cli
