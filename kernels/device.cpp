@@ -2,9 +2,7 @@
 
 #include <thread>
 
-#ifdef SLUICE_HAVE_CUDA
-#include "kernels/cuda/cuda_ops.hpp"
-#endif
+#include "kernels/cuda_backend.hpp"
 
 namespace sluice::kernels {
 
@@ -17,19 +15,15 @@ bool cuda_compiled() {
 }
 
 result<std::string> cuda_library_versions() {
-#ifdef SLUICE_HAVE_CUDA
-  return cuda::library_versions();
-#else
-  return fail(errc::unavailable, "this sluice was built without CUDA (SLUICE_CUDA=OFF)");
-#endif
+  auto api = cuda_backend();
+  if (!api) return tl::unexpected(api.error());
+  return (*api)->library_versions();
 }
 
 result<std::vector<device_info>> cuda_devices() {
-#ifdef SLUICE_HAVE_CUDA
-  return cuda::devices();
-#else
-  return fail(errc::unavailable, "this sluice was built without CUDA (SLUICE_CUDA=OFF)");
-#endif
+  auto api = cuda_backend();
+  if (!api) return tl::unexpected(api.error());
+  return (*api)->devices();
 }
 
 std::vector<std::string> cpu_features() {

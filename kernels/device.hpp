@@ -20,7 +20,7 @@ struct device_info {
   double memory_gib = 0.0;    ///< total device memory (0 for the CPU: not reported)
 };
 
-/// True when this binary was built with SLUICE_CUDA.
+/// True when this binary was built with SLUICE_CUDA (the plugin may still fail to load).
 bool cuda_compiled();
 
 /// Versions of the CUDA runtime, cuBLAS and NCCL this binary links, e.g.

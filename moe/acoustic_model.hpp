@@ -1,7 +1,8 @@
 #pragma once
 /// The loaded acoustic model: manifest, vocabulary and weights. Read-only after load and
 /// shared by every stream and thread that runs it (it holds no per-stream state and no
-/// scratch memory); per-stream state lives in acoustic_stream, per-call memory in the forward.
+/// scratch memory); per-stream state lives in stream_state, per-step memory in a micro_batch
+/// and its workspace.
 
 #include <memory>
 #include <string>

@@ -1,8 +1,7 @@
 #pragma once
-/// One audio stream's run of the acoustic model: fbank frames in as they arrive, CTC logits
-/// out chunk by chunk. Holds everything per stream (frontend buffer, running minimum energy,
-/// per-layer attention caches bounded to left_chunks * chunk_frames frames, per-layer context
-/// rows, the position counter); the model is shared and read-only.
+/// One audio stream's run of the acoustic model on its own: fbank frames in as they arrive,
+/// CTC logits out chunk by chunk. A stream_state (everything remembered per stream) stepped
+/// by a one-stream micro_batch with every expert local; the model is shared and read-only.
 ///
 /// The logits equal forward_offline's with the same window, whatever pieces the frames come
 /// in: chunk c (frames [c * chunk, (c + 1) * chunk)) is emitted once input frame
@@ -18,8 +17,9 @@
 #include "moe/acoustic_model.hpp"
 #include "moe/attention.hpp"
 #include "moe/compute.hpp"
-#include "moe/encoder.hpp"
-#include "moe/frontend.hpp"
+#include "moe/local_experts.hpp"
+#include "moe/micro_batch.hpp"
+#include "moe/stream_state.hpp"
 
 namespace sluice::moe {
 
@@ -56,27 +56,22 @@ class acoustic_stream {
   void reset();
 
   /// Output frames emitted so far.
-  int64_t frames_emitted() const { return position_; }
-  attention_window window() const { return window_; }
+  int64_t frames_emitted() const { return state_.position(); }
+  attention_window window() const { return state_.window(); }
   /// Frames of keys/values each layer holds now: at most left_chunks * chunk_frames between
   /// calls (unbounded when left_chunks is -1).
-  int64_t cached_frames() const { return layers_.empty() ? 0 : layers_.front().kv.len; }
+  int64_t cached_frames() const { return state_.cached_frames(); }
+  /// Buffer growths of the stream's workspace so far (flat once the stream is warm).
+  int64_t growths() const { return batch_.growths(); }
 
  private:
-  acoustic_stream(std::shared_ptr<const acoustic_model> model, attention_window window, compute_options compute);
-  logits_block run(int64_t n);
+  acoustic_stream(std::shared_ptr<const acoustic_model> model, stream_state state, compute_options compute);
+  result<logits_block> run();
 
   std::shared_ptr<const acoustic_model> model_;
-  attention_window window_;
-  compute_ctx ctx_;
-  frontend front_;
-  std::vector<float> pending_x_;         // f32 [pending_, d_model]: subsampled frames not yet encoded
-  std::vector<float> pending_acoustic_;  // f32 [pending_, n_acoustic]
-  int64_t pending_ = 0;
-  std::vector<layer_state> layers_;
-  workspace ws_;
-  int64_t position_ = 0;
-  bool finished_ = false;
+  stream_state state_;
+  micro_batch batch_;
+  local_experts experts_;
 };
 
 }  // namespace sluice::moe

@@ -28,59 +28,42 @@ void append(kv_cache& cache, const float* qkv, int64_t n, int64_t heads, int64_t
   cache.len += n;
 }
 
-}  // namespace
-
-rope_table make_rope_table(int64_t p0, int64_t n, int head_dim, double base) {
-  // model.py computes every step in f32; so do we, so that angles at large positions agree.
-  const int64_t half = head_dim / 2;
-  std::vector<float> inv(half);
-  const float base_f = static_cast<float>(base);
-  for (int64_t i = 0; i < half; ++i) {
-    const float expo = static_cast<float>(2 * i) / static_cast<float>(head_dim);
-    inv[i] = 1.0f / static_cast<float>(std::pow(static_cast<double>(base_f), static_cast<double>(expo)));
+// Drops all but the last `keep` frames of the cache (keep < 0: keeps everything).
+void trim(kv_cache& cache, int64_t keep, int64_t heads, int64_t dh) {
+  if (keep < 0 || cache.len <= keep) return;
+  const int64_t drop = cache.len - keep;
+  for (int64_t h = 0; h < heads; ++h) {
+    std::copy(cache.k[h].begin() + drop * dh, cache.k[h].begin() + cache.len * dh, cache.k[h].begin());
+    std::copy(cache.v[h].begin() + drop * dh, cache.v[h].begin() + cache.len * dh, cache.v[h].begin());
   }
-  rope_table t;
-  t.cos2.resize(n * head_dim);
-  t.sin2.resize(n * head_dim);
-  const float inv_scale = 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t i = 0; i < half; ++i) {
-      const float ang = static_cast<float>(p0 + r) * inv[i];
-      const float c = static_cast<float>(std::cos(static_cast<double>(ang)));
-      const float s = static_cast<float>(std::sin(static_cast<double>(ang)));
-      t.cos2[r * head_dim + 2 * i] = t.cos2[r * head_dim + 2 * i + 1] = c;
-      t.sin2[r * head_dim + 2 * i] = -s;
-      t.sin2[r * head_dim + 2 * i + 1] = s;
-    }
-  t.cos2_q = t.cos2;
-  t.sin2_q = t.sin2;
-  for (auto* v : {&t.cos2_q, &t.sin2_q})
-    for (auto& x : *v) x *= inv_scale;
-  return t;
+  cache.len = keep;
 }
 
-void attention_forward(const compute_ctx& ctx, const block_weights& w, const architecture& arch,
-                       attention_window window, int64_t p0, const float* xn, int64_t n, const rope_table& rope,
-                       kv_cache& cache, int64_t keep, float* out, workspace& ws) {
+// Attention of one segment: rotates its rows of qkv, then writes its rows of att.
+void segment_attention(const compute_ctx& ctx, const architecture& arch, const attention_segment& seg, float* qkv,
+                       float* att, workspace& ws) {
   const int64_t d = arch.d_model, heads = arch.n_heads, dh = arch.head_dim(), row = 3 * d;
+  const attention_window window = seg.window;
+  const int64_t n = seg.n, p0 = seg.p0;
   const auto& ops = ctx.ops();
-
-  float* qkv = scratch(ws.qkv, n * row);
-  ctx.linear(w.qkv, xn, n, qkv);
+  kv_cache& cache = *seg.cache;
+  qkv += seg.row0 * row;
+  att += seg.row0 * d;
+  const rope_table& rope = ws.rope;
   for (int64_t i = 0; i < n; ++i) {
-    ops.rope(qkv + i * row, rope.cos2_q.data() + i * dh, rope.sin2_q.data() + i * dh, dh, heads);
-    ops.rope(qkv + i * row + d, rope.cos2.data() + i * dh, rope.sin2.data() + i * dh, dh, heads);
+    const int64_t r = seg.row0 + i;
+    ops.rope(qkv + i * row, rope.cos2_q.data() + r * dh, rope.sin2_q.data() + r * dh, dh, heads);
+    ops.rope(qkv + i * row + d, rope.cos2.data() + r * dh, rope.sin2.data() + r * dh, dh, heads);
   }
 
   // The offline forward (empty cache, nothing kept) reads keys and values straight from qkv;
   // a stream appends them to its cache first, as later chunks will need them.
-  const bool direct = cache.len == 0 && keep == 0;
+  const bool direct = cache.len == 0 && seg.keep == 0;
   if (!direct) append(cache, qkv, n, heads, dh, row, d);
   const int64_t total = direct ? n : cache.len, end = p0 + n;
   const int64_t first = end - total;  // position of key row 0
 
-  float* att = scratch(ws.att, n * d);
-  float* kt = scratch(ws.keys_t, dh * total);
+  float* kt = ws.scratch(ws.keys_t, dh * total);
   for (int64_t h = 0; h < heads; ++h) {
     const float* k = direct ? qkv + d + h * dh : cache.k[h].data();
     const float* v = direct ? qkv + 2 * d + h * dh : cache.v[h].data();
@@ -102,23 +85,57 @@ void attention_forward(const compute_ctx& ctx, const block_weights& w, const arc
         hi = end;
       }
       const int64_t nq = i1 - i0, nk = hi - lo;
-      float* scores = scratch(ws.scores, nq * nk);
+      float* scores = ws.scratch(ws.scores, nq * nk);
       ctx.small_matmul({nq, nk, dh, qkv + i0 * row + h * dh, row, kt + (lo - first), total, scores, nk});
       for (int64_t q = 0; q < nq; ++q) ops.softmax(scores + q * nk, nk);
       ctx.small_matmul({nq, dh, nk, scores, nk, v + (lo - first) * stride, stride, att + i0 * d + h * dh, d});
       i0 = i1;
     }
   }
-  ctx.linear(w.proj, att, n, out);
+  if (!direct) trim(cache, seg.keep, heads, dh);
+}
 
-  if (!direct && keep >= 0 && cache.len > keep) {
-    const int64_t drop = cache.len - keep;
-    for (int64_t h = 0; h < heads; ++h) {
-      std::copy(cache.k[h].begin() + drop * dh, cache.k[h].begin() + cache.len * dh, cache.k[h].begin());
-      std::copy(cache.v[h].begin() + drop * dh, cache.v[h].begin() + cache.len * dh, cache.v[h].begin());
-    }
-    cache.len = keep;
+}  // namespace
+
+void make_rope_table(std::span<const attention_segment> segs, int64_t n_rows, int head_dim, double base,
+                     workspace& ws) {
+  // model.py computes every step in f32; so do we, so that angles at large positions agree.
+  rope_table& t = ws.rope;
+  const int64_t half = head_dim / 2;
+  ws.fit(t.inv_freq, half);
+  const float base_f = static_cast<float>(base);
+  for (int64_t i = 0; i < half; ++i) {
+    const float expo = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    t.inv_freq[i] = 1.0f / static_cast<float>(std::pow(static_cast<double>(base_f), static_cast<double>(expo)));
   }
+  for (auto* v : {&t.cos2, &t.sin2, &t.cos2_q, &t.sin2_q}) ws.fit(*v, n_rows * head_dim);
+  const float inv_scale = 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
+  for (const auto& seg : segs)
+    for (int64_t r = seg.row0; r < seg.row0 + seg.n; ++r)
+      for (int64_t i = 0; i < half; ++i) {
+        const float ang = static_cast<float>(seg.p0 + (r - seg.row0)) * t.inv_freq[i];
+        const float c = static_cast<float>(std::cos(static_cast<double>(ang)));
+        const float s = static_cast<float>(std::sin(static_cast<double>(ang)));
+        const int64_t at = r * head_dim + 2 * i;
+        t.cos2[at] = t.cos2[at + 1] = c;
+        t.sin2[at] = -s;
+        t.sin2[at + 1] = s;
+        t.cos2_q[at] = t.cos2_q[at + 1] = c * inv_scale;
+        t.sin2_q[at] = -s * inv_scale;
+        t.sin2_q[at + 1] = s * inv_scale;
+      }
+}
+
+void attention_forward(const compute_ctx& ctx, const block_weights& w, const architecture& arch,
+                       std::span<const attention_segment> segs, const float* xn, int64_t n_rows, float* out,
+                       workspace& ws) {
+  const int64_t d = arch.d_model;
+  float* qkv = ws.scratch(ws.qkv, n_rows * 3 * d);
+  ctx.linear(w.qkv, xn, n_rows, qkv);
+  float* att = ws.scratch(ws.att, n_rows * d);
+  for (const auto& seg : segs)
+    if (seg.n > 0) segment_attention(ctx, arch, seg, qkv, att, ws);
+  ctx.linear(w.proj, att, n_rows, out);
 }
 
 }  // namespace sluice::moe

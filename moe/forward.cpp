@@ -3,13 +3,21 @@
 #include <algorithm>
 #include <cmath>
 
-#include "moe/encoder.hpp"
-#include "moe/frontend.hpp"
+#include "moe/local_experts.hpp"
+#include "moe/micro_batch.hpp"
+#include "moe/stream_state.hpp"
 
 namespace sluice::moe {
 namespace {
 
+// Input frames per frontend call: bounds its scratch memory on long utterances.
 constexpr int64_t offline_piece_frames = 256;
+
+void append_sorted(const std::vector<int32_t>& rows, int64_t n, int width, std::vector<int32_t>& dst) {
+  const auto at = dst.size();
+  dst.insert(dst.end(), rows.begin(), rows.begin() + n * width);
+  for (int64_t t = 0; t < n; ++t) std::sort(dst.begin() + at + t * width, dst.begin() + at + (t + 1) * width);
+}
 
 }  // namespace
 
@@ -35,29 +43,32 @@ result<forward_result> forward_offline(const acoustic_model& model, const float*
       return fail(errc::invalid_argument, "forward: fbank frame " + std::to_string(i / arch.n_mels) + " bin " +
                                               std::to_string(i % arch.n_mels) + " is not finite");
 
-  const compute_ctx ctx(options.compute);
+  // The utterance is one stream that has finished: one step takes all of it.
+  auto stream = stream_state::create(model, window, options.compute);
+  if (!stream) return tl::unexpected(stream.error());
+  for (int64_t at = 0; at < n_frames; at += offline_piece_frames)
+    if (auto ok = stream->accept_fbank(fbank + at * arch.n_mels, std::min(offline_piece_frames, n_frames - at)); !ok)
+      return tl::unexpected(ok.error());
+  if (auto ok = stream->finish(); !ok) return tl::unexpected(ok.error());
+  micro_batch batch(model, 0, options.compute, ws);
+  stream_state* one[] = {&*stream};
+  if (auto ok = batch.begin(one, all_chunks); !ok) return tl::unexpected(ok.error());
+
   forward_result out;
   out.vocab = arch.vocab_size;
-  const int64_t n = subsampled_length(n_frames);
-  out.n_frames = n;
-  workspace local;
-  workspace& w = ws ? *ws : local;
-  float* x = scratch(w.input_x, n * arch.d_model);
-  float* acoustic = scratch(w.input_acoustic, n * arch.n_acoustic);
-  // The frontend takes the input in pieces, so its buffer stays small for any length.
-  frontend front(model);
-  int64_t made = 0;
-  for (int64_t at = 0; at < n_frames; at += offline_piece_frames) {
-    front.accept(ctx, fbank + at * arch.n_mels, std::min(offline_piece_frames, n_frames - at));
-    const int64_t ready = front.ready();
-    front.take(ctx, ready, x + made * arch.d_model, acoustic + made * arch.n_acoustic, w);
-    made += ready;
-  }
-  out.logits.resize(n * arch.vocab_size);
-  std::vector<layer_state> layers(arch.n_layers);
+  out.n_frames = batch.n_tokens();
   if (options.trace) out.layers.resize(arch.n_layers);
-  encoder_forward(ctx, model, window, 0, x, acoustic, n, layers, 0, out.logits.data(),
-                  options.trace ? &out.layers : nullptr, w);
+  auto trace = [&](int layer) {
+    auto& t = out.layers[layer];
+    t.out.assign(batch.hidden().begin(), batch.hidden().end());
+    append_sorted(batch.route().experts, batch.n_tokens(), batch.route().top_k, t.experts);
+    append_sorted(batch.route().groups, batch.n_tokens(), batch.route().top_groups, t.groups);
+  };
+  local_experts experts(model, options.compute);
+  if (auto ok = experts.run(batch, options.trace ? std::function<void(int)>(trace) : nullptr); !ok)
+    return tl::unexpected(ok.error());
+  const auto logits = batch.logits(0).logits;
+  out.logits.assign(logits.begin(), logits.end());
   return out;
 }
 

@@ -39,8 +39,10 @@ void frontend::accept(const compute_ctx& ctx, const float* fbank, int64_t n_fram
     if (buf->size() < need) buf->resize(std::max(need, 2 * buf->size()));
   }
   // One vector exp over every bin of the call; then each frame's descriptors from its powers.
-  float* e = scratch(powers_, n_frames * m);
-  std::vector<float> peak(n_frames);
+  if (powers_.size() < static_cast<std::size_t>(n_frames * m)) powers_.resize(n_frames * m);
+  if (peak_.size() < static_cast<std::size_t>(n_frames)) peak_.resize(n_frames);
+  float* e = powers_.data();
+  float* peak = peak_.data();
   for (int64_t r = 0; r < n_frames; ++r) {
     const float* in = fbank + r * m;
     peak[r] = *std::max_element(in, in + m);
@@ -103,14 +105,14 @@ void frontend::conv_block(const compute_ctx& ctx, int64_t t0, int64_t n, float* 
   const int64_t rows1 = stride * n + 1;
   const float* in = frames_.data() + factor * t0 * n_mels_;
 
-  float* im2col = scratch(ws.im2col, std::max(rows1 * f1 * taps, n * f2 * taps * c));
+  float* im2col = ws.scratch(ws.im2col, std::max(rows1 * f1 * taps, n * f2 * taps * c));
   for (int64_t r = 0; r < rows1; ++r)
     for (int64_t f = 0; f < f1; ++f) {
       float* patch = im2col + (r * f1 + f) * taps;
       for (int64_t kt = 0; kt < kernel; ++kt)
         for (int64_t kf = 0; kf < kernel; ++kf) patch[kt * kernel + kf] = in[(stride * r + kt) * n_mels_ + stride * f + kf];
     }
-  float* conv1 = scratch(ws.conv1_out, rows1 * f1 * c);
+  float* conv1 = ws.scratch(ws.conv1_out, rows1 * f1 * c);
   ctx.dense_matmul({rows1 * f1, c, taps, im2col, taps, w.conv1.data(), c, conv1, c, w.conv1_bias.data()});
   for (int64_t i = 0; i < rows1 * f1 * c; ++i) conv1[i] = std::max(conv1[i], 0.0f);
 
@@ -122,7 +124,7 @@ void frontend::conv_block(const compute_ctx& ctx, int64_t t0, int64_t n, float* 
       for (int64_t kt = 0; kt < kernel; ++kt)
         std::copy_n(conv1 + ((stride * t + kt) * f1 + stride * f) * c, run, patch + kt * run);
     }
-  float* conv2 = scratch(ws.conv2_out, n * f2 * c);
+  float* conv2 = ws.scratch(ws.conv2_out, n * f2 * c);
   ctx.dense_matmul({n * f2, c, taps * c, im2col, taps * c, w.conv2.data(), c, conv2, c, w.conv2_bias.data()});
   for (int64_t i = 0; i < n * f2 * c; ++i) conv2[i] = std::max(conv2[i], 0.0f);
   ctx.linear(w.out, conv2, n, x);

@@ -53,6 +53,7 @@ class frontend {
   std::vector<float> frames_;  // f32 [>= rows_, n_mels], CMVN applied; row 0 = input frame 4 * (frames taken)
   std::vector<float> desc_;    // f32 [>= rows_, 4], descriptors of the same frames
   std::vector<float> powers_;  // scratch f32 [n_frames, n_mels]: e^(x - max of the frame)
+  std::vector<float> peak_;    // scratch f32 [n_frames]: max of each frame
   int64_t rows_ = 0;
   float running_min_ = std::numeric_limits<float>::infinity();
 };

@@ -22,25 +22,30 @@ void causal_context(const float* y, int64_t n, int64_t d, int ctx_frames, contex
     const float inv = 1.0f / static_cast<float>(last - first + 1);
     for (int64_t j = 0; j < d; ++j) c[j] *= inv;
   }
+  // The cache keeps the last k - 1 rows of [cache; y], in place: the ones still from the cache
+  // move to the front (forward copies, as the destination is never past the source), then the
+  // rows of y follow.
   const int64_t keep = std::min<int64_t>(k - 1, r + n);
-  std::vector<float> next(keep * d);
-  for (int64_t i = 0; i < keep; ++i) std::copy_n(row(r + n - keep + i), d, next.data() + i * d);
-  cache.rows = std::move(next);
+  const int64_t from_cache = std::max<int64_t>(0, keep - n);
+  if (cache.rows.size() < static_cast<std::size_t>(keep * d)) cache.rows.resize(keep * d);
+  if (r > from_cache) std::copy_n(cache.rows.begin() + (r - from_cache) * d, from_cache * d, cache.rows.begin());
+  std::copy_n(y + (n - (keep - from_cache)) * d, (keep - from_cache) * d, cache.rows.begin() + from_cache * d);
   cache.n = keep;
 }
 
-void moe_forward(const compute_ctx& ctx, const moe_weights& w, const architecture& arch, const float* y,
-                 const float* acoustic, int64_t n, context_cache& cache, float* out, workspace& ws) {
+void moe_dense_forward(const compute_ctx& ctx, const moe_weights& w, const architecture& arch,
+                       std::span<const context_segment> segs, const float* y, const float* acoustic, int64_t n_rows,
+                       float* shared_out, workspace& ws) {
   const int64_t d = arch.d_model;
-  std::fill_n(out, n * d, 0.0f);
+  std::fill_n(shared_out, n_rows * d, 0.0f);
   for (const auto& s : w.shared) {
-    float* h = scratch(ws.shared_hidden, n * 2 * s.hidden);
-    swiglu_forward(ctx, false, s.gate_up.data(), s.down.data(), d, s.hidden, y, n, h, out, true);
+    float* h = ws.scratch(ws.shared_hidden, n_rows * 2 * s.hidden);
+    swiglu_forward(ctx, false, s.gate_up.data(), s.down.data(), d, s.hidden, y, n_rows, h, shared_out, true);
   }
-  float* context = scratch(ws.context, n * d);
-  causal_context(y, n, d, arch.ctx_frames, cache, context);
-  route_tokens(ctx, w, arch, y, acoustic, context, n, ws, ws.route);
-  routed_experts_forward(ctx, w.experts, ws.route, y, out, ws);
+  float* context = ws.scratch(ws.context, n_rows * d);
+  for (const auto& seg : segs)
+    causal_context(y + seg.row0 * d, seg.n, d, arch.ctx_frames, *seg.cache, context + seg.row0 * d);
+  route_tokens(ctx, w, arch, y, acoustic, context, n_rows, ws, ws.route);
 }
 
 }  // namespace sluice::moe

@@ -6,20 +6,17 @@
 
 namespace sluice::moe {
 
-void group_by_expert(const routing& r, int64_t n_experts, expert_groups& g, std::vector<int64_t>& cursor) {
-  const int64_t pairs = r.n * r.top_k;
-  g.offsets.assign(n_experts + 1, 0);
-  for (int64_t p = 0; p < pairs; ++p) ++g.offsets[r.experts[p] + 1];
-  for (int64_t e = 0; e < n_experts; ++e) g.offsets[e + 1] += g.offsets[e];
-  cursor.assign(g.offsets.begin(), g.offsets.end() - 1);
-  g.token.resize(pairs);
-  g.weight.resize(pairs);
-  // Pairs are visited token by token, so each expert's slots come out in token order.
-  for (int64_t p = 0; p < pairs; ++p) {
-    const int64_t slot = cursor[r.experts[p]]++;
-    g.token[slot] = static_cast<int32_t>(p / r.top_k);
-    g.weight[slot] = r.weights[p];
-  }
+void sort_pairs_by_expert(const int32_t* expert, int64_t n_pairs, int64_t n_experts, workspace& ws) {
+  auto& offsets = ws.expert_offsets;
+  ws.fit(offsets, n_experts + 1);
+  std::fill(offsets.begin(), offsets.end(), 0);
+  for (int64_t p = 0; p < n_pairs; ++p) ++offsets[expert[p] + 1];
+  for (int64_t e = 0; e < n_experts; ++e) offsets[e + 1] += offsets[e];
+  ws.fit(ws.cursor, n_experts);
+  std::copy(offsets.begin(), offsets.end() - 1, ws.cursor.begin());
+  ws.fit(ws.pair_order, n_pairs);
+  // Pairs are visited in order, so each expert's slots keep the pairs' order.
+  for (int64_t p = 0; p < n_pairs; ++p) ws.pair_order[ws.cursor[expert[p]]++] = static_cast<int32_t>(p);
 }
 
 void swiglu_forward(const compute_ctx& ctx, bool small, const float* gate_up, const float* down, int64_t d,
@@ -36,32 +33,32 @@ void swiglu_forward(const compute_ctx& ctx, bool small, const float* gate_up, co
   small ? ctx.small_matmul(dn) : ctx.dense_matmul(dn);
 }
 
-void routed_experts_forward(const compute_ctx& ctx, const expert_bank& bank, const routing& r, const float* y,
-                            float* out, workspace& ws) {
+void grouped_experts_forward(const compute_ctx& ctx, const expert_bank& bank, const float* rows, int64_t n_rows,
+                             const int32_t* pair_row, const int32_t* pair_expert, const float* pair_weight,
+                             int64_t n_pairs, float* out, workspace& ws) {
   const int64_t d = bank.d, hidden = bank.hidden;
-  expert_groups& g = ws.groups;
-  group_by_expert(r, bank.n_experts, g, ws.cursor);
-  const int64_t pairs = r.n * r.top_k;
-  float* x = scratch(ws.gathered, pairs * d);
-  float* h = scratch(ws.hidden, pairs * 2 * hidden);
-  float* o = scratch(ws.expert_out, pairs * d);
-  for (int64_t s = 0; s < pairs; ++s) std::copy_n(y + g.token[s] * d, d, x + s * d);
+  sort_pairs_by_expert(pair_expert, n_pairs, bank.n_experts, ws);
+  const auto& offsets = ws.expert_offsets;
+  const auto& order = ws.pair_order;
+  float* x = ws.scratch(ws.gathered, n_pairs * d);
+  float* h = ws.scratch(ws.hidden, n_pairs * 2 * hidden);
+  float* o = ws.scratch(ws.expert_out, n_pairs * d);
+  for (int64_t s = 0; s < n_pairs; ++s) std::copy_n(rows + pair_row[order[s]] * d, d, x + s * d);
   for (int64_t e = 0; e < bank.n_experts; ++e) {
-    const int64_t begin = g.offsets[e], m = g.offsets[e + 1] - begin;
+    const int64_t begin = offsets[e], m = offsets[e + 1] - begin;
     if (m == 0) continue;
     swiglu_forward(ctx, true, bank.gate_up_of(e), bank.down_of(e), d, hidden, x + begin * d, m,
                    h + begin * 2 * hidden, o + begin * d, false);
   }
-  // Slots are in expert order, so each token receives its experts in ascending order.
-  float* routed = scratch(ws.routed, r.n * d);
-  std::fill_n(routed, r.n * d, 0.0f);
-  for (int64_t s = 0; s < pairs; ++s) {
-    float* dst = routed + g.token[s] * d;
+  // Slots are in expert order, so each row receives its experts in ascending order.
+  std::fill_n(out, n_rows * d, 0.0f);
+  for (int64_t s = 0; s < n_pairs; ++s) {
+    const int32_t p = order[s];
+    float* dst = out + pair_row[p] * d;
     const float* src = o + s * d;
-    const float wt = g.weight[s];
+    const float wt = pair_weight[p];
     for (int64_t i = 0; i < d; ++i) dst[i] += src[i] * wt;
   }
-  for (int64_t i = 0; i < r.n * d; ++i) out[i] += routed[i];
 }
 
 }  // namespace sluice::moe

@@ -11,6 +11,13 @@ namespace {
 // model.py clamps the sum of the chosen gate weights before normalising.
 constexpr float min_weight_sum = 1e-9f;
 
+// The sum of a token's unnormalised gate weights, in model.py's order and clamp.
+float weight_sum(const float* raw, int k) {
+  float sum = 0.0f;
+  for (int j = 0; j < k; ++j) sum += raw[j];
+  return std::max(sum, min_weight_sum);
+}
+
 }  // namespace
 
 void top_k_indices(const float* scores, int64_t n, int k, int32_t* out) {
@@ -35,10 +42,17 @@ void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architectu
   const int64_t per_group = arch.experts_per_group();
   const auto& ops = ctx.ops();
 
+  r.n = n;
+  r.top_groups = arch.top_groups;
+  r.top_k = arch.top_k;
+  r.n_groups = g;
+  r.n_experts = e;
+  ws.fit(r.group_scores, n * g);
+  ws.fit(r.expert_scores, n * e);
+  float* s1 = r.group_scores.data();
+  float* s2 = r.expert_scores.data();
   // The routers read concatenations, [y, acoustic] and [y, context]: each is two products
   // over the matching rows of the weight, summed, instead of a copy of the inputs.
-  float* s1 = scratch(ws.s1, n * g);
-  float* s2 = scratch(ws.s2, n * e);
   auto concat_linear = [&](const linear_weights& l, const float* second, int64_t width, float* out) {
     ctx.dense_matmul({n, l.out, d, y, d, l.w.data(), l.out, out, l.out, l.b.data()});
     kernels::cpu::matmul_args tail{n, l.out, width, second, width, l.w.data() + d * l.out, l.out, out, l.out};
@@ -50,14 +64,11 @@ void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architectu
   ops.sigmoid(s1, n * g);
   ops.sigmoid(s2, n * e);
 
-  r.n = n;
-  r.top_groups = arch.top_groups;
-  r.top_k = arch.top_k;
-  r.groups.resize(n * r.top_groups);
-  r.experts.resize(n * r.top_k);
-  r.weights.resize(n * r.top_k);
-  float* sel_g = scratch(ws.select_g, g);
-  float* sel_e = scratch(ws.select_e, e);
+  ws.fit(r.groups, n * r.top_groups);
+  ws.fit(r.experts, n * r.top_k);
+  ws.fit(r.weights, n * r.top_k);
+  float* sel_g = ws.scratch(ws.select_g, g);
+  float* sel_e = ws.scratch(ws.select_e, e);
   for (int64_t t = 0; t < n; ++t) {
     const float* p1 = s1 + t * g;
     const float* p2 = s2 + t * e;
@@ -70,14 +81,40 @@ void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architectu
     int32_t* experts = r.experts.data() + t * r.top_k;
     top_k_indices(sel_e, e, r.top_k, experts);
     float* wt = r.weights.data() + t * r.top_k;
-    float sum = 0.0f;
-    for (int j = 0; j < r.top_k; ++j) {
-      wt[j] = p2[experts[j]] * p1[experts[j] / per_group];
-      sum += wt[j];
-    }
-    sum = std::max(sum, min_weight_sum);
+    for (int j = 0; j < r.top_k; ++j) wt[j] = p2[experts[j]] * p1[experts[j] / per_group];
+    const float sum = weight_sum(wt, r.top_k);
     for (int j = 0; j < r.top_k; ++j) wt[j] /= sum;
   }
+}
+
+int32_t next_best_expert(const routing& r, const float* expert_bias, int64_t t, const int32_t* taken,
+                         const uint8_t* full) {
+  const int64_t per_group = r.experts_per_group();
+  const float* p2 = r.expert_scores.data() + t * r.n_experts;
+  const int32_t* groups = r.groups.data() + t * r.top_groups;
+  int32_t best = -1;
+  float best_score = 0.0f;
+  for (int j = 0; j < r.top_groups; ++j)
+    for (int64_t i = groups[j] * per_group; i < (groups[j] + 1) * per_group; ++i) {
+      const auto e = static_cast<int32_t>(i);
+      if (full[e] || std::find(taken, taken + r.top_k, e) != taken + r.top_k) continue;
+      const float s = p2[e] + expert_bias[e];
+      if (best < 0 || s > best_score || (s == best_score && e < best)) {
+        best = e;
+        best_score = s;
+      }
+    }
+  return best;
+}
+
+float replacement_weight(const routing& r, int64_t t, int32_t e) {
+  const int64_t per_group = r.experts_per_group();
+  const float* p1 = r.group_scores.data() + t * r.n_groups;
+  const float* p2 = r.expert_scores.data() + t * r.n_experts;
+  const int32_t* chosen = r.experts.data() + t * r.top_k;
+  float sum = 0.0f;
+  for (int j = 0; j < r.top_k; ++j) sum += p2[chosen[j]] * p1[chosen[j] / per_group];
+  return p2[e] * p1[e / per_group] / std::max(sum, min_weight_sum);
 }
 
 }  // namespace sluice::moe

@@ -1,38 +1,52 @@
 #pragma once
 /// Scratch memory of the forward, reused from call to call so that steady-state inference
-/// allocates nothing: buffers only ever grow, to the largest call seen. One per stream (or
-/// per thread running offline forwards); never shared between threads.
+/// allocates nothing: buffers only ever grow, to the largest call seen, and every growth is
+/// counted, so tests (and the engine's metrics) can check that repeated steps of the same
+/// shapes stop allocating. One per micro-batch, stream or expert actor; never shared between
+/// threads.
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
-#include "moe/routed_experts.hpp"
+#include "moe/attention.hpp"
 #include "moe/routing.hpp"
 
 namespace sluice::moe {
 
 struct workspace {
-  // offline input: subsampled frames and their descriptors
-  std::vector<float> input_x, input_acoustic;
   // frontend convolutions
   std::vector<float> im2col, conv1_out, conv2_out;
-  // encoder
-  std::vector<float> xn, delta;
-  // attention
+  // attention: RoPE factors of the micro-batch's rows, projections, keys, scores
+  rope_table rope;
   std::vector<float> qkv, att, keys_t, scores;
-  // MoE: shared experts, context mean, routers
-  std::vector<float> shared_hidden, context, s1, s2, select_g, select_e;
+  // MoE dense half: shared experts, context mean, selection scratch, the routing decision
+  std::vector<float> shared_hidden, context, select_g, select_e;
   routing route;
-  // routed experts: gathered tokens, hidden activations, outputs, per-token sums
-  expert_groups groups;
-  std::vector<int64_t> cursor;
-  std::vector<float> gathered, hidden, expert_out, routed;
-};
+  // dispatch: pairs ordered by gate weight, per-expert "shard is full" flags
+  std::vector<int32_t> pair_rank;
+  std::vector<uint8_t> expert_full;
+  // expert execution: pairs sorted by expert, gathered rows, hidden activations, outputs
+  std::vector<int64_t> expert_offsets, cursor;
+  std::vector<int32_t> pair_order;
+  std::vector<float> gathered, hidden, expert_out;
 
-/// v.data() with room for at least n values (contents unspecified).
-inline float* scratch(std::vector<float>& v, std::size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
+  /// Times a buffer grown through scratch() or fit() had to reallocate.
+  int64_t growths = 0;
+
+  /// v.data() with room for at least n values (contents unspecified).
+  template <class T>
+  T* scratch(std::vector<T>& v, std::size_t n) {
+    if (v.size() < n) fit(v, n);
+    return v.data();
+  }
+
+  /// v resized to exactly n values (the first min(old size, n) kept).
+  template <class T>
+  void fit(std::vector<T>& v, std::size_t n) {
+    if (v.capacity() < n) ++growths;
+    v.resize(n);
+  }
+};
 
 }  // namespace sluice::moe

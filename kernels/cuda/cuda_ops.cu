@@ -102,3 +102,10 @@ result<void> gemm(const cpu::gemm_args& g) {
 }
 
 }  // namespace sluice::kernels::cuda
+
+extern "C" const sluice::kernels::cuda::api* sluice_cuda_api() {
+  static const sluice::kernels::cuda::api table{sluice::kernels::cuda::library_versions,
+                                                 sluice::kernels::cuda::devices, sluice::kernels::cuda::silu_mul,
+                                                 sluice::kernels::cuda::gemm};
+  return &table;
+}

@@ -7,9 +7,7 @@
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/swiglu.hpp"
 #include "kernels/device.hpp"
-#ifdef SLUICE_HAVE_CUDA
-#include "kernels/cuda/cuda_ops.hpp"
-#endif
+#include "kernels/cuda_backend.hpp"
 
 using namespace sluice;
 using namespace sluice::kernels;
@@ -89,11 +87,12 @@ TEST_SUITE("kernels") {
     }
     REQUIRE(cuda_library_versions().has_value());
     CHECK(cuda_library_versions()->find("nccl") != std::string::npos);
-#ifdef SLUICE_HAVE_CUDA
+    auto api = cuda_backend();
+    REQUIRE_MESSAGE(api.has_value(), api.error().message);
     auto g = random_vec(10000, 4), u = random_vec(10000, 5);
     std::vector<float> ref(g.size()), got(g.size());
     cpu::silu_mul(g.data(), u.data(), ref.data(), int64_t(g.size()));
-    auto r = cuda::silu_mul(g.data(), u.data(), got.data(), int64_t(g.size()));
+    auto r = (*api)->silu_mul(g.data(), u.data(), got.data(), int64_t(g.size()));
     if (!gpus) {
       // Built with CUDA on a machine without a GPU/driver: every entry point reports it.
       CHECK(gpus.error().code == errc::unavailable);
@@ -108,9 +107,8 @@ TEST_SUITE("kernels") {
     cpu::gemm_args ga{64, 48, 80, a.data(), b.data(), cref.data(), false, true};
     cpu::gemm_reference(ga);
     ga.c = cgot.data();
-    auto rg = cuda::gemm(ga);
+    auto rg = (*api)->gemm(ga);
     REQUIRE_MESSAGE(rg.has_value(), rg.error().message);
     CHECK(nmse(cref, cgot) < 1e-10);
-#endif
   }
 }

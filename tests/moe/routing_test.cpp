@@ -8,6 +8,7 @@
 #include "moe/moe_layer.hpp"
 #include "moe/routed_experts.hpp"
 #include "moe/routing.hpp"
+#include "moe/workspace.hpp"
 
 using namespace sluice::moe;
 
@@ -27,18 +28,13 @@ TEST_SUITE("model") {
     CHECK(two[1] == 1);
   }
 
-  TEST_CASE("group_by_expert: counting sort, tokens in order within each expert") {
-    routing r;
-    r.n = 3;
-    r.top_k = 2;
-    r.experts = {2, 0, 0, 3, 2, 1};
-    r.weights = {0.6f, 0.4f, 0.5f, 0.5f, 0.9f, 0.1f};
-    expert_groups g;
-    std::vector<int64_t> cursor;
-    group_by_expert(r, 4, g, cursor);
-    CHECK(g.offsets == std::vector<int64_t>{0, 2, 3, 5, 6});
-    CHECK(g.token == std::vector<int32_t>{0, 1, 2, 0, 2, 1});
-    CHECK(g.weight == std::vector<float>{0.4f, 0.5f, 0.1f, 0.6f, 0.9f, 0.5f});
+  TEST_CASE("sort_pairs_by_expert: counting sort, pairs in order within each expert") {
+    // Three tokens' top-2 choices, pair p = token * 2 + rank.
+    const std::vector<int32_t> experts = {2, 0, 0, 3, 2, 1};
+    workspace ws;
+    sort_pairs_by_expert(experts.data(), 6, 4, ws);
+    CHECK(ws.expert_offsets == std::vector<int64_t>{0, 2, 3, 5, 6});
+    CHECK(ws.pair_order == std::vector<int32_t>{1, 2, 5, 0, 4, 3});
   }
 
   TEST_CASE("causal_context: mean of the last ctx_frames rows, the same in one call or many") {

@@ -1,0 +1,72 @@
+#pragma once
+/// Where the (token, expert) pairs of one layer of a micro-batch go: to the shard holding the
+/// expert, up to a capacity per shard; past it, to the token's next-best expert on a shard
+/// with room (reroute_overflow) or to the overflow block, which the spillway runs on replicas.
+/// No pair is ever dropped: every pair ends in exactly one block.
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "moe/expert_placement.hpp"
+#include "moe/routing.hpp"
+
+namespace sluice::moe {
+
+struct workspace;
+
+/// No capacity limit on a shard.
+inline constexpr int64_t unlimited_capacity = std::numeric_limits<int64_t>::max();
+
+enum class overflow_policy {
+  spill,    ///< every pair over capacity goes to the overflow block
+  reroute,  ///< first to the token's next-best expert with room; what is left to the overflow block
+};
+
+/// Counts of one layer's dispatch (summed over layers by micro_batch). Nothing is dropped:
+/// pairs over capacity = rerouted + spilled.
+struct dispatch_stats {
+  int64_t pairs = 0;          ///< (token, expert) pairs: tokens * top_k
+  int64_t over_capacity = 0;  ///< pairs a full shard turned away
+  int64_t rerouted = 0;       ///< of those, moved to another expert of the token's groups
+  int64_t spilled = 0;        ///< of those, sent in the overflow block
+
+  dispatch_stats& operator+=(const dispatch_stats& o) {
+    pairs += o.pairs;
+    over_capacity += o.over_capacity;
+    rerouted += o.rerouted;
+    spilled += o.spilled;
+    return *this;
+  }
+};
+
+/// The destination of every pair of one layer. Pair p = t * top_k + j is token t's j-th
+/// choice of the routing.
+struct dispatch_plan {
+  int32_t n_shards = 0;
+  int top_k = 0;
+  int64_t n_tokens = 0;
+  std::vector<int32_t> expert;    ///< i32 [n_tokens, top_k]: the routing's choice, or its replacement
+  std::vector<float> weight;      ///< f32 [n_tokens, top_k]: gate weight of expert[p]
+  std::vector<int32_t> block;     ///< i32 [n_tokens, top_k]: shard 0 .. n_shards - 1, or overflow_block()
+  std::vector<int64_t> load;      ///< [n_shards + 1]: pairs per block, the overflow block last
+  std::vector<int32_t> overflow;  ///< the pairs in the overflow block, highest gate weight first
+  dispatch_stats stats;
+
+  int32_t overflow_block() const { return n_shards; }
+};
+
+/// Sends each pair of `r` (routing of `layer`) to the shard `placement` gives its expert, at
+/// most `capacity` (>= 0) pairs per shard. A shard asked for more keeps the pairs with the
+/// highest gate weights (the lower pair id among equals); the others go to the overflow block.
+void assign_to_shards(const routing& r, const expert_placement& placement, int layer, int64_t capacity,
+                      dispatch_plan& plan, workspace& ws);
+
+/// Moves the overflow block's pairs, highest gate weight first, to next_best_expert of their
+/// token among the experts whose shard has fewer than `capacity` pairs, with
+/// replacement_weight; the pairs with no such expert stay in the overflow block. Returns the
+/// number moved (also added to plan.stats). expert_bias: f32 [n_experts] of the layer.
+int64_t reroute_overflow(const routing& r, const float* expert_bias, const expert_placement& placement, int layer,
+                         int64_t capacity, dispatch_plan& plan, workspace& ws);
+
+}  // namespace sluice::moe

@@ -1,0 +1,35 @@
+#pragma once
+/// Runs micro-batches with every routed expert in this thread: one shard holding all of them,
+/// no capacity limit. What acoustic_stream and the offline forward use, and the reference the
+/// sharded engine must match.
+
+#include <functional>
+
+#include "config/error.hpp"
+#include "moe/acoustic_model.hpp"
+#include "moe/compute.hpp"
+#include "moe/expert_placement.hpp"
+#include "moe/expert_shard.hpp"
+#include "moe/micro_batch.hpp"
+#include "moe/token_block.hpp"
+
+namespace sluice::moe {
+
+class local_experts {
+ public:
+  /// `model` must outlive the object.
+  explicit local_experts(const acoustic_model& model, compute_options compute = {});
+
+  /// Runs every remaining layer of `mb` (begun: phase dense or output) and finish(), using
+  /// mb's workspace for the experts too. `after_layer(layer)`, when set, is called after each
+  /// layer ends (mb.hidden() is then the layer's output, mb.route() its routing).
+  result<void> run(micro_batch& mb, const std::function<void(int layer)>& after_layer = {});
+
+ private:
+  expert_placement placement_;
+  expert_shard experts_;
+  token_block block_;
+  expert_output reply_;
+};
+
+}  // namespace sluice::moe
