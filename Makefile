@@ -10,7 +10,7 @@ ASAN_DIR  ?= build/asan
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SAMPLE    ?= tests/data/sample_call_8k_mulaw_stereo.wav
 
-.PHONY: all setup build debug run test asan clean
+.PHONY: all setup build debug run test asan bench clean
 
 all: build
 
@@ -44,6 +44,14 @@ asan: setup
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
+
+# Benchmarks (never part of the tests): the model forward in C++ vs PyTorch eager, and the whole
+# `sluice transcribe` pipeline vs a PyTorch reference, same model, same audio, same threads.
+MODEL ?= models/default
+bench: build
+	$(BUILD)/tools/bench/moe_bench --model $(MODEL) --all
+	/usr/bin/python3 tools/bench/moe_bench_torch.py --model $(MODEL)
+	/usr/bin/python3 tools/bench/transcribe_bench.py --sluice $(BUILD)/tools/sluice --model $(MODEL) --runs 3 $(SAMPLE)
 
 clean:
 	rm -rf build
