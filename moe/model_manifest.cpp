@@ -97,6 +97,9 @@ result<architecture> parse_architecture(const json& j, const std::string& where)
   return a;
 }
 
+constexpr int supported_feature_rate = 16000;
+constexpr double supported_input_scale = 32768.0;
+
 result<feature_settings> parse_features(const json& j, const std::string& where) {
   if (!j.is_object()) return fail(errc::corrupt, section(where) + " must be a JSON object");
   feature_settings f;
@@ -118,7 +121,12 @@ result<feature_settings> parse_features(const json& j, const std::string& where)
   f.sample_rate = *rate;
   f.num_mel_bins = *bins;
   f.window = *window;
-  if (f.sample_rate <= 0) return fail(errc::invalid_config, where + "sample_rate must be positive");
+  // dsp/ computes exactly one kind of fbank: say so rather than feed the model other features.
+  if (f.sample_rate != supported_feature_rate || f.window != "povey" || f.dither != 0.0 ||
+      f.input_scale != supported_input_scale)
+    return fail(errc::unsupported, section(where) + ": the engine computes 16 kHz povey-window fbank with dither 0 "
+                                                    "on samples scaled by 32768; this model asks for sample_rate " +
+                                       std::to_string(f.sample_rate) + ", window \"" + f.window + "\"");
   if (!(f.frame_length_ms > 0) || !(f.frame_shift_ms > 0))
     return fail(errc::invalid_config, section(where) + ": frame_length_ms and frame_shift_ms must be positive");
   return f;
@@ -243,6 +251,17 @@ result<model_manifest> parse_model_manifest(std::string_view json_text, const st
   m.tokens_file = *tokens;
   m.weights_file = *weights;
   return m;
+}
+
+config::fbank_config fbank_config_of(const feature_settings& f) {
+  config::fbank_config c;
+  c.num_mel_bins = f.num_mel_bins;
+  c.frame_length_ms = f.frame_length_ms;
+  c.frame_shift_ms = f.frame_shift_ms;
+  c.low_freq_hz = f.low_freq_hz;
+  c.high_freq_hz = f.high_freq_hz;
+  c.preemphasis = f.preemphasis;
+  return c;
 }
 
 }  // namespace sluice::moe

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "config/error.hpp"
+#include "config/fbank_config.hpp"
 
 namespace sluice::moe {
 
@@ -63,6 +64,9 @@ struct feature_settings {
   std::string window = "povey";
   double input_scale = 32768.0;
 };
+
+/// The dsp/ fbank settings that reproduce the model's features.
+config::fbank_config fbank_config_of(const feature_settings& f);
 
 /// Default attention window of streams ("streaming" in model.json).
 struct streaming_settings {

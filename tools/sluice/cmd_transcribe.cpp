@@ -193,9 +193,8 @@ result<transcribe_args> parse_args(std::vector<std::string> args) {
 result<engine> make_engine(const config::sluice_config& cfg, const transcribe_args& args) {
   auto model = moe::load_model(cfg.model.dir);
   if (!model) return tl::unexpected(model.error());
-  config::fbank_config fcfg = cfg.fbank;
-  fcfg.num_mel_bins = (*model)->arch().n_mels;
-  auto fbank = dsp::fbank_computer::create(fcfg, dsp::model_sample_rate);
+  // The model's own feature settings, not [fbank]: features must be the ones it was trained on.
+  auto fbank = dsp::fbank_computer::create(moe::fbank_config_of((*model)->manifest().features), dsp::model_sample_rate);
   if (!fbank) return tl::unexpected(fbank.error());
   engine e{std::move(*model), std::nullopt, {}, std::move(*fbank), {}};
   const auto lm_path = std::filesystem::path(cfg.model.dir) / lm_file_name;
