@@ -39,8 +39,10 @@ result<const cuda::api*> load() {
     }
     using entry_fn = const cuda::api* (*)();
     auto entry = reinterpret_cast<entry_fn>(dlsym(handle, "sluice_cuda_api"));
-    if (!entry) return fail(errc::unavailable, path + " has no sluice_cuda_api entry point");
-    return entry();
+    const cuda::api* api = entry ? entry() : nullptr;
+    if (api) return api;
+    dlclose(handle);
+    why += std::string(why.empty() ? "" : "; ") + path + " has no usable sluice_cuda_api entry point";
   }
   return fail(errc::unavailable, why.empty() ? std::string("CUDA plugin ") + plugin_name + " not found" : why);
 #endif

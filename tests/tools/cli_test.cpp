@@ -181,6 +181,9 @@ TEST_SUITE("cli-transcribe") {
     sluice::test::temp_dir tmp;
     CHECK(sluice_cli("transcribe " + tiny + "--format doc " + sample_call, tmp).err.find("choose text, json, srt or vtt") !=
           std::string::npos);
+    auto weight = sluice_cli("transcribe " + tiny + "--hotword-weight 3x " + sample_call, tmp);
+    CHECK(weight.status == 2);
+    CHECK(weight.err.find("--hotword-weight 3x: give a number from 0 to 100") != std::string::npos);
     auto no_model = sluice_cli("transcribe --model.dir=/nonexistent " + sample_call, tmp);
     CHECK(no_model.status == 1);
     CHECK(no_model.err.find("/nonexistent") != std::string::npos);

@@ -11,17 +11,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dsp/audio_file.hpp"
-#include "dsp/denoiser.hpp"
 #include "dsp/fbank.hpp"
-#include "dsp/resampler.hpp"
-#include "dsp/slicer.hpp"
-#include "dsp/vad.hpp"
 #include "moe/acoustic_model.hpp"
 #include "moe/decoder/arpa_lm.hpp"
 #include "moe/decoder/beam_search_decoder.hpp"
 #include "moe/decoder/context_graph.hpp"
 #include "moe/forward.hpp"
+#include "tools/sluice/channel_audio.hpp"
 #include "tools/sluice/cli.hpp"
 #include "tools/sluice/transcript.hpp"
 
@@ -31,6 +27,7 @@ namespace {
 constexpr int64_t samples_per_ms = dsp::model_sample_rate / 1000;
 constexpr double progress_min_duration_s = 60.0;  // shorter files finish before progress helps
 constexpr float default_hotword_weight = 3.0f;
+constexpr float max_hotword_weight = 100.0f;  // the context graph's limit
 constexpr const char* lm_file_name = "lm.arpa";
 
 struct transcribe_args {
@@ -48,10 +45,11 @@ struct engine {
   std::optional<moe::arpa_lm> lm;
   moe::context_graph hotwords;
   dsp::fbank_computer fbank;
+  moe::decoder_options decoder;  ///< [decoder], with frame_ms taken from the model
   moe::workspace ws;
 };
 
-result<std::vector<std::string>> split_labels(const std::string& s) {
+std::vector<std::string> split_labels(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   for (std::string part; std::getline(ss, part, ',');) out.push_back(part);
@@ -86,13 +84,13 @@ result<std::vector<moe::hotword>> read_hotwords(const std::string& path, float d
   return out;
 }
 
-result<transcript_segment> transcribe_segment(engine& e, const config::sluice_config& cfg, std::span<const float> samples,
+result<transcript_segment> transcribe_segment(engine& e, std::span<const float> samples,
                                               int64_t start_sample) {
   auto feats = e.fbank.compute(samples);
   const auto n_frames = static_cast<int64_t>(feats.size() / e.fbank.num_mels());
   auto fwd = moe::forward_offline(*e.model, feats.data(), n_frames, {}, &e.ws);
   if (!fwd) return tl::unexpected(fwd.error());
-  auto dec = moe::beam_search_decoder::create(e.model->tokens(), cfg.decoder, e.lm ? &*e.lm : nullptr, e.hotwords);
+  auto dec = moe::beam_search_decoder::create(e.model->tokens(), e.decoder, e.lm ? &*e.lm : nullptr, e.hotwords);
   if (!dec) return tl::unexpected(dec.error());
   if (fwd->n_frames > 0)
     if (auto r = dec->accept(fwd->logits, static_cast<int32_t>(fwd->n_frames)); !r) return tl::unexpected(r.error());
@@ -109,35 +107,20 @@ result<transcript_segment> transcribe_segment(engine& e, const config::sluice_co
 
 result<file_transcript> transcribe_file(engine& e, const config::sluice_config& cfg, const transcribe_args& args,
                                         const std::string& path) {
-  auto decoded = dsp::decode_audio_file(path);
-  if (!decoded) return tl::unexpected(decoded.error());
-  auto quality = dsp::parse_resample_quality(cfg.audio.resample_quality);
-  if (!quality) return tl::unexpected(quality.error());
-  auto audio16 = dsp::resample(*decoded, dsp::model_sample_rate, *quality);
-  if (!audio16) return tl::unexpected(audio16.error());
-  file_transcript t{path, decoded->duration_s(), decoded->sample_rate, {}};
-  const bool progress = decoded->duration_s() >= progress_min_duration_s;
-  const auto n_ch = audio16->num_channels();
+  auto speech = prepare_file(path, cfg);
+  if (!speech) return tl::unexpected(speech.error());
+  file_transcript t{path, speech->duration_s, speech->input_sample_rate, {}};
+  const bool progress = speech->duration_s >= progress_min_duration_s;
+  const auto n_ch = speech->channels.size();
   for (std::size_t ch = 0; ch < n_ch; ++ch) {
-    std::vector<float> samples = std::move(audio16->channels[ch]);
-    if (cfg.audio.denoise) {
-      auto dn = dsp::denoiser::create(cfg.audio.denoise_suppress_db);
-      if (!dn) return tl::unexpected(dn.error());
-      auto out = dn->process(samples);
-      auto tail = out ? dn->flush() : out;
-      if (!tail) return tl::unexpected(tail.error());
-      out->insert(out->end(), tail->begin(), tail->end());
-      samples = std::move(*out);
-    }
-    auto analysis = dsp::analyze_speech(samples, cfg.vad);
-    if (!analysis) return tl::unexpected(analysis.error());
-    auto segments = dsp::group_regions(analysis->regions, analysis->frames, cfg.segment);
+    const auto& samples = speech->channels[ch].samples;
+    const auto& segments = speech->channels[ch].segments;
     channel_transcript ct{static_cast<int>(ch), "", {}};
     if (ch < args.labels.size()) ct.label = args.labels[ch];
     else if (n_ch == 2) ct.label = ch == 0 ? "agent" : "customer";
     else if (n_ch > 2) ct.label = "channel " + std::to_string(ch);
     for (const auto& s : segments) {
-      auto seg = transcribe_segment(e, cfg, std::span<const float>(samples).subspan(
+      auto seg = transcribe_segment(e, std::span<const float>(samples).subspan(
                                               static_cast<std::size_t>(s.start_sample),
                                               static_cast<std::size_t>(s.end_sample - s.start_sample)),
                                     s.start_sample);
@@ -173,11 +156,15 @@ result<transcribe_args> parse_args(std::vector<std::string> args) {
     } else if (a == "--hotword-weight") {
       auto v = value();
       if (!v) return tl::unexpected(v.error());
-      out.hotword_weight = std::strtof(v->c_str(), nullptr);
+      char* end = nullptr;
+      out.hotword_weight = std::strtof(v->c_str(), &end);
+      if (v->empty() || *end != '\0' || !(out.hotword_weight >= 0) || out.hotword_weight > max_hotword_weight)
+        return fail(errc::invalid_argument, "--hotword-weight " + *v + ": give a number from 0 to " +
+                                                std::to_string(static_cast<int>(max_hotword_weight)));
     } else if (a == "--labels") {
       auto v = value();
       if (!v) return tl::unexpected(v.error());
-      out.labels = *split_labels(*v);
+      out.labels = split_labels(*v);
     } else if (a == "--no-lm") {
       out.use_lm = false;
     } else if (a.rfind("--", 0) == 0) {
@@ -196,7 +183,9 @@ result<engine> make_engine(const config::sluice_config& cfg, const transcribe_ar
   // The model's own feature settings, not [fbank]: features must be the ones it was trained on.
   auto fbank = dsp::fbank_computer::create(moe::fbank_config_of((*model)->manifest().features), dsp::model_sample_rate);
   if (!fbank) return tl::unexpected(fbank.error());
-  engine e{std::move(*model), std::nullopt, {}, std::move(*fbank), {}};
+  engine e{std::move(*model), std::nullopt, {}, std::move(*fbank), cfg.decoder, {}};
+  // Word times: one decoder frame is the model's fbank shift times its subsampling.
+  e.decoder.frame_ms = e.model->manifest().features.frame_shift_ms * e.model->arch().subsampling;
   const auto lm_path = std::filesystem::path(cfg.model.dir) / lm_file_name;
   if (args.use_lm && std::filesystem::exists(lm_path)) {
     auto lm = moe::arpa_lm::load(lm_path.string());

@@ -130,15 +130,21 @@ def main() -> None:
         print(f"resumed at epoch {state['epoch']} step {state['step']}", flush=True)
     else:
         if args.init:
+            # Fine-tuning keeps the checkpoint's CMVN: its weights were trained on that normalisation.
             model.load_state_dict(torch.load(args.init)["model"])
-        mean, istd = train.cmvn_stats()
-        model.cmvn_mean.copy_(mean)
-        model.cmvn_istd.copy_(istd)
+        else:
+            mean, istd = train.cmvn_stats()
+            model.cmvn_mean.copy_(mean)
+            model.cmvn_istd.copy_(istd)
     total, active = model.param_counts()
     print(f"params: {total/1e6:.2f} M total, {active/1e6:.2f} M active", flush=True)
 
     steps_per_epoch = len(train.batches(args.batch_frames, seed=0))
-    total_steps = steps_per_epoch * args.epochs
+    # Kept in the checkpoint so a resume follows the same LR schedule and skips exactly the batches
+    # already done, even if the data grew meanwhile (older checkpoints: derived as before).
+    state.setdefault("total_steps", steps_per_epoch * args.epochs)
+    state.setdefault("batch_in_epoch", state["step"] - state["epoch"] * steps_per_epoch)
+    total_steps = state["total_steps"]
     rng = random.Random(args.seed + state["step"])
     log = open(os.path.join(args.out, "log.jsonl"), "a")
 
@@ -154,7 +160,7 @@ def main() -> None:
     model.train()
     while state["epoch"] < args.epochs:
         batches = train.batches(args.batch_frames, seed=args.seed * 1000 + state["epoch"])
-        skip = state["step"] - state["epoch"] * steps_per_epoch
+        skip = state["batch_in_epoch"]
         t_epoch, utts = time.time(), 0
         for bi, (feats, lengths, targets, target_lengths, _) in enumerate(batches):
             if bi < skip:
@@ -175,6 +181,7 @@ def main() -> None:
             for moe in model.moe_layers():
                 moe.update_bias(args.bias_rate)
             state["step"] += 1
+            state["batch_in_epoch"] = bi + 1
             utts += feats.shape[0]
             state["elapsed_s"] = elapsed0 + time.time() - t_start
             if state["step"] % 50 == 0:
@@ -192,6 +199,7 @@ def main() -> None:
                 print("time budget reached", flush=True)
                 return
         state["epoch"] += 1
+        state["batch_in_epoch"] = 0
         metrics = evaluate(model, dev.batches(args.batch_frames, seed=0, shuffle=False), tokens)
         rec = {"epoch": state["epoch"], "step": state["step"], "dev": metrics,
                "epoch_min": (time.time() - t_epoch) / 60}
