@@ -261,6 +261,18 @@ result<void> micro_batch::finish() {
   return {};
 }
 
+micro_batch::~micro_batch() { abort(); }
+
+void micro_batch::abort() {
+  if (phase_ == phase::idle || phase_ == phase::done) return;
+  for (auto* s : streams_) {
+    s->in_step_ = false;
+    s->reset();
+  }
+  streams_.clear();
+  phase_ = phase::idle;
+}
+
 stream_logits micro_batch::logits(std::size_t i) const {
   if (phase_ != phase::done || i >= streams_.size()) return {};
   const auto& seg = attention_segs_[i];

@@ -57,6 +57,15 @@ class micro_batch {
   /// object and serve nothing else meanwhile); null: the object owns one.
   explicit micro_batch(const acoustic_model& model, int32_t id = 0, compute_options compute = {},
                        workspace* ws = nullptr);
+  /// Aborts a step still in progress (see abort()).
+  ~micro_batch();
+  micro_batch(micro_batch&&) = default;
+  micro_batch& operator=(micro_batch&&) = default;
+
+  /// Gives up the step in progress (an expert reply never came, an actor died): every lent
+  /// stream is released and reset, since its caches may already hold part of this step; its
+  /// current utterance is lost and its owner must report that. No-op when no step is running.
+  void abort();
 
   /// Starts a step over `streams` (distinct, of this model, none in another step): each
   /// gives its next stream_state::step_frames(max_chunks) frames (>= 1 chunk; possibly 0

@@ -240,3 +240,33 @@ TEST_SUITE("batch") {
     CHECK(growths.back() == growths[4]);
   }
 }
+
+TEST_SUITE("batch") {
+  TEST_CASE("an aborted step releases and resets its streams; a dropped micro-batch aborts itself") {
+    auto model = sluice::test::tiny_model();
+    auto fb = sluice::test::golden_fbank("synthetic0");
+    const int64_t mels = model->arch().n_mels;
+    auto st = stream_state::create(*model, {model->arch().chunk_frames, model->arch().left_chunks});
+    REQUIRE(st.has_value());
+    REQUIRE(st->accept_fbank(fb.data(), static_cast<int64_t>(fb.size()) / mels).has_value());
+    stream_state* lent[] = {&*st};
+    {
+      micro_batch mb(*model);
+      REQUIRE(mb.begin(lent).has_value());
+      REQUIRE(mb.run_dense().has_value());
+      CHECK(st->in_step());
+      CHECK_FALSE(st->accept_fbank(fb.data(), 1).has_value());  // lent streams refuse input
+      mb.abort();
+      CHECK_FALSE(st->in_step());
+      CHECK(st->position() == 0);  // reset: the half-done step left no trace in its caches
+      CHECK(st->ready_frames() == 0);  // and dropped the frames buffered before it
+    }
+    REQUIRE(st->accept_fbank(fb.data(), static_cast<int64_t>(fb.size()) / mels).has_value());
+    {
+      micro_batch mb(*model);
+      REQUIRE(mb.begin(lent).has_value());
+    }  // destroyed mid-step
+    CHECK_FALSE(st->in_step());
+    CHECK(st->accept_fbank(fb.data(), 1).has_value());
+  }
+}
