@@ -156,6 +156,15 @@ TEST_SUITE("cli-transcribe") {
     CHECK(words > 0);
   }
 
+  TEST_CASE("the default model with its word LM: stdout holds only the JSON, logs go to stderr") {
+    sluice::test::temp_dir tmp;
+    auto r = sluice_cli("transcribe --model.dir=" SLUICE_SOURCE_DIR "/models/default --format json " + sample_call, tmp);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    CHECK(r.err.find("word LM") != std::string::npos);
+    auto j = nlohmann::json::parse(r.out);  // throws (fails the test) on any stray log line
+    CHECK(j["channels"].size() == 2);
+  }
+
   TEST_CASE("srt and vtt cues are numbered, well-formed and in time order") {
     sluice::test::temp_dir tmp;
     auto srt = sluice_cli("transcribe " + tiny + "--format srt " + sample_call, tmp);

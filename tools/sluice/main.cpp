@@ -1,6 +1,7 @@
 // sluice: the command-line entry point. Parses global options into the config, sets up logging,
 // and hands the rest to a subcommand.
 
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -103,8 +104,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sluice: invalid configuration: %s\n", r.error().message.c_str());
     return cli::exit_usage;
   }
+  // Logs go to stderr: stdout carries the command's output (JSON, transcripts).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
   spdlog::set_level(spdlog::level::from_str(inv.cfg.log.level));
-  spdlog::set_default_logger(spdlog::default_logger()->clone("sluice"));
 
   for (const auto& c : commands)
     if (command_name == c.name) return c.run(inv);
