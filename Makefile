@@ -1,5 +1,5 @@
 # sluice: two commands do everything on a fresh Debian 12 machine.
-#   make run    install what is missing, build, run sluice on the bundled sample call
+#   make run    install what is missing, build, run sluice (probe, segment, transcribe) on the bundled sample call
 #   make test   install what is missing, build, run every test
 # Also: make build | debug | asan | bench | clean
 
@@ -32,6 +32,8 @@ run: build
 	@$(BUILD)/tools/sluice probe $(SAMPLE)
 	@echo "== sluice segment $(SAMPLE)"
 	@$(BUILD)/tools/sluice segment $(SAMPLE)
+	@echo "== sluice transcribe $(SAMPLE)  (interim default model: see models/default/MODEL_CARD.md)"
+	@$(BUILD)/tools/sluice transcribe $(SAMPLE)
 	@echo "(the streaming server, 'sluice serve', is not built yet: see README.md)"
 
 test: build
