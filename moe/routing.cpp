@@ -11,10 +11,16 @@ namespace {
 // model.py clamps the sum of the chosen gate weights before normalising.
 constexpr float min_weight_sum = 1e-9f;
 
-// The sum of a token's unnormalised gate weights, in model.py's order and clamp.
-float weight_sum(const float* raw, int k) {
+// An expert's unnormalised gate weight: its level-2 score times its group's level-1 score.
+float raw_weight(const float* p1, const float* p2, int32_t e, int64_t per_group) {
+  return p2[e] * p1[e / per_group];
+}
+
+// The sum of a token's unnormalised gate weights over its chosen experts, in model.py's order
+// and clamp: the normaliser of route_tokens and of replacement_weight alike.
+float weight_sum(const float* p1, const float* p2, const int32_t* chosen, int k, int64_t per_group) {
   float sum = 0.0f;
-  for (int j = 0; j < k; ++j) sum += raw[j];
+  for (int j = 0; j < k; ++j) sum += raw_weight(p1, p2, chosen[j], per_group);
   return std::max(sum, min_weight_sum);
 }
 
@@ -81,8 +87,8 @@ void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architectu
     int32_t* experts = r.experts.data() + t * r.top_k;
     top_k_indices(sel_e, e, r.top_k, experts);
     float* wt = r.weights.data() + t * r.top_k;
-    for (int j = 0; j < r.top_k; ++j) wt[j] = p2[experts[j]] * p1[experts[j] / per_group];
-    const float sum = weight_sum(wt, r.top_k);
+    const float sum = weight_sum(p1, p2, experts, r.top_k, per_group);
+    for (int j = 0; j < r.top_k; ++j) wt[j] = raw_weight(p1, p2, experts[j], per_group);
     for (int j = 0; j < r.top_k; ++j) wt[j] /= sum;
   }
 }
@@ -112,9 +118,7 @@ float replacement_weight(const routing& r, int64_t t, int32_t e) {
   const float* p1 = r.group_scores.data() + t * r.n_groups;
   const float* p2 = r.expert_scores.data() + t * r.n_experts;
   const int32_t* chosen = r.experts.data() + t * r.top_k;
-  float sum = 0.0f;
-  for (int j = 0; j < r.top_k; ++j) sum += p2[chosen[j]] * p1[chosen[j] / per_group];
-  return p2[e] * p1[e / per_group] / std::max(sum, min_weight_sum);
+  return raw_weight(p1, p2, e, per_group) / weight_sum(p1, p2, chosen, r.top_k, per_group);
 }
 
 }  // namespace sluice::moe
