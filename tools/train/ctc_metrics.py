@@ -36,3 +36,27 @@ def edit_distance(a: list, b: list) -> int:
             cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
         prev = cur
     return prev[-1]
+
+
+class ErrorRates:
+    """Character and word error counts accumulated over (hypothesis, reference) pairs."""
+
+    def __init__(self) -> None:
+        self.char_errors = self.chars = self.word_errors = self.words = 0
+
+    def add(self, hyp: str, ref: str) -> None:
+        self.char_errors += edit_distance(list(hyp), list(ref))
+        self.chars += len(ref)
+        self.word_errors += edit_distance(hyp.split(), ref.split())
+        self.words += len(ref.split())
+
+    def cer(self) -> float:
+        return self.char_errors / max(1, self.chars)
+
+    def wer(self) -> float:
+        return self.word_errors / max(1, self.words)
+
+
+def balance_max_mean(loads: list[torch.Tensor]) -> list[float]:
+    """Expert load balance per layer: max / mean tokens per routed expert."""
+    return [float(l.max() / l.mean().clamp_min(1e-9)) for l in loads]

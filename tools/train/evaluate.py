@@ -71,7 +71,7 @@ def asterisk_set(tokens: list[str]) -> list[tuple[str, np.ndarray, str]]:
 
 def score(model: AcousticModel, items, tokens: list[str], loads: list[torch.Tensor]) -> dict:
     """items: (fbank [T,80] np, text). Greedy CER/WER over all items."""
-    errs = chars = werrs = words = 0
+    rates = ctc_metrics.ErrorRates()
     samples = []
     with torch.no_grad():
         for fb, ref in items:
@@ -80,13 +80,10 @@ def score(model: AcousticModel, items, tokens: list[str], loads: list[torch.Tens
             for li, moe in enumerate(model.moe_layers()):
                 loads[li] += moe.last_load
             hyp = ctc_metrics.greedy_decode(logits, out_len, tokens)[0]
-            errs += ctc_metrics.edit_distance(list(hyp), list(ref))
-            chars += len(ref)
-            werrs += ctc_metrics.edit_distance(hyp.split(), ref.split())
-            words += len(ref.split())
+            rates.add(hyp, ref)
             if len(samples) < 3:
                 samples.append({"ref": ref, "hyp": hyp})
-    return {"utts": len(items), "cer": errs / max(1, chars), "wer": werrs / max(1, words), "samples": samples}
+    return {"utts": len(items), "cer": rates.cer(), "wer": rates.wer(), "samples": samples}
 
 
 def main() -> None:
@@ -117,7 +114,7 @@ def main() -> None:
         report["conditions"]["real_asterisk"] = score(model, [(fb, t) for _, fb, t in real], tokens, loads)
         print("real_asterisk", json.dumps({k: v for k, v in report["conditions"]["real_asterisk"].items()
                                            if k != "samples"}), flush=True)
-    report["balance_max_mean"] = [round(float(l.max() / l.mean().clamp_min(1e-9)), 3) for l in loads]
+    report["balance_max_mean"] = [round(b, 3) for b in ctc_metrics.balance_max_mean(loads)]
     report["params"] = dict(zip(("total", "active"), model.param_counts()))
     print("balance max/mean per layer:", report["balance_max_mean"])
     if args.json:

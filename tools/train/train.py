@@ -67,7 +67,7 @@ def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
 
 def evaluate(model: AcousticModel, batches, tokens: list[str], max_utts: int = 400) -> dict:
     model.eval()
-    errs = chars = werrs = words = 0
+    rates = ctc_metrics.ErrorRates()
     loads = [torch.zeros(model.cfg.n_routed) for _ in model.moe_layers()]
     n = 0
     with torch.no_grad():
@@ -78,16 +78,12 @@ def evaluate(model: AcousticModel, batches, tokens: list[str], max_utts: int = 4
             hyps = ctc_metrics.greedy_decode(logits, out_len, tokens)
             refs = ctc_metrics.targets_to_text(targets, target_lengths, tokens)
             for h, r in zip(hyps, refs):
-                e, c = ctc_metrics.edit_distance(list(h), list(r)), len(r)
-                errs, chars = errs + e, chars + c
-                we = ctc_metrics.edit_distance(h.split(), r.split())
-                werrs, words = werrs + we, words + len(r.split())
+                rates.add(h, r)
             n += len(hyps)
             if n >= max_utts:
                 break
     model.train()
-    balance = [float(l.max() / l.mean().clamp_min(1e-9)) for l in loads]
-    return {"cer": errs / max(1, chars), "wer": werrs / max(1, words), "utts": n, "balance_max_mean": balance}
+    return {"cer": rates.cer(), "wer": rates.wer(), "utts": n, "balance_max_mean": ctc_metrics.balance_max_mean(loads)}
 
 
 def main() -> None:
