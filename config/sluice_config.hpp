@@ -11,6 +11,7 @@
 
 #include "config/audio_config.hpp"
 #include "config/decoder_config.hpp"
+#include "config/engine_config.hpp"
 #include "config/error.hpp"
 #include "config/fbank_config.hpp"
 #include "config/log_config.hpp"
@@ -28,6 +29,7 @@ struct sluice_config {
   fbank_config fbank;
   model_config model;
   decoder_config decoder;
+  engine_config engine;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -40,6 +42,7 @@ struct sluice_config {
     v("fbank", fbank);
     v("model", model);
     v("decoder", decoder);
+    v("engine", engine);
   }
 };
 

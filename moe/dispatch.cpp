@@ -84,4 +84,32 @@ int64_t reroute_overflow(const routing& r, const float* expert_bias, const exper
   return moved;
 }
 
+void settle_overflow(const routing& r, const float* expert_bias, const expert_placement& placement, int layer,
+                     int64_t capacity, const uint8_t* replicated, dispatch_plan& plan, workspace& ws) {
+  if (plan.overflow.empty()) return;
+  // Split the overflow list (highest gate weight first) into the replicated pairs, which stay,
+  // and the others, which try to reroute; both keep their order.
+  auto& hot = ws.pair_rank;  // free after assign_to_shards
+  ws.fit(hot, plan.overflow.size());
+  std::size_t n_hot = 0, n_cold = 0;
+  for (int32_t p : plan.overflow) {
+    if (replicated && replicated[plan.expert[p]]) hot[n_hot++] = p;
+    else plan.overflow[n_cold++] = p;
+  }
+  plan.overflow.resize(n_cold);
+  if (n_cold > 0) reroute_overflow(r, expert_bias, placement, layer, capacity, plan, ws);
+  int64_t kept = 0;
+  for (int32_t p : plan.overflow) {
+    const int32_t s = placement.shard_of(layer, plan.expert[p]);
+    plan.block[p] = s;
+    --plan.load[plan.overflow_block()];
+    ++plan.load[s];
+    ++kept;
+  }
+  plan.overflow.resize(n_hot);
+  std::copy_n(hot.begin(), n_hot, plan.overflow.begin());
+  plan.stats.kept += kept;
+  plan.stats.spilled = static_cast<int64_t>(n_hot);
+}
+
 }  // namespace sluice::moe

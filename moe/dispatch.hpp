@@ -21,21 +21,26 @@ inline constexpr int64_t unlimited_capacity = std::numeric_limits<int64_t>::max(
 enum class overflow_policy {
   spill,    ///< every pair over capacity goes to the overflow block
   reroute,  ///< first to the token's next-best expert with room; what is left to the overflow block
+  /// The engine's policy (settle_overflow): to the overflow block when the spillway holds a
+  /// replica of the expert; else to the next-best expert with room; else kept on its own shard.
+  replicas,
 };
 
 /// Counts of one layer's dispatch (summed over layers by micro_batch). Nothing is dropped:
-/// pairs over capacity = rerouted + spilled.
+/// pairs over capacity = rerouted + spilled + kept.
 struct dispatch_stats {
   int64_t pairs = 0;          ///< (token, expert) pairs: tokens * top_k
   int64_t over_capacity = 0;  ///< pairs a full shard turned away
   int64_t rerouted = 0;       ///< of those, moved to another expert of the token's groups
   int64_t spilled = 0;        ///< of those, sent in the overflow block
+  int64_t kept = 0;           ///< of those, left on their own full shard (no replica, no room elsewhere)
 
   dispatch_stats& operator+=(const dispatch_stats& o) {
     pairs += o.pairs;
     over_capacity += o.over_capacity;
     rerouted += o.rerouted;
     spilled += o.spilled;
+    kept += o.kept;
     return *this;
   }
 };
@@ -68,5 +73,17 @@ void assign_to_shards(const routing& r, const expert_placement& placement, int l
 /// number moved (also added to plan.stats). expert_bias: f32 [n_experts] of the layer.
 int64_t reroute_overflow(const routing& r, const float* expert_bias, const expert_placement& placement, int layer,
                          int64_t capacity, dispatch_plan& plan, workspace& ws);
+
+}  // namespace sluice::moe
+
+namespace sluice::moe {
+
+/// After assign_to_shards: each overflow pair whose expert the spillway replicates
+/// (replicated[expert] != 0, u8 [n_experts] of this layer; null: none) stays in the overflow
+/// block; each other one moves to its token's next-best expert with room (reroute_overflow),
+/// or, when there is none, back onto its own shard past the capacity (counted as kept). So
+/// no pair is dropped, and the spillway only ever runs experts it replicates.
+void settle_overflow(const routing& r, const float* expert_bias, const expert_placement& placement, int layer,
+                     int64_t capacity, const uint8_t* replicated, dispatch_plan& plan, workspace& ws);
 
 }  // namespace sluice::moe

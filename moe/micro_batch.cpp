@@ -114,7 +114,7 @@ result<void> micro_batch::run_dense() {
 }
 
 result<dispatch_stats> micro_batch::dispatch(const expert_placement& placement, int64_t capacity,
-                                             overflow_policy policy) {
+                                             overflow_policy policy, const uint8_t* replicated) {
   if (auto ok = expect(phase::dispatch, "dispatch()"); !ok) return tl::unexpected(ok.error());
   const auto& arch = model_->arch();
   if (placement.n_layers() != arch.n_layers || placement.n_experts() != arch.n_routed)
@@ -126,6 +126,10 @@ result<dispatch_stats> micro_batch::dispatch(const expert_placement& placement, 
   if (policy == overflow_policy::reroute && !plan_.overflow.empty())
     reroute_overflow(r, model_->weights().blocks[layer_].moe.expert_bias.data(), placement, layer_, capacity, plan_,
                      *ws_);
+  if (policy == overflow_policy::replicas && !plan_.overflow.empty())
+    settle_overflow(r, model_->weights().blocks[layer_].moe.expert_bias.data(), placement, layer_, capacity,
+                    replicated ? replicated + static_cast<std::ptrdiff_t>(layer_) * arch.n_routed : nullptr, plan_,
+                    *ws_);
   index_blocks();
   stats_ += plan_.stats;
   std::fill(routed_.begin(), routed_.end(), 0.0f);

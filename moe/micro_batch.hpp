@@ -81,8 +81,11 @@ class micro_batch {
   /// `capacity` pairs per shard; with overflow_policy::reroute the pairs over capacity first
   /// try reroute_overflow. Returns this layer's counts. errc::invalid_argument for a
   /// placement of another architecture or a negative capacity.
+  /// With overflow_policy::replicas, `replicated` (u8 [n_layers, n_routed], may be null) says
+  /// which experts the spillway holds (settle_overflow).
   result<dispatch_stats> dispatch(const expert_placement& placement, int64_t capacity = unlimited_capacity,
-                                  overflow_policy policy = overflow_policy::spill);
+                                  overflow_policy policy = overflow_policy::spill,
+                                  const uint8_t* replicated = nullptr);
 
   /// Blocks of the current dispatch: shards 0 .. n_shards - 1, then the overflow block.
   int32_t n_blocks() const { return plan_.n_shards + 1; }

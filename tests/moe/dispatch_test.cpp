@@ -111,6 +111,39 @@ TEST_SUITE("batch") {
     CHECK(next_best_expert(r, bias.data(), 2, all_taken, all_but_3.data()) == -1);
   }
 
+  TEST_CASE("settle_overflow: replicated experts spill, the others reroute or stay on their shard") {
+    const routing r = hand_routing();
+    const auto placement = expert_placement::same_in_every_layer(hand_arch(), {{0, 1}, {2, 3}});
+    REQUIRE(placement.has_value());
+    const std::vector<float> bias = {0.0f, 0.0f, 0.6f, 0.0f};
+    workspace ws;
+    dispatch_plan plan;
+
+    // Capacity 2: overflow is pairs 4 (e1), 5 (e0), 1 (e1), heaviest first. Expert 0 is
+    // replicated: pair 5 spills. Pair 4 (token 2) reroutes to expert 2, which fills shard 1;
+    // pair 1 (token 0) finds no expert with room and stays on shard 0 past its capacity.
+    assign_to_shards(r, *placement, 0, 2, plan, ws);
+    const std::vector<uint8_t> replicated = {1, 0, 0, 0};
+    settle_overflow(r, bias.data(), *placement, 0, 2, replicated.data(), plan, ws);
+    CHECK(plan.overflow == std::vector<int32_t>{5});
+    CHECK(plan.block == std::vector<int32_t>{0, 0, 0, 1, 1, 2});
+    CHECK(plan.expert == std::vector<int32_t>{0, 1, 0, 2, 2, 0});
+    CHECK(plan.load == std::vector<int64_t>{3, 2, 1});
+    CHECK(plan.stats.spilled == 1);
+    CHECK(plan.stats.rerouted == 1);
+    CHECK(plan.stats.kept == 1);
+    CHECK(plan.stats.over_capacity == plan.stats.spilled + plan.stats.rerouted + plan.stats.kept);
+    CHECK(plan.load[0] + plan.load[1] + plan.load[2] == plan.stats.pairs);
+
+    // Nothing replicated: nothing spills; every pair ends on a shard.
+    assign_to_shards(r, *placement, 0, 2, plan, ws);
+    settle_overflow(r, bias.data(), *placement, 0, 2, nullptr, plan, ws);
+    CHECK(plan.overflow.empty());
+    CHECK(plan.load[2] == 0);
+    CHECK(plan.stats.spilled == 0);
+    CHECK(plan.stats.rerouted + plan.stats.kept == plan.stats.over_capacity);
+  }
+
   TEST_CASE("capacity-limited shards: reroutes and spills, no pair dropped, and the model with those reroutes") {
     auto model = test::tiny_model();
     const auto& arch = model->arch();

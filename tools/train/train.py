@@ -101,6 +101,8 @@ def main() -> None:
     ap.add_argument("--max-utt-s", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--init", default="", help="start from this checkpoint's weights (fine-tuning)")
+    ap.add_argument("--reschedule", action="store_true",
+                    help="on resume, stretch or shrink the LR schedule to end at --epochs instead of the stored length")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -139,6 +141,9 @@ def main() -> None:
     # Kept in the checkpoint so a resume follows the same LR schedule and skips exactly the batches
     # already done, even if the data grew meanwhile (older checkpoints: derived as before).
     state.setdefault("total_steps", steps_per_epoch * args.epochs)
+    if args.reschedule:
+        state["total_steps"] = steps_per_epoch * args.epochs
+        print(f"schedule now ends at step {state['total_steps']} (epoch {args.epochs})", flush=True)
     state.setdefault("batch_in_epoch", state["step"] - state["epoch"] * steps_per_epoch)
     total_steps = state["total_steps"]
     rng = random.Random(args.seed + state["step"])

@@ -1,0 +1,68 @@
+#pragma once
+#include <string>
+
+#include "config/field.hpp"
+
+namespace sluice::config {
+
+/// [engine]: the actor engine (actors/): batching, expert shards, spillway, admission.
+struct engine_config {
+  /// How long the batcher gathers feature chunks before it starts a micro-batch (ms).
+  int batch_window_ms = 30;
+  /// Most subsampled (40 ms) frames, summed over streams, in one micro-batch.
+  int token_budget = 2048;
+  /// Most attention chunks one stream gives to one step (1 = lowest latency; files take more).
+  int max_chunks_per_step = 4;
+  /// Split each micro-batch in two so one half's dense work overlaps the other's expert work.
+  bool overlap = true;
+  /// Expert actors; the routed experts of every layer are split over them in contiguous runs.
+  int expert_shards = 2;
+  /// Each expert actor on its own thread (a pinned core set); false: on the shared scheduler.
+  bool dedicated_expert_threads = true;
+  /// Spillway actors taking the pairs over a shard's capacity for the hottest experts.
+  int spillways = 1;
+  /// A shard's capacity per micro-batch and layer: this times its fair share of the pairs.
+  double capacity_factor = 1.25;
+  /// Experts per layer replicated on the spillways: the hottest by moving-average load.
+  int hot_replicas = 4;
+  /// How often the hot set is re-chosen from the moving average of load (ms).
+  int rebalance_ms = 1000;
+  /// Send token blocks as FP8 E4M3 with one f32 scale per 128 values (replies stay f32).
+  bool fp8_dispatch = false;
+  /// An expert reply later than this fails the block over to a spillway (ms).
+  int expert_timeout_ms = 2000;
+  /// Channels admitted at once; past it, new channels are refused with the reason.
+  int max_channels = 256;
+  /// New channels are refused while ready audio waits longer than this for the batcher (ms).
+  int max_queue_wait_ms = 500;
+  /// How often every actor reports its figures to the metrics actor (ms).
+  int report_ms = 500;
+  /// CAF scheduler threads (0: one per core).
+  int scheduler_threads = 0;
+
+  template <class V>
+  void visit(V&& v) {
+    v("batch_window_ms", batch_window_ms, range{20, 50}, "batcher gathering window (ms)");
+    v("token_budget", token_budget, range{16, 1 << 20}, "most subsampled frames in one micro-batch");
+    v("max_chunks_per_step", max_chunks_per_step, range{1, 256},
+      "most attention chunks one stream gives to one step");
+    v("overlap", overlap, any_bool{}, "split micro-batches in two halves whose dense and expert work overlap");
+    v("expert_shards", expert_shards, range{1, 256}, "expert actors (contiguous runs of experts)");
+    v("dedicated_expert_threads", dedicated_expert_threads, any_bool{},
+      "each expert actor on its own thread instead of the shared scheduler");
+    v("spillways", spillways, range{0, 64}, "spillway actors (replicas of the hottest experts)");
+    v("capacity_factor", capacity_factor, range{1.0, 64.0}, "shard capacity: this times its fair share of pairs");
+    v("hot_replicas", hot_replicas, range{0, 4096}, "experts per layer replicated on the spillways");
+    v("rebalance_ms", rebalance_ms, range{50, 600000}, "how often the hot experts are re-chosen (ms)");
+    v("fp8_dispatch", fp8_dispatch, any_bool{}, "token blocks as FP8 E4M3 with a scale per 128 values");
+    v("expert_timeout_ms", expert_timeout_ms, range{10, 600000}, "expert reply timeout before failing over (ms)");
+    v("max_channels", max_channels, range{1, 1000000}, "channels admitted at once");
+    v("max_queue_wait_ms", max_queue_wait_ms, range{10, 600000},
+      "refuse new channels while ready audio waits longer than this (ms)");
+    v("report_ms", report_ms, range{10, 600000}, "metrics report interval (ms)");
+    v("scheduler_threads", scheduler_threads, range{0, 1024}, "CAF scheduler threads (0: one per core)");
+  }
+  std::string check() const { return {}; }
+};
+
+}  // namespace sluice::config
