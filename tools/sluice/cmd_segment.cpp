@@ -1,4 +1,4 @@
-// sluice segment FILE...: the shared front end (channel_audio.hpp) per channel; prints the speech regions and model-sized segments as JSON.
+// sluice segment FILE...: the shared front end (dsp/file_speech.hpp) per channel; prints the speech regions and model-sized segments as JSON.
 
 #include <cstdio>
 
@@ -6,7 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "dsp/audio.hpp"
-#include "tools/sluice/channel_audio.hpp"
+#include "dsp/file_speech.hpp"
 #include "tools/sluice/cli.hpp"
 
 namespace sluice::cli {
@@ -22,7 +22,7 @@ int64_t to_ms(int64_t sample) {
 }
 
 result<nlohmann::json> segment_file(const std::string& path, const config::sluice_config& cfg) {
-  auto speech = prepare_file(path, cfg);
+  auto speech = dsp::prepare_file(path, cfg);
   if (!speech) return tl::unexpected(speech.error());
   nlohmann::json channels = nlohmann::json::array();
   for (std::size_t ch = 0; ch < speech->channels.size(); ++ch) {

@@ -17,7 +17,7 @@
 #include "moe/decoder/beam_search_decoder.hpp"
 #include "moe/decoder/context_graph.hpp"
 #include "moe/forward.hpp"
-#include "tools/sluice/channel_audio.hpp"
+#include "dsp/file_speech.hpp"
 #include "tools/sluice/cli.hpp"
 #include "tools/sluice/transcript.hpp"
 
@@ -107,7 +107,7 @@ result<transcript_segment> transcribe_segment(engine& e, std::span<const float> 
 
 result<file_transcript> transcribe_file(engine& e, const config::sluice_config& cfg, const transcribe_args& args,
                                         const std::string& path) {
-  auto speech = prepare_file(path, cfg);
+  auto speech = dsp::prepare_file(path, cfg);
   if (!speech) return tl::unexpected(speech.error());
   file_transcript t{path, speech->duration_s, speech->input_sample_rate, {}};
   const bool progress = speech->duration_s >= progress_min_duration_s;

@@ -9,12 +9,12 @@
 #include "dsp/slicer.hpp"
 #include "dsp/vad.hpp"
 
-namespace sluice::cli {
+namespace sluice::dsp {
 
 struct channel_speech {
   std::vector<float> samples;                ///< f32 [n] at 16 kHz (denoised when configured)
-  std::vector<dsp::speech_region> regions;   ///< VAD speech regions
-  std::vector<dsp::segment> segments;        ///< 8-15 s model segments (config [segment])
+  std::vector<speech_region> regions;   ///< VAD speech regions
+  std::vector<segment> segments;        ///< 8-15 s model segments (config [segment])
 };
 
 struct file_speech {
@@ -26,4 +26,4 @@ struct file_speech {
 /// Runs the front end on one file. Errors name the stage's problem (decoder, resampler, ...).
 result<file_speech> prepare_file(const std::string& path, const config::sluice_config& cfg);
 
-}  // namespace sluice::cli
+}  // namespace sluice::dsp

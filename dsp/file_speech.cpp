@@ -1,14 +1,14 @@
-#include "tools/sluice/channel_audio.hpp"
+#include "dsp/file_speech.hpp"
 
 #include "dsp/audio_file.hpp"
 #include "dsp/denoiser.hpp"
 #include "dsp/resampler.hpp"
 
-namespace sluice::cli {
+namespace sluice::dsp {
 namespace {
 
 result<std::vector<float>> denoise_channel(const std::vector<float>& samples, int suppress_db) {
-  auto dn = dsp::denoiser::create(suppress_db);
+  auto dn = denoiser::create(suppress_db);
   if (!dn) return tl::unexpected(dn.error());
   auto out = dn->process(samples);
   if (!out) return out;
@@ -21,11 +21,11 @@ result<std::vector<float>> denoise_channel(const std::vector<float>& samples, in
 }  // namespace
 
 result<file_speech> prepare_file(const std::string& path, const config::sluice_config& cfg) {
-  auto decoded = dsp::decode_audio_file(path);
+  auto decoded = decode_audio_file(path);
   if (!decoded) return tl::unexpected(decoded.error());
-  auto quality = dsp::parse_resample_quality(cfg.audio.resample_quality);
+  auto quality = parse_resample_quality(cfg.audio.resample_quality);
   if (!quality) return tl::unexpected(quality.error());
-  auto audio16 = dsp::resample(*decoded, dsp::model_sample_rate, *quality);
+  auto audio16 = resample(*decoded, model_sample_rate, *quality);
   if (!audio16) return tl::unexpected(audio16.error());
   file_speech out{decoded->sample_rate, decoded->duration_s(), {}};
   for (auto& samples : audio16->channels) {
@@ -37,13 +37,13 @@ result<file_speech> prepare_file(const std::string& path, const config::sluice_c
     } else {
       ch.samples = std::move(samples);
     }
-    auto analysis = dsp::analyze_speech(ch.samples, cfg.vad);
+    auto analysis = analyze_speech(ch.samples, cfg.vad);
     if (!analysis) return tl::unexpected(analysis.error());
-    ch.segments = dsp::group_regions(analysis->regions, analysis->frames, cfg.segment);
+    ch.segments = group_regions(analysis->regions, analysis->frames, cfg.segment);
     ch.regions = std::move(analysis->regions);
     out.channels.push_back(std::move(ch));
   }
   return out;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice::dsp

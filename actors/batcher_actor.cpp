@@ -1,0 +1,548 @@
+#include "actors/batcher_actor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/actor_meter.hpp"
+#include "moe/block_codec.hpp"
+#include "moe/micro_batch.hpp"
+#include "moe/stream_state.hpp"
+
+namespace sluice::actors {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using stream_key = std::pair<channel_id, int64_t>;  // (channel, utterance)
+
+constexpr int n_halves = 2;
+constexpr double load_ema_keep = 0.7;  // weight of the old average at each rebalance
+
+double ms_since(clock::time_point t, clock::time_point now) {
+  return std::chrono::duration<double, std::milli>(now - t).count();
+}
+
+struct stream_entry {
+  caf::actor channel;
+  std::unique_ptr<moe::stream_state> state;
+  bool in_step = false;
+  bool dropped = false;
+  bool waiting = false;  // has ready frames not yet in a step
+  clock::time_point ready_since{};
+};
+
+struct half {
+  std::unique_ptr<moe::micro_batch> mb;
+  std::vector<stream_key> keys;
+  std::vector<moe::stream_state*> streams;
+  std::vector<block_msg> slots;        // [n_blocks]: reused buffers
+  std::vector<uint8_t> failed_over;    // [n_blocks]
+  bool busy = false;
+  clock::time_point started{};
+};
+
+struct batcher {
+  std::shared_ptr<const engine_resources> res;
+  caf::actor metrics, supervisor;
+  std::vector<caf::actor> experts, spillways;
+  std::map<stream_key, stream_entry> streams;
+  half halves[n_halves];
+  bool flush_pending = false;
+  int64_t step_counter = 0;
+  // Load of each (layer, expert) since the last rebalance, its moving average, and the
+  // replicated (hot) set the spillways hold.
+  std::vector<double> window_load, load_ema;
+  std::vector<uint8_t> hot;
+  clock::time_point last_rebalance = clock::now();
+  actor_meter meter{"batcher", "batcher"};
+  int64_t pool_growths = 0;
+  std::vector<int64_t> shard_before, shard_after;  // scratch [n_shards + 1]
+};
+
+using self_ptr = caf::event_based_actor*;
+using state_ptr = std::shared_ptr<batcher>;
+
+std::size_t capacity_of(const block_msg& m) {
+  return m.block->rows.capacity() + m.block->pair_row.capacity() + m.block->pair_expert.capacity() +
+         m.block->pair_weight.capacity() + m.fp8->q.capacity() + m.fp8->scales.capacity() + m.reply->out.capacity();
+}
+
+block_msg fresh_block() {
+  return block_msg{block_encoding::f32, std::make_shared<moe::token_block>(), std::make_shared<fp8_rows>(),
+                   std::make_shared<moe::expert_output>()};
+}
+
+// A copy of m in new buffers, for a failover: the first receiver may still hold the old ones.
+block_msg copy_block(const block_msg& m) {
+  block_msg c = fresh_block();
+  c.encoding = m.encoding;
+  const auto& b = *m.block;
+  *c.block = moe::token_block{b.micro_batch, b.step, b.layer, b.shard, b.d, {}, b.pair_row, b.pair_expert,
+                              b.pair_weight};
+  if (m.encoding == block_encoding::f32) c.block->rows = b.rows;
+  else *c.fp8 = *m.fp8;
+  return c;
+}
+
+void report_lost(self_ptr self, const state_ptr& st, const stream_key& key, stream_entry& e, const std::string& why) {
+  logits_chunk c;
+  c.channel = key.first;
+  c.utterance = key.second;
+  c.last = true;
+  c.error = why;
+  self->send(e.channel, logits_atom::value, std::move(c));
+  st->meter.count("utterances_lost");
+}
+
+void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed);
+void advance(self_ptr self, const state_ptr& st, int hi);
+
+// Gives up half hi: every utterance in it is reported lost; the others are untouched.
+void abort_half(self_ptr self, const state_ptr& st, int hi, const std::string& why) {
+  auto& h = st->halves[hi];
+  spdlog::warn("batcher: micro-batch {} given up: {}", hi, why);
+  h.mb->abort();
+  for (const auto& key : h.keys) {
+    auto it = st->streams.find(key);
+    if (it == st->streams.end()) continue;
+    if (!it->second.dropped) report_lost(self, st, key, it->second, why);
+    st->streams.erase(it);
+  }
+  h.keys.clear();
+  h.streams.clear();
+  h.busy = false;
+}
+
+void finish_half(self_ptr self, const state_ptr& st, int hi) {
+  auto& h = st->halves[hi];
+  const auto now = clock::now();
+  if (auto ok = h.mb->finish(); !ok) {
+    abort_half(self, st, hi, ok.error().message);
+    return;
+  }
+  for (std::size_t i = 0; i < h.keys.size(); ++i) {
+    auto it = st->streams.find(h.keys[i]);
+    if (it == st->streams.end()) continue;
+    auto& e = it->second;
+    e.in_step = false;
+    const auto lg = h.mb->logits(i);
+    const bool done = e.state->done();
+    if (!e.dropped) {
+      logits_chunk c;
+      c.channel = h.keys[i].first;
+      c.utterance = h.keys[i].second;
+      c.first_frame = lg.first_frame;
+      c.vocab = lg.vocab;
+      c.logits.assign(lg.logits.begin(), lg.logits.end());
+      c.last = done;
+      self->send(e.channel, logits_atom::value, std::move(c));
+    }
+    if (done || e.dropped) {
+      st->streams.erase(it);
+    } else if (e.state->ready_frames() > 0) {
+      e.waiting = true;
+      e.ready_since = now;
+    }
+  }
+  st->meter.histogram("step_ms").add(ms_since(h.started, now));
+  h.keys.clear();
+  h.streams.clear();
+  h.busy = false;
+  maybe_start(self, st, false);
+}
+
+void on_reply(self_ptr self, const state_ptr& st, int hi, int64_t step, int32_t b, reply_msg& r) {
+  auto& h = st->halves[hi];
+  if (!h.busy || h.mb->step() != step || !r.out) {
+    st->meter.count("late_replies");
+    return;
+  }
+  if (auto ok = h.mb->combine(*r.out); !ok) {
+    // A second reply for a block that failed over late, or a reply of an earlier layer.
+    st->meter.count("late_replies");
+    return;
+  }
+  st->meter.count("bytes_received", static_cast<double>(r.wire_bytes()));
+  (void)b;
+  if (!h.mb->layer_complete()) return;
+  if (auto ok = h.mb->end_layer(); !ok) {
+    abort_half(self, st, hi, ok.error().message);
+    return;
+  }
+  advance(self, st, hi);
+}
+
+void send_block(self_ptr self, const state_ptr& st, int hi, int32_t b, const caf::actor& dest, const block_msg& m);
+
+void on_block_error(self_ptr self, const state_ptr& st, int hi, int64_t step, int32_t b, const caf::error& err) {
+  auto& h = st->halves[hi];
+  if (!h.busy || h.mb->step() != step) return;
+  const std::string why = "expert block " + std::to_string(b) + " failed: " + self->system().render(err);
+  if (h.failed_over[b] || st->spillways.empty()) {
+    abort_half(self, st, hi, why);
+    maybe_start(self, st, false);
+    return;
+  }
+  spdlog::warn("batcher: {}; failing over to a spillway", why);
+  st->meter.count("failovers");
+  h.failed_over[b] = 1;
+  // The old buffers may still be read by the first receiver: the slot gets new ones.
+  h.slots[b] = copy_block(h.slots[b]);
+  const auto& dest = st->spillways[static_cast<std::size_t>(b) % st->spillways.size()];
+  send_block(self, st, hi, b, dest, h.slots[b]);
+}
+
+void send_block(self_ptr self, const state_ptr& st, int hi, int32_t b, const caf::actor& dest, const block_msg& m) {
+  const int64_t step = st->halves[hi].mb->step();
+  st->meter.count("bytes_sent", static_cast<double>(m.wire_bytes()));
+  self->request(dest, std::chrono::milliseconds(st->res->cfg.engine.expert_timeout_ms), block_atom::value, m)
+      .then([self, st, hi, step, b](reply_msg& r) { on_reply(self, st, hi, step, b, r); },
+            [self, st, hi, step, b](caf::error& err) { on_block_error(self, st, hi, step, b, err); });
+}
+
+double max_over_mean(const std::vector<int64_t>& load, std::size_t n) {
+  int64_t sum = 0, mx = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sum += load[i];
+    mx = std::max(mx, load[i]);
+  }
+  return sum > 0 ? static_cast<double>(mx) * static_cast<double>(n) / static_cast<double>(sum) : 1.0;
+}
+
+// Routes, dispatches and sends the current layer's blocks; or, at the end, finishes.
+void advance(self_ptr self, const state_ptr& st, int hi) {
+  auto& h = st->halves[hi];
+  auto& mb = *h.mb;
+  const auto& cfg = st->res->cfg.engine;
+  const auto& arch = st->res->model->arch();
+  const auto& placement = st->res->placement;
+  if (mb.current_phase() == moe::micro_batch::phase::output) {
+    finish_half(self, st, hi);
+    return;
+  }
+  if (auto ok = mb.run_dense(); !ok) {
+    abort_half(self, st, hi, ok.error().message);
+    return;
+  }
+  const int32_t shards = placement.n_shards();
+  const int64_t pairs = mb.n_tokens() * arch.top_k;
+  const auto capacity = static_cast<int64_t>(std::ceil(cfg.capacity_factor * static_cast<double>(pairs) / shards));
+  const auto policy = st->spillways.empty() ? moe::overflow_policy::reroute : moe::overflow_policy::replicas;
+  auto stats = mb.dispatch(placement, capacity, policy, st->hot.data());
+  if (!stats) {
+    abort_half(self, st, hi, stats.error().message);
+    return;
+  }
+  // Load before (each pair on its expert's shard) and after the capacity limit.
+  const auto& route = mb.route();
+  const int layer = mb.layer();
+  std::fill(st->shard_before.begin(), st->shard_before.end(), 0);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const int32_t e = route.experts[static_cast<std::size_t>(p)];
+    ++st->shard_before[static_cast<std::size_t>(placement.shard_of(layer, e))];
+    st->window_load[static_cast<std::size_t>(layer * arch.n_routed + e)] += 1;
+  }
+  const auto& plan = mb.plan();
+  int64_t placed = 0;
+  for (int32_t b = 0; b <= shards; ++b) placed += plan.load[static_cast<std::size_t>(b)];
+  st->meter.count("pairs", static_cast<double>(pairs));
+  st->meter.count("spilled", static_cast<double>(stats->spilled));
+  st->meter.count("rerouted", static_cast<double>(stats->rerouted));
+  st->meter.count("kept_over_capacity", static_cast<double>(stats->kept));
+  st->meter.count("dropped", static_cast<double>(pairs - placed));  // every pair is in a block: 0
+  st->meter.count("dispatches");
+  st->meter.count("imbalance_before_sum", max_over_mean(st->shard_before, static_cast<std::size_t>(shards)));
+  // After: the shards and the spillways as devices sharing the work.
+  std::copy_n(plan.load.begin(), shards, st->shard_after.begin());
+  std::vector<int64_t>& after = st->shard_after;
+  const std::size_t n_spill = st->spillways.size();
+  for (std::size_t s = 0; s < n_spill; ++s)
+    after[static_cast<std::size_t>(shards) + s] = s == 0 ? plan.load[static_cast<std::size_t>(shards)] : 0;
+  st->meter.count("imbalance_after_sum", max_over_mean(after, static_cast<std::size_t>(shards) + n_spill));
+
+  for (int32_t b = 0; b < mb.n_blocks(); ++b) {
+    if (!mb.has_block(b)) continue;
+    auto& m = h.slots[static_cast<std::size_t>(b)];
+    const auto cap0 = capacity_of(m);
+    if (auto ok = mb.fill_block(b, *m.block); !ok) {
+      abort_half(self, st, hi, ok.error().message);
+      return;
+    }
+    m.encoding = block_encoding::f32;
+    if (cfg.fp8_dispatch) {
+      moe::encode_fp8(m.block->rows, m.fp8->q, m.fp8->scales);
+      m.block->rows.clear();
+      m.encoding = block_encoding::fp8_e4m3;
+    }
+    if (capacity_of(m) > cap0) ++st->pool_growths;
+    st->meter.count("rows_sent", static_cast<double>(m.encoding == block_encoding::f32 ? m.block->n_rows()
+                                                                                       : m.fp8->q.size() / m.block->d));
+    const bool overflow = b == shards;
+    const caf::actor& dest = overflow ? st->spillways[static_cast<std::size_t>(layer) % n_spill]
+                                      : st->experts[static_cast<std::size_t>(b)];
+    send_block(self, st, hi, b, dest, m);
+  }
+}
+
+bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<stream_key>& keys) {
+  auto& h = st->halves[hi];
+  const auto now = clock::now();
+  h.keys = keys;
+  h.streams.clear();
+  for (const auto& k : keys) {
+    auto& e = st->streams.at(k);
+    e.in_step = true;
+    e.waiting = false;
+    st->meter.histogram("queue_wait_ms").add(ms_since(e.ready_since, now));
+    h.streams.push_back(e.state.get());
+  }
+  const auto n_blocks = static_cast<std::size_t>(st->res->placement.n_shards() + 1);
+  if (h.slots.size() != n_blocks) {
+    h.slots.clear();
+    for (std::size_t b = 0; b < n_blocks; ++b) h.slots.push_back(fresh_block());
+  }
+  h.failed_over.assign(n_blocks, 0);
+  if (auto ok = h.mb->begin(h.streams, st->res->cfg.engine.max_chunks_per_step); !ok) {
+    h.busy = true;
+    abort_half(self, st, hi, ok.error().message);
+    return false;
+  }
+  st->meter.count("batches");
+  st->meter.count("batch_streams", static_cast<double>(keys.size()));
+  st->meter.count("batch_tokens", static_cast<double>(h.mb->n_tokens()));
+  h.busy = true;
+  h.started = now;
+  advance(self, st, hi);
+  return true;
+}
+
+// Streams with ready frames that wait, the longest-waiting first, up to the budget.
+std::vector<stream_key> pick(const state_ptr& st, int64_t budget, std::vector<int64_t>& lengths) {
+  struct cand {
+    stream_key key;
+    clock::time_point since;
+    int64_t frames;
+  };
+  std::vector<cand> c;
+  const int64_t max_chunks = st->res->cfg.engine.max_chunks_per_step;
+  for (auto& [k, e] : st->streams)
+    if (e.waiting && !e.in_step && !e.dropped) c.push_back({k, e.ready_since, e.state->step_frames(max_chunks)});
+  std::sort(c.begin(), c.end(), [](const cand& a, const cand& b) { return a.since < b.since; });
+  std::vector<cand> chosen;
+  int64_t total = 0;
+  for (const auto& x : c) {
+    if (!chosen.empty() && total + x.frames > budget) break;
+    chosen.push_back(x);
+    total += x.frames;
+  }
+  // Bucketing: similar lengths side by side, so each half's streams end their step together.
+  std::stable_sort(chosen.begin(), chosen.end(), [](const cand& a, const cand& b) { return a.frames < b.frames; });
+  std::vector<stream_key> keys;
+  lengths.clear();
+  for (const auto& x : chosen) {
+    keys.push_back(x.key);
+    lengths.push_back(x.frames);
+  }
+  return keys;
+}
+
+bool any_waiting(const state_ptr& st) {
+  return std::any_of(st->streams.begin(), st->streams.end(),
+                     [](const auto& kv) { return kv.second.waiting && !kv.second.in_step && !kv.second.dropped; });
+}
+
+void schedule_flush(self_ptr self, const state_ptr& st) {
+  if (st->flush_pending) return;
+  st->flush_pending = true;
+  self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.batch_window_ms), flush_atom::value);
+}
+
+void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed) {
+  if (st->experts.empty() || !any_waiting(st)) return;
+  if (!window_elapsed) {
+    // Start now only if some stream has already waited a whole window.
+    const auto now = clock::now();
+    const double window = st->res->cfg.engine.batch_window_ms;
+    const bool due = std::any_of(st->streams.begin(), st->streams.end(), [&](const auto& kv) {
+      return kv.second.waiting && !kv.second.in_step && ms_since(kv.second.ready_since, now) >= window;
+    });
+    if (!due) {
+      schedule_flush(self, st);
+      return;
+    }
+  }
+  const int64_t budget = st->res->cfg.engine.token_budget;
+  std::vector<int> idle;
+  for (int i = 0; i < n_halves; ++i)
+    if (!st->halves[i].busy) idle.push_back(i);
+  if (idle.empty()) return;  // a finishing half starts the next
+  std::vector<int64_t> lengths;
+  auto keys = pick(st, budget, lengths);
+  if (keys.empty()) return;
+  int64_t padded = 0, total = 0;
+  const int64_t longest = lengths.back();
+  for (auto l : lengths) {
+    padded += longest - l;
+    total += l;
+  }
+  // The packed layout computes exactly the streams' frames (padded_frames: what is computed
+  // beyond them, 0 by construction); a padded [streams, longest] batch would have computed
+  // padding_avoided_frames more.
+  st->meter.count("padded_frames", 0);
+  st->meter.count("padding_avoided_frames", static_cast<double>(padded));
+  st->meter.count("computed_frames", static_cast<double>(total));
+  if (st->res->cfg.engine.overlap && idle.size() == n_halves && keys.size() >= 2) {
+    // Two halves of about equal tokens.
+    int64_t acc = 0;
+    std::size_t cut = 0;
+    while (cut + 1 < keys.size() && 2 * (acc + lengths[cut]) <= total) acc += lengths[cut++];
+    if (cut == 0) cut = 1;
+    std::vector<stream_key> a(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(cut));
+    std::vector<stream_key> b(keys.begin() + static_cast<std::ptrdiff_t>(cut), keys.end());
+    start_half(self, st, idle[0], a);
+    start_half(self, st, idle[1], b);
+  } else {
+    start_half(self, st, idle[0], keys);
+  }
+  if (any_waiting(st)) schedule_flush(self, st);
+}
+
+void rebalance(self_ptr self, const state_ptr& st) {
+  const auto& arch = st->res->model->arch();
+  const int hot_per_layer = std::min<int>(st->res->cfg.engine.hot_replicas, arch.n_routed);
+  for (std::size_t i = 0; i < st->load_ema.size(); ++i)
+    st->load_ema[i] = load_ema_keep * st->load_ema[i] + (1 - load_ema_keep) * st->window_load[i];
+  std::fill(st->window_load.begin(), st->window_load.end(), 0.0);
+  std::fill(st->hot.begin(), st->hot.end(), 0);
+  std::vector<int32_t> order(static_cast<std::size_t>(arch.n_routed));
+  for (int l = 0; l < arch.n_layers; ++l) {
+    const double* ema = st->load_ema.data() + static_cast<std::ptrdiff_t>(l) * arch.n_routed;
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return ema[a] > ema[b]; });
+    for (int j = 0; j < hot_per_layer; ++j)
+      if (ema[order[static_cast<std::size_t>(j)]] > 0)
+        st->hot[static_cast<std::size_t>(l * arch.n_routed + order[static_cast<std::size_t>(j)])] = 1;
+  }
+  for (const auto& s : st->spillways) self->send(s, hot_atom::value, st->hot);
+  st->meter.count("rebalances");
+}
+
+}  // namespace
+
+caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                            caf::actor metrics, caf::actor supervisor) {
+  auto st = std::make_shared<batcher>();
+  st->res = res;
+  st->metrics = metrics;
+  st->supervisor = supervisor;
+  const auto& arch = res->model->arch();
+  const auto n = static_cast<std::size_t>(arch.n_layers * arch.n_routed);
+  st->window_load.assign(n, 0.0);
+  st->load_ema.assign(n, 0.0);
+  st->hot.assign(n, 0);
+  st->shard_before.assign(static_cast<std::size_t>(res->placement.n_shards() + 1), 0);
+  st->shard_after.assign(static_cast<std::size_t>(res->placement.n_shards() + 64 + 1), 0);
+  for (int i = 0; i < n_halves; ++i)
+    st->halves[i].mb = std::make_unique<moe::micro_batch>(*res->model, i, res->compute);
+  self->set_down_handler([self, st](caf::down_msg& dm) {
+    // A channel went away: its streams are forgotten (those in a step once the step ends).
+    for (auto it = st->streams.begin(); it != st->streams.end();) {
+      if (it->second.channel.address() == dm.source) {
+        it->second.dropped = true;
+        if (!it->second.in_step) {
+          it = st->streams.erase(it);
+          continue;
+        }
+      }
+      ++it;
+    }
+  });
+  self->send(self, report_atom::value);
+  return {
+      [self, st](shards_atom, std::vector<caf::actor> experts, std::vector<caf::actor> spillways) {
+        st->experts = std::move(experts);
+        st->spillways = std::move(spillways);
+        for (const auto& s : st->spillways) self->send(s, hot_atom::value, st->hot);
+        maybe_start(self, st, true);
+      },
+      [self, st](features_atom, feature_chunk& c) {
+        actor_meter::scope busy(st->meter);
+        const stream_key key{c.channel, c.utterance};
+        auto it = st->streams.find(key);
+        auto channel = caf::actor_cast<caf::actor>(self->current_sender());
+        if (it == st->streams.end()) {
+          auto s = moe::stream_state::create(*st->res->model, st->res->window, st->res->compute);
+          if (!s) return;  // the window was checked when the engine started
+          stream_entry e;
+          e.channel = channel;
+          e.state = std::make_unique<moe::stream_state>(std::move(*s));
+          it = st->streams.emplace(key, std::move(e)).first;
+          self->monitor(channel);
+          st->meter.count("utterances");
+        }
+        auto& e = it->second;
+        const auto n_mels = static_cast<int64_t>(st->res->model->arch().n_mels);
+        auto ok = e.state->accept_fbank(c.frames.data(), static_cast<int64_t>(c.frames.size()) / n_mels);
+        if (ok && c.last) ok = e.state->finish();
+        if (!ok || c.frames.size() % static_cast<std::size_t>(n_mels) != 0) {
+          const std::string why = ok ? "features are not whole frames" : ok.error().message;
+          if (!e.in_step) {
+            report_lost(self, st, key, e, why);
+            st->streams.erase(it);
+          }
+          return;
+        }
+        st->meter.count("feature_frames", static_cast<double>(c.frames.size()) / static_cast<double>(n_mels));
+        if (!e.in_step && !e.waiting && e.state->ready_frames() > 0) {
+          e.waiting = true;
+          e.ready_since = clock::now();
+        }
+        maybe_start(self, st, false);
+      },
+      [self, st](drop_atom, channel_id ch) {
+        for (auto it = st->streams.begin(); it != st->streams.end();) {
+          if (it->first.first == ch) {
+            it->second.dropped = true;
+            if (!it->second.in_step) {
+              it = st->streams.erase(it);
+              continue;
+            }
+          }
+          ++it;
+        }
+      },
+      [self, st](flush_atom) {
+        st->flush_pending = false;
+        actor_meter::scope busy(st->meter);
+        maybe_start(self, st, true);
+      },
+      [self, st](report_atom) {
+        const auto now = clock::now();
+        if (ms_since(st->last_rebalance, now) >= st->res->cfg.engine.rebalance_ms) {
+          rebalance(self, st);
+          st->last_rebalance = now;
+        }
+        double oldest = 0;
+        for (const auto& [k, e] : st->streams)
+          if (e.waiting && !e.in_step) oldest = std::max(oldest, ms_since(e.ready_since, now));
+        int64_t growths = st->pool_growths;
+        for (const auto& h : st->halves) growths += h.mb->growths();
+        st->meter.gauge("buffer_growths", static_cast<double>(growths));
+        st->meter.gauge("streams", static_cast<double>(st->streams.size()));
+        st->meter.gauge("queue_wait_now_ms", oldest);
+        int64_t hot = 0;
+        for (auto v : st->hot) hot += v;
+        st->meter.gauge("replicated_experts", static_cast<double>(hot));
+        if (st->supervisor) self->send(st->supervisor, load_atom::value, oldest);
+        if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
+        self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
+      },
+  };
+}
+
+}  // namespace sluice::actors

@@ -1,0 +1,39 @@
+#pragma once
+/// batcher_actor: runs the dense part of the acoustic model for every channel at once.
+///
+/// Channels send feature_chunks (one stream_state per (channel, utterance), owned here: the
+/// attention caches are the dense part's). Once a chunk is ready the batcher waits [engine]
+/// batch_window_ms for others, then packs the streams that waited longest, up to token_budget
+/// subsampled frames, sorted by step length (bucketing, so the streams of one half end
+/// together), and splits them in two micro-batches: while one half's token blocks are at the
+/// expert actors, the other half's dense part runs here (overlap). Layer by layer it routes,
+/// cuts the pairs into one block per shard (capacity = capacity_factor x fair share; the rest
+/// by settle_overflow: spillway for replicated hot experts, else next-best expert, else kept),
+/// sends them, combines the replies, and at the end sends each stream's logits to its channel.
+/// Every layer's (token, expert) pairs land in exactly one block: nothing is dropped.
+///
+/// The micro-batches' activations and the token-block buffers are allocated once and reused:
+/// the report's "buffer_growths" gauge stays flat in steady state.
+///
+/// A block whose expert actor is down or late ([engine] expert_timeout_ms) fails over to a
+/// spillway with a fresh copy; only if that fails too is the half given up, its utterances
+/// reported lost to their channels (logits_chunk::error); other streams go on.
+///
+/// Messages:
+///   (shards_atom, experts, spillways)   the shard handles (at start and after a restart)
+///   (features_atom, feature_chunk)      from a channel (the sender is the channel actor)
+///   (drop_atom, channel_id)             forget a channel's streams
+///   (flush_atom), (report_atom)         timers
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "actors/engine_resources.hpp"
+
+namespace sluice::actors {
+
+caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                            caf::actor metrics, caf::actor supervisor);
+
+}  // namespace sluice::actors

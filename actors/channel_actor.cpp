@@ -1,0 +1,285 @@
+#include "actors/channel_actor.hpp"
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/actor_meter.hpp"
+#include "dsp/fbank.hpp"
+#include "moe/decoder/beam_search_decoder.hpp"
+
+namespace sluice::actors {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+constexpr int64_t samples_per_ms = dsp::model_sample_rate / 1000;
+// Audio kept behind the newest sample, so an utterance start the endpointer reports late
+// (VAD confirmation, edge extension) can still be fed from its true start.
+constexpr int64_t history_ms = 3000;
+
+double ms_between(clock::time_point a, clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+struct utterance {
+  int64_t start_sample = 0;
+  std::optional<moe::beam_search_decoder> decoder;
+  std::string last_partial;
+  int64_t fbank_frames_sent = 0;
+  std::deque<std::pair<int64_t, clock::time_point>> sent;  // (fbank frames sent so far, when)
+  clock::time_point ended{};                                // when the last features went out
+  bool features_done = false;
+};
+
+struct channel {
+  std::shared_ptr<const engine_resources> res;
+  channel_id id = 0;
+  std::shared_ptr<channel_pipeline> pipe;
+  bool partials = true;
+  caf::actor subscriber, batcher, metrics, supervisor;
+  dsp::streaming_fbank fbank;
+  std::map<int64_t, utterance> utterances;  // in flight
+  int64_t next_utterance = 0;
+  // Live path: 16 kHz history and the open utterance.
+  std::vector<float> history;
+  int64_t history_base = 0;  // sample index of history[0]
+  int64_t received = 0;      // 16 kHz samples so far
+  int64_t open = -1;         // open utterance id, or -1
+  bool open_lost = false;    // the open utterance was lost: ignore the rest of it
+  int64_t fed = 0;           // next sample of the open utterance to feed
+  bool ended = false;
+  actor_meter meter;
+};
+
+using self_ptr = caf::event_based_actor*;
+using state_ptr = std::shared_ptr<channel>;
+
+void send_error(self_ptr self, const state_ptr& st, int64_t utt, const std::string& why) {
+  transcript_event ev;
+  ev.channel = st->id;
+  ev.utterance = utt;
+  ev.is_final = utt >= 0;
+  ev.error = why;
+  self->send(st->subscriber, std::move(ev));
+  st->meter.count("errors");
+}
+
+void maybe_drained(self_ptr self, const state_ptr& st) {
+  if (!st->ended || !st->utterances.empty()) return;
+  self->send(st->subscriber, drained_atom::value, st->id);
+  if (st->supervisor) self->send(st->supervisor, drained_atom::value, st->id);
+  if (st->metrics) {
+    auto r = st->meter.take(0);
+    r.gone = true;
+    self->send(st->metrics, std::move(r));
+  }
+  self->quit();
+}
+
+int64_t open_utterance(const state_ptr& st, int64_t start_sample) {
+  const int64_t id = st->next_utterance++;
+  auto& u = st->utterances[id];
+  u.start_sample = start_sample;
+  auto dec = moe::beam_search_decoder::create(st->res->model->tokens(), st->res->decoder, st->res->lm.get(),
+                                              st->pipe->hotwords);
+  if (dec) u.decoder.emplace(std::move(*dec));
+  st->fbank.reset();
+  st->meter.count("utterances");
+  return id;
+}
+
+void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<float> frames, bool last) {
+  auto& u = st->utterances.at(id);
+  const auto n_mels = static_cast<int64_t>(st->fbank.num_mels());
+  u.fbank_frames_sent += static_cast<int64_t>(frames.size()) / n_mels;
+  const auto now = clock::now();
+  u.sent.emplace_back(u.fbank_frames_sent, now);
+  if (last) {
+    u.features_done = true;
+    u.ended = now;
+  }
+  self->send(st->batcher, features_atom::value, feature_chunk{st->id, id, std::move(frames), last});
+}
+
+// Feeds the open utterance's samples [fed, to) from the history.
+void feed(self_ptr self, const state_ptr& st, int64_t to, bool last) {
+  std::vector<float> frames;
+  if (to > st->fed) {
+    const auto a = static_cast<std::size_t>(st->fed - st->history_base);
+    const auto b = static_cast<std::size_t>(to - st->history_base);
+    frames = st->fbank.accept(std::span<const float>(st->history).subspan(a, b - a));
+    st->fed = to;
+  }
+  if (!frames.empty() || last) send_features(self, st, st->open, std::move(frames), last);
+}
+
+void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x16, bool end_of_stream) {
+  st->history.insert(st->history.end(), x16.begin(), x16.end());
+  st->received += static_cast<int64_t>(x16.size());
+  st->meter.count("audio_ms", static_cast<double>(x16.size()) / samples_per_ms);
+  auto events = st->pipe->endpoint.accept(x16);
+  if (end_of_stream) {
+    auto tail = st->pipe->endpoint.finish();
+    events.insert(events.end(), tail.begin(), tail.end());
+  }
+  for (const auto& ev : events) {
+    if (ev.kind == dsp::endpoint_kind::utterance_start) {
+      st->open_lost = false;
+      st->open = open_utterance(st, ev.sample);
+      st->fed = std::max(ev.sample, st->history_base);
+    } else {
+      if (st->open >= 0 && !st->open_lost) feed(self, st, std::max(ev.sample, st->fed), true);
+      st->open = -1;
+      st->open_lost = false;
+    }
+  }
+  if (st->open >= 0 && !st->open_lost) feed(self, st, st->received, false);
+  // Keep history_ms of audio, and all of the open utterance's unfed part.
+  int64_t keep_from = st->received - history_ms * samples_per_ms;
+  if (st->open >= 0) keep_from = std::min(keep_from, st->fed);
+  if (keep_from > st->history_base) {
+    st->history.erase(st->history.begin(), st->history.begin() + (keep_from - st->history_base));
+    st->history_base = keep_from;
+  }
+}
+
+void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
+  auto it = st->utterances.find(c.utterance);
+  if (it == st->utterances.end()) return;
+  auto& u = it->second;
+  const auto now = clock::now();
+  if (!c.error.empty()) {
+    send_error(self, st, c.utterance, c.error);
+    st->utterances.erase(it);
+    if (st->open == c.utterance) st->open_lost = true;
+    maybe_drained(self, st);
+    return;
+  }
+  const auto n = c.vocab > 0 ? static_cast<int32_t>(c.logits.size() / static_cast<std::size_t>(c.vocab)) : 0;
+  if (u.decoder && n > 0) {
+    if (auto ok = u.decoder->accept(c.logits, n); !ok) {
+      send_error(self, st, c.utterance, ok.error().message);
+      st->utterances.erase(it);
+      maybe_drained(self, st);
+      return;
+    }
+  }
+  // Latency: from when the newest features these logits needed were sent.
+  const int64_t needed = (c.first_frame + n) * st->res->model->arch().subsampling;
+  clock::time_point newest{};
+  while (!u.sent.empty() && (u.sent.front().first <= needed || c.last)) {
+    newest = u.sent.front().second;
+    u.sent.pop_front();
+  }
+  const int64_t offset_ms = u.start_sample / samples_per_ms;
+  auto to_event = [&](const moe::decode_result& r, bool final) {
+    transcript_event ev;
+    ev.channel = st->id;
+    ev.utterance = c.utterance;
+    ev.is_final = final;
+    ev.text = r.text;
+    ev.start_ms = offset_ms;
+    ev.end_ms = offset_ms + (c.first_frame + n) * static_cast<int64_t>(st->res->decoder.frame_ms);
+    for (const auto& w : r.words) ev.words.push_back({w.word, w.start_ms + offset_ms, w.end_ms + offset_ms, w.confidence});
+    return ev;
+  };
+  if (c.last) {
+    const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
+    self->send(st->subscriber, to_event(r, true));
+    st->meter.histogram("final_latency_ms").add(ms_between(u.ended, now));
+    st->meter.count("finals");
+    st->utterances.erase(it);
+    maybe_drained(self, st);
+    return;
+  }
+  if (st->partials && u.decoder) {
+    const auto r = u.decoder->partial();
+    if (r.text != u.last_partial) {
+      u.last_partial = r.text;
+      self->send(st->subscriber, to_event(r, false));
+      if (newest != clock::time_point{}) st->meter.histogram("partial_latency_ms").add(ms_between(newest, now));
+      st->meter.count("partials");
+    }
+  }
+}
+
+}  // namespace
+
+caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                            channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
+                            caf::actor subscriber, caf::actor batcher, caf::actor metrics, caf::actor supervisor) {
+  auto st = std::make_shared<channel>(channel{res, id, std::move(pipeline), partials, std::move(subscriber),
+                                              std::move(batcher), std::move(metrics), std::move(supervisor),
+                                              dsp::streaming_fbank(res->fbank), {}, 0, {}, 0, 0, -1, false, 0, false,
+                                              actor_meter("channel/" + std::to_string(id), "channel")});
+  if (st->metrics) self->delayed_send(self, std::chrono::milliseconds(res->cfg.engine.report_ms), report_atom::value);
+  auto samples_in = [self, st](const std::vector<float>& x) {
+    if (st->ended) {
+      send_error(self, st, -1, "audio after the end of the stream");
+      return;
+    }
+    auto y = st->pipe->to_model_rate(x);
+    if (!y) {
+      send_error(self, st, -1, y.error().message);
+      return;
+    }
+    on_samples(self, st, *y, false);
+  };
+  return {
+      [self, st, samples_in](samples_atom, const std::vector<float>& x) {
+        actor_meter::scope busy(st->meter);
+        if (st->pipe->codec != channel_codec::f32) {
+          send_error(self, st, -1, "f32 samples sent to a channel opened for another codec");
+          return;
+        }
+        samples_in(x);
+      },
+      [self, st, samples_in](audio_atom, const std::vector<uint8_t>& bytes) {
+        actor_meter::scope busy(st->meter);
+        auto x = st->pipe->decode(bytes);
+        if (!x) {
+          send_error(self, st, -1, std::string("bad audio (") + to_string(x.error().code) + "): " + x.error().message);
+          return;
+        }
+        samples_in(*x);
+      },
+      [self, st](segment_atom, std::vector<float>& x16, int64_t start_sample) {
+        actor_meter::scope busy(st->meter);
+        const int64_t u = open_utterance(st, start_sample);
+        send_features(self, st, u, st->res->fbank->compute(x16), true);
+        st->meter.count("audio_ms", static_cast<double>(x16.size()) / samples_per_ms);
+      },
+      [self, st](end_atom) {
+        actor_meter::scope busy(st->meter);
+        if (st->ended) return;
+        auto tail = st->pipe->flush();
+        on_samples(self, st, tail ? *tail : std::vector<float>{}, true);
+        st->ended = true;
+        maybe_drained(self, st);
+      },
+      [self, st](logits_atom, logits_chunk& c) {
+        actor_meter::scope busy(st->meter);
+        on_logits(self, st, c);
+      },
+      [self, st](batcher_atom, caf::actor b) {
+        st->batcher = std::move(b);
+        for (auto& [u, _] : st->utterances) {
+          send_error(self, st, u, "the engine restarted its batcher: this utterance was lost");
+          if (st->open == u) st->open_lost = true;
+        }
+        st->utterances.clear();
+        maybe_drained(self, st);
+      },
+      [self, st](report_atom) {
+        if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
+        self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
+      },
+  };
+}
+
+}  // namespace sluice::actors

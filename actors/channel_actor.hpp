@@ -1,0 +1,33 @@
+#pragma once
+/// channel_actor: one per audio channel (a stereo call is two). Runs the channel_pipeline on
+/// incoming audio, cuts it into utterances with the endpointer, streams each utterance's fbank
+/// frames to the batcher, and turns the logits that come back into partial and final results
+/// (CTC prefix beam search with the word LM and the channel's hotwords) for its subscriber.
+///
+/// Messages in:
+///   (samples_atom, std::vector<float>)      f32 samples at the channel's rate (codec f32)
+///   (audio_atom, std::vector<uint8_t>)      encoded audio in the channel's codec
+///   (segment_atom, std::vector<float>, i64)  one utterance, 16 kHz, starting at that sample
+///                                            (files: the engine's offline path)
+///   (end_atom)                               no more audio: finish every utterance, then stop
+///   (logits_atom, logits_chunk)              from the batcher
+///   (batcher_atom, caf::actor)               the batcher was restarted: utterances in flight
+///                                            are reported lost, the channel goes on
+/// Messages out: (transcript_event) to the subscriber; after end_atom, once every utterance
+/// has its final, (drained_atom, channel_id) to the subscriber and the supervisor.
+/// Bad audio gets a transcript_event with `error` set; the channel keeps running.
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "actors/channel_pipeline.hpp"
+#include "actors/engine_resources.hpp"
+
+namespace sluice::actors {
+
+caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                            channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
+                            caf::actor subscriber, caf::actor batcher, caf::actor metrics, caf::actor supervisor);
+
+}  // namespace sluice::actors

@@ -1,0 +1,125 @@
+#include "actors/channel_pipeline.hpp"
+
+#include <cstdlib>
+
+namespace sluice::actors {
+
+namespace {
+constexpr float default_hotword_weight = 3.0f;
+}
+
+bool parse_codec(const std::string& s, channel_codec& out) {
+  if (s == "f32") out = channel_codec::f32;
+  else if (s == "pcm_s16le") out = channel_codec::pcm_s16le;
+  else if (s == "mulaw") out = channel_codec::mulaw;
+  else if (s == "alaw") out = channel_codec::alaw;
+  else if (s == "opus") out = channel_codec::opus;
+  else return false;
+  return true;
+}
+
+result<std::vector<moe::hotword>> parse_hotwords(const std::vector<std::string>& lines, float default_weight) {
+  std::vector<moe::hotword> out;
+  for (std::string line : lines) {
+    float weight = default_weight;
+    const auto sp = line.find_last_of(" \t");
+    if (sp != std::string::npos) {
+      const std::string tail = line.substr(sp + 1);
+      char* end = nullptr;
+      const float w = std::strtof(tail.c_str(), &end);
+      if (!tail.empty() && end && *end == '\0') {
+        if (!(w >= 0) || w > moe::context_graph::max_weight)
+          return fail(errc::invalid_argument, "hotword \"" + line + "\": weight must be 0 .. 100");
+        weight = w;
+        line.resize(sp);
+      }
+    }
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    out.push_back({line, weight});
+  }
+  return out;
+}
+
+result<channel_pipeline> channel_pipeline::create(const engine_resources& res, const channel_request& req) {
+  channel_codec codec{};
+  if (!parse_codec(req.codec, codec))
+    return fail(errc::invalid_argument,
+                "codec \"" + req.codec + "\" is not one of f32, pcm_s16le, mulaw, alaw, opus");
+  if (auto ok = dsp::check_stream_shape("channel", req.sample_rate, 1); !ok) return tl::unexpected(ok.error());
+  std::optional<dsp::opus_decoder> opus;
+  if (codec == channel_codec::opus) {
+    auto d = dsp::opus_decoder::create(req.sample_rate, 1);
+    if (!d) return tl::unexpected(d.error());
+    opus.emplace(std::move(*d));
+  }
+  auto quality = dsp::parse_resample_quality(res.cfg.audio.resample_quality);
+  if (!quality) return tl::unexpected(quality.error());
+  auto rs = dsp::resampler::create(req.sample_rate, dsp::model_sample_rate, *quality);
+  if (!rs) return tl::unexpected(rs.error());
+  std::optional<dsp::denoiser> dn;
+  if (res.cfg.audio.denoise) {
+    auto d = dsp::denoiser::create(res.cfg.audio.denoise_suppress_db);
+    if (!d) return tl::unexpected(d.error());
+    dn.emplace(std::move(*d));
+  }
+  auto ep = dsp::endpointer::create(res.cfg.vad, res.cfg.endpoint);
+  if (!ep) return tl::unexpected(ep.error());
+  auto hw = parse_hotwords(req.hotwords, default_hotword_weight);
+  if (!hw) return tl::unexpected(hw.error());
+  auto graph = moe::context_graph::build(*hw, res.model->tokens());
+  if (!graph) return tl::unexpected(graph.error());
+  return channel_pipeline{codec, req.sample_rate, std::move(*rs), std::move(dn), std::move(*ep), std::move(opus),
+                          std::move(*graph), {}};
+}
+
+result<std::vector<float>> channel_pipeline::decode(const std::vector<uint8_t>& bytes) {
+  switch (codec) {
+    case channel_codec::opus: {
+      auto a = opus->decode(bytes);
+      if (!a) return tl::unexpected(a.error());
+      return std::move(a->channels.front());
+    }
+    case channel_codec::f32:
+    case channel_codec::pcm_s16le:
+    case channel_codec::mulaw:
+    case channel_codec::alaw: {
+      dsp::raw_format f;
+      f.sample_rate = sample_rate;
+      f.channels = 1;
+      f.encoding = codec == channel_codec::f32         ? dsp::sample_encoding::pcm_f32le
+                   : codec == channel_codec::pcm_s16le ? dsp::sample_encoding::pcm_s16le
+                   : codec == channel_codec::mulaw     ? dsp::sample_encoding::mulaw
+                                                       : dsp::sample_encoding::alaw;
+      const std::size_t width = dsp::bytes_per_sample(f.encoding);
+      std::vector<uint8_t> whole = std::move(partial_sample);
+      whole.insert(whole.end(), bytes.begin(), bytes.end());
+      const std::size_t keep = whole.size() % width;
+      partial_sample.assign(whole.end() - static_cast<std::ptrdiff_t>(keep), whole.end());
+      whole.resize(whole.size() - keep);
+      if (whole.empty()) return std::vector<float>{};
+      auto a = dsp::decode_raw(whole, f);
+      if (!a) return tl::unexpected(a.error());
+      return std::move(a->channels.front());
+    }
+  }
+  return fail(errc::invalid_argument, "unknown codec");
+}
+
+result<std::vector<float>> channel_pipeline::to_model_rate(const std::vector<float>& samples) {
+  auto r = resample.process(samples);
+  if (!r || !denoise) return r;
+  return denoise->process(*r);
+}
+
+result<std::vector<float>> channel_pipeline::flush() {
+  auto r = resample.flush();
+  if (!r || !denoise) return r;
+  auto a = denoise->process(*r);
+  if (!a) return a;
+  auto b = denoise->flush();
+  if (!b) return b;
+  a->insert(a->end(), b->begin(), b->end());
+  return a;
+}
+
+}  // namespace sluice::actors

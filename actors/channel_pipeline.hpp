@@ -1,0 +1,55 @@
+#pragma once
+/// The per-channel signal path a channel_actor runs, built (and checked) before the actor is
+/// spawned so that a bad request is refused with its reason: decode (PCM16, G.711, Opus, or f32
+/// samples) -> resample to 16 kHz -> optional denoise -> VAD/endpoint -> streaming fbank, plus
+/// the channel's hotword graph for its decoders. Plain synchronous code; one per channel.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/engine_resources.hpp"
+#include "actors/messages.hpp"
+#include "config/error.hpp"
+#include "dsp/denoiser.hpp"
+#include "dsp/endpointer.hpp"
+#include "dsp/opus_decoder.hpp"
+#include "dsp/pcm.hpp"
+#include "dsp/resampler.hpp"
+#include "moe/decoder/context_graph.hpp"
+
+namespace sluice::actors {
+
+enum class channel_codec { f32, pcm_s16le, mulaw, alaw, opus };
+
+/// "f32", "pcm_s16le", "mulaw", "alaw", "opus"; false for anything else.
+bool parse_codec(const std::string& s, channel_codec& out);
+
+/// Hotword lines "phrase" or "phrase weight" (weight >= 0, default `default_weight`).
+result<std::vector<moe::hotword>> parse_hotwords(const std::vector<std::string>& lines, float default_weight);
+
+struct channel_pipeline {
+  channel_codec codec = channel_codec::f32;
+  int sample_rate = 0;
+  dsp::resampler resample;
+  std::optional<dsp::denoiser> denoise;
+  dsp::endpointer endpoint;
+  std::optional<dsp::opus_decoder> opus;
+  moe::context_graph hotwords;
+  std::vector<uint8_t> partial_sample;  ///< bytes of a sample split across packets (PCM codecs)
+
+  /// errc::invalid_argument naming what is wrong (rate, codec, a hotword line).
+  static result<channel_pipeline> create(const engine_resources& res, const channel_request& req);
+
+  /// Encoded bytes -> f32 samples at sample_rate (errc::corrupt for a bad Opus packet). A PCM
+  /// sample split across packets is completed by the next packet, as on a byte stream.
+  result<std::vector<float>> decode(const std::vector<uint8_t>& bytes);
+  /// Samples at sample_rate -> 16 kHz, denoised when configured.
+  result<std::vector<float>> to_model_rate(const std::vector<float>& samples);
+  /// What the resampler and denoiser still hold, at the end of the stream.
+  result<std::vector<float>> flush();
+};
+
+}  // namespace sluice::actors

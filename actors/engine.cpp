@@ -1,0 +1,49 @@
+#include "actors/engine.hpp"
+
+#include "actors/metrics_actor.hpp"
+#include "actors/supervisor_actor.hpp"
+
+namespace sluice::actors {
+
+engine::engine(std::shared_ptr<const engine_resources> res)
+    : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads), system_(config_) {
+  metrics_ = system_.spawn(metrics_actor);
+  supervisor_ = system_.spawn(supervisor_actor, res_, metrics_);
+}
+
+std::unique_ptr<engine> engine::start(std::shared_ptr<const engine_resources> res) {
+  return std::unique_ptr<engine>(new engine(std::move(res)));
+}
+
+engine::~engine() {
+  if (!drained_) shutdown(std::chrono::seconds(10));
+  caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(metrics_, caf::exit_reason::user_shutdown);
+}
+
+open_reply engine::open(const channel_request& req, const caf::actor& subscriber) {
+  caf::scoped_actor self{system_};
+  open_reply out{false, "the supervisor did not answer", 0, {}};
+  self->request(supervisor_, std::chrono::seconds(10), open_atom::value, req, subscriber)
+      .receive([&](open_reply& r) { out = std::move(r); },
+               [&](caf::error& e) { out.reason = "open failed: " + system_.render(e); });
+  return out;
+}
+
+std::string engine::snapshot(std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{system_};
+  std::string out;
+  self->request(metrics_, timeout, snapshot_atom::value)
+      .receive([&](std::string& s) { out = std::move(s); }, [&](caf::error&) {});
+  return out;
+}
+
+bool engine::shutdown(std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{system_};
+  bool ok = false;
+  self->request(supervisor_, timeout, drain_atom::value).receive([&](bool b) { ok = b; }, [&](caf::error&) {});
+  drained_ = true;
+  return ok;
+}
+
+}  // namespace sluice::actors

@@ -1,0 +1,37 @@
+#pragma once
+/// What every actor of one engine reads and nobody writes: the model, the expert placement, the
+/// feature extractor, the word LM, the config. Built once before the actors start and shared
+/// by const pointer (the only state actors share).
+
+#include <memory>
+
+#include "config/error.hpp"
+#include "config/sluice_config.hpp"
+#include "dsp/fbank.hpp"
+#include "moe/acoustic_model.hpp"
+#include "moe/attention.hpp"
+#include "moe/compute.hpp"
+#include "moe/decoder/arpa_lm.hpp"
+#include "moe/decoder/decoder_options.hpp"
+#include "moe/expert_placement.hpp"
+
+namespace sluice::actors {
+
+struct engine_resources {
+  config::sluice_config cfg;
+  std::shared_ptr<const moe::acoustic_model> model;
+  moe::expert_placement placement;
+  std::shared_ptr<const dsp::fbank_computer> fbank;  ///< the model's own fbank settings
+  std::shared_ptr<const moe::arpa_lm> lm;            ///< null: no word LM
+  moe::decoder_options decoder;                      ///< [decoder] with frame_ms from the model
+  moe::attention_window window;                      ///< the trained streaming window
+  moe::compute_options compute;
+
+  /// Loads the word LM from <model dir>/lm.arpa when `use_lm` and it exists. Errors: a
+  /// placement that does not fit (more shards than experts), a bad LM, fbank settings.
+  static result<std::shared_ptr<const engine_resources>> create(const config::sluice_config& cfg,
+                                                                std::shared_ptr<const moe::acoustic_model> model,
+                                                                bool use_lm = true);
+};
+
+}  // namespace sluice::actors

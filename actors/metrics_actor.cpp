@@ -1,0 +1,141 @@
+#include "actors/metrics_actor.hpp"
+
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/latency_histogram.hpp"
+#include "actors/messages.hpp"
+
+namespace sluice::actors {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct actor_record {
+  std::string kind;
+  int64_t mailbox = 0;
+  double messages_per_s = 0;
+  double busy = 0;  // fraction of the last interval spent in handlers
+  std::map<std::string, double> counters;  // since the actor started
+  std::map<std::string, double> gauges;
+};
+
+struct kind_totals {
+  int64_t actors = 0;
+  std::map<std::string, double> counters;
+  std::map<std::string, latency_histogram> histograms;
+};
+
+struct metrics {
+  std::map<std::string, actor_record> live;
+  std::map<std::string, kind_totals> kinds;
+  int64_t reports = 0;
+  clock::time_point started = clock::now();
+};
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+nlohmann::json histogram_json(const latency_histogram& h) {
+  return {{"count", h.total()},
+          {"p50_ms", h.quantile_ms(0.5)},
+          {"p90_ms", h.quantile_ms(0.9)},
+          {"p99_ms", h.quantile_ms(0.99)},
+          {"buckets_ms", latency_histogram::bounds_ms},
+          {"counts", h.counts()}};
+}
+
+std::string snapshot(const metrics& m) {
+  using nlohmann::json;
+  json j;
+  j["uptime_s"] = std::chrono::duration<double>(clock::now() - m.started).count();
+  j["reports"] = m.reports;
+  json actors = json::array();
+  for (const auto& [name, r] : m.live)
+    actors.push_back({{"name", name},
+                      {"kind", r.kind},
+                      {"mailbox", r.mailbox},
+                      {"messages_per_s", r.messages_per_s},
+                      {"busy", r.busy},
+                      {"counters", r.counters},
+                      {"gauges", r.gauges}});
+  j["actors"] = actors;
+  json kinds = json::object();
+  for (const auto& [kind, t] : m.kinds) {
+    json k{{"live", t.actors}, {"counters", t.counters}};
+    json h = json::object();
+    for (const auto& [key, hist] : t.histograms) h[key] = histogram_json(hist);
+    k["latency"] = h;
+    kinds[kind] = k;
+  }
+  j["kinds"] = kinds;
+  // Derived figures a dashboard shows first.
+  auto counter = [&](const char* kind, const char* key) {
+    auto it = m.kinds.find(kind);
+    if (it == m.kinds.end()) return 0.0;
+    auto c = it->second.counters.find(key);
+    return c == it->second.counters.end() ? 0.0 : c->second;
+  };
+  const double dispatches = counter("batcher", "dispatches");
+  j["summary"] = {
+      {"channels_live", m.kinds.count("channel") ? m.kinds.at("channel").actors : 0},
+      {"audio_s", counter("channel", "audio_ms") / 1000.0},
+      {"finals", counter("channel", "finals")},
+      {"partials", counter("channel", "partials")},
+      {"batches", counter("batcher", "batches")},
+      {"mean_batch_tokens", ratio(counter("batcher", "batch_tokens"), counter("batcher", "batches"))},
+      {"mean_batch_streams", ratio(counter("batcher", "batch_streams"), counter("batcher", "batches"))},
+      {"padding_waste", ratio(counter("batcher", "padded_frames"),
+                              counter("batcher", "computed_frames") + counter("batcher", "padded_frames"))},
+      {"padding_avoided", ratio(counter("batcher", "padding_avoided_frames"),
+                                counter("batcher", "computed_frames") + counter("batcher", "padding_avoided_frames"))},
+      {"expert_load_max_mean_before", ratio(counter("batcher", "imbalance_before_sum"), dispatches)},
+      {"expert_load_max_mean_after", ratio(counter("batcher", "imbalance_after_sum"), dispatches)},
+      {"pairs", counter("batcher", "pairs")},
+      {"spilled", counter("batcher", "spilled")},
+      {"rerouted", counter("batcher", "rerouted")},
+      {"kept_over_capacity", counter("batcher", "kept_over_capacity")},
+      {"dropped", counter("batcher", "dropped")},
+      {"failovers", counter("batcher", "failovers")},
+      {"bytes_per_token_sent", ratio(counter("batcher", "bytes_sent"), counter("batcher", "rows_sent"))},
+      {"utterances_lost", counter("batcher", "utterances_lost")},
+      {"restarts", counter("supervisor", "restarts")},
+      {"refused", counter("supervisor", "refused")},
+  };
+  return j.dump();
+}
+
+}  // namespace
+
+caf::behavior metrics_actor(caf::event_based_actor* self) {
+  auto st = std::make_shared<metrics>();
+  return {
+      [st](actor_report& r) {
+        ++st->reports;
+        auto& k = st->kinds[r.kind];
+        for (std::size_t i = 0; i < r.keys.size() && i < r.counts.size(); ++i) k.counters[r.keys[i]] += r.counts[i];
+        for (std::size_t i = 0; i < r.hist_keys.size() && i < r.hists.size(); ++i)
+          k.histograms[r.hist_keys[i]].merge(r.hists[i]);
+        if (r.gone) {
+          if (st->live.erase(r.name) > 0) --k.actors;
+          return;
+        }
+        auto [it, inserted] = st->live.try_emplace(r.name);
+        if (inserted) ++k.actors;
+        auto& rec = it->second;
+        rec.kind = r.kind;
+        rec.mailbox = r.mailbox;
+        const double interval_s = static_cast<double>(r.interval_ns) * 1e-9;
+        rec.messages_per_s = ratio(static_cast<double>(r.messages), interval_s);
+        rec.busy = ratio(static_cast<double>(r.busy_ns), static_cast<double>(r.interval_ns));
+        for (std::size_t i = 0; i < r.keys.size() && i < r.counts.size(); ++i) rec.counters[r.keys[i]] += r.counts[i];
+        for (std::size_t i = 0; i < r.gauge_keys.size() && i < r.gauges.size(); ++i) rec.gauges[r.gauge_keys[i]] = r.gauges[i];
+      },
+      [st](snapshot_atom) { return snapshot(*st); },
+  };
+}
+
+}  // namespace sluice::actors

@@ -1,0 +1,170 @@
+#include "actors/supervisor_actor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/actor_meter.hpp"
+#include "actors/batcher_actor.hpp"
+#include "actors/channel_actor.hpp"
+#include "actors/expert_actor.hpp"
+#include "actors/spillway_actor.hpp"
+
+namespace sluice::actors {
+
+namespace {
+
+struct supervisor {
+  std::shared_ptr<const engine_resources> res;
+  caf::actor metrics;
+  std::vector<caf::actor> experts, spillways;
+  caf::actor batcher;
+  std::map<channel_id, caf::actor> channels;
+  channel_id next_channel = 1;
+  double queue_wait_ms = 0;
+  bool draining = false;
+  std::vector<caf::response_promise> drain_waiters;
+  actor_meter meter{"supervisor", "supervisor"};
+};
+
+using self_ptr = caf::event_based_actor*;
+using state_ptr = std::shared_ptr<supervisor>;
+
+caf::actor spawn_expert(self_ptr self, const state_ptr& st, int32_t shard) {
+  auto a = st->res->cfg.engine.dedicated_expert_threads
+               ? self->spawn<caf::detached>(expert_actor, st->res, shard, st->metrics)
+               : self->spawn(expert_actor, st->res, shard, st->metrics);
+  self->monitor(a);
+  return a;
+}
+
+caf::actor spawn_spillway(self_ptr self, const state_ptr& st, int32_t i) {
+  auto a = self->spawn(spillway_actor, st->res, i, st->metrics);
+  self->monitor(a);
+  return a;
+}
+
+caf::actor spawn_batcher(self_ptr self, const state_ptr& st) {
+  auto a = self->spawn(batcher_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self));
+  self->monitor(a);
+  self->send(a, shards_atom::value, st->experts, st->spillways);
+  return a;
+}
+
+void check_drained(const state_ptr& st) {
+  if (!st->draining || !st->channels.empty()) return;
+  for (auto& rp : st->drain_waiters) rp.deliver(true);
+  st->drain_waiters.clear();
+}
+
+}  // namespace
+
+caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                               caf::actor metrics) {
+  auto st = std::make_shared<supervisor>();
+  st->res = res;
+  st->metrics = metrics;
+  for (int32_t s = 0; s < res->placement.n_shards(); ++s) st->experts.push_back(spawn_expert(self, st, s));
+  for (int32_t i = 0; i < res->cfg.engine.spillways; ++i) st->spillways.push_back(spawn_spillway(self, st, i));
+  st->batcher = spawn_batcher(self, st);
+  // Children are monitored, not linked: a child that dies, even killed outright, never takes
+  // the supervisor with it; the down handler restarts it. When the supervisor stops (the
+  // engine shutting down), it stops every child.
+  self->attach_functor([st](const caf::error&) {
+    for (auto& a : st->experts) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& a : st->spillways) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(st->batcher, caf::exit_reason::user_shutdown);
+    for (auto& [id, ch] : st->channels) caf::anon_send_exit(ch, caf::exit_reason::user_shutdown);
+  });
+  self->set_down_handler([self, st](caf::down_msg& dm) {
+    const bool failed = dm.reason && dm.reason != caf::exit_reason::normal;
+    for (std::size_t s = 0; s < st->experts.size(); ++s)
+      if (st->experts[s].address() == dm.source) {
+        if (st->draining && !failed) return;
+        spdlog::warn("supervisor: expert/{} went down ({}); restarting it", s, self->system().render(dm.reason));
+        st->experts[s] = spawn_expert(self, st, static_cast<int32_t>(s));
+        st->meter.count("restarts");
+        self->send(st->batcher, shards_atom::value, st->experts, st->spillways);
+        return;
+      }
+    for (std::size_t i = 0; i < st->spillways.size(); ++i)
+      if (st->spillways[i].address() == dm.source) {
+        spdlog::warn("supervisor: spillway/{} went down ({}); restarting it", i, self->system().render(dm.reason));
+        st->spillways[i] = spawn_spillway(self, st, static_cast<int32_t>(i));
+        st->meter.count("restarts");
+        self->send(st->batcher, shards_atom::value, st->experts, st->spillways);
+        return;
+      }
+    if (st->batcher.address() == dm.source) {
+      spdlog::warn("supervisor: the batcher went down ({}); restarting it", self->system().render(dm.reason));
+      st->batcher = spawn_batcher(self, st);
+      st->meter.count("restarts");
+      for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, st->batcher);
+      return;
+    }
+    for (auto it = st->channels.begin(); it != st->channels.end(); ++it)
+      if (it->second.address() == dm.source) {
+        if (failed) {
+          spdlog::warn("supervisor: channel {} failed ({})", it->first, self->system().render(dm.reason));
+          st->meter.count("channel_failures");
+        }
+        self->send(st->batcher, drop_atom::value, it->first);
+        st->channels.erase(it);
+        check_drained(st);
+        return;
+      }
+  });
+  self->send(self, report_atom::value);
+  return {
+      [self, st](open_atom, channel_request& req, caf::actor subscriber) -> open_reply {
+        auto refuse = [&](std::string why) {
+          st->meter.count("refused");
+          spdlog::info("supervisor: channel refused: {}", why);
+          return open_reply{false, std::move(why), 0, {}};
+        };
+        const auto& cfg = st->res->cfg.engine;
+        if (st->draining) return refuse("the engine is shutting down");
+        if (static_cast<int>(st->channels.size()) >= cfg.max_channels)
+          return refuse("engine full: " + std::to_string(st->channels.size()) +
+                        " channels open (engine.max_channels = " + std::to_string(cfg.max_channels) + ")");
+        if (st->queue_wait_ms > cfg.max_queue_wait_ms)
+          return refuse("engine overloaded: ready audio waits " + std::to_string(static_cast<int>(st->queue_wait_ms)) +
+                        " ms for the batcher (engine.max_queue_wait_ms = " + std::to_string(cfg.max_queue_wait_ms) +
+                        ")");
+        auto pipe = channel_pipeline::create(*st->res, req);
+        if (!pipe) return refuse(pipe.error().message);
+        const channel_id id = st->next_channel++;
+        auto ch = self->spawn(channel_actor, st->res, id, std::make_shared<channel_pipeline>(std::move(*pipe)),
+                              req.partials, subscriber, st->batcher, st->metrics, caf::actor_cast<caf::actor>(self));
+        self->monitor(ch);
+        st->channels.emplace(id, ch);
+        st->meter.count("opened");
+        return open_reply{true, {}, id, ch};
+      },
+      [self, st](drain_atom) -> caf::result<bool> {
+        st->draining = true;
+        if (st->channels.empty()) return true;
+        for (auto& [id, ch] : st->channels) self->send(ch, end_atom::value);
+        auto rp = self->make_response_promise();
+        st->drain_waiters.push_back(rp);
+        return rp;
+      },
+      [st](shards_atom) { return caf::make_message(st->experts, st->spillways, st->batcher); },
+      [st](load_atom, double wait_ms) { st->queue_wait_ms = wait_ms; },
+      [st](drained_atom, channel_id id) {
+        // The channel also goes down, which removes it; this only speeds up the drain.
+        (void)id;
+        check_drained(st);
+      },
+      [self, st](report_atom) {
+        st->meter.gauge("channels", static_cast<double>(st->channels.size()));
+        st->meter.gauge("queue_wait_ms", st->queue_wait_ms);
+        if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
+        self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
+      },
+  };
+}
+
+}  // namespace sluice::actors

@@ -1,0 +1,29 @@
+#pragma once
+/// supervisor_actor: the root of one engine. Spawns the expert actors, the spillways and the
+/// batcher and monitors them: one that fails is spawned again with the same shard and the
+/// others are told its new handle (a failed batcher: every channel is told, and loses only
+/// the utterances it had in flight). Admits channels: it refuses a new one, with the reason,
+/// when [engine] max_channels are open, when ready audio already waits longer than
+/// max_queue_wait_ms for the batcher, when the request is bad, or while draining. Drains on
+/// shutdown: every channel finishes the audio it accepted, then the reply comes.
+///
+/// Messages:
+///   (open_atom, channel_request, caf::actor subscriber) -> open_reply
+///   (drain_atom) -> bool            after every channel has drained; new channels refused
+///   (shards_atom) -> (std::vector<caf::actor> experts, spillways, caf::actor batcher)
+///   (load_atom, double)             from the batcher: how long ready audio waits (ms)
+///   (drained_atom, channel_id)      from a channel that has finished
+///   (report_atom)                   timer
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "actors/engine_resources.hpp"
+
+namespace sluice::actors {
+
+caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                               caf::actor metrics);
+
+}  // namespace sluice::actors

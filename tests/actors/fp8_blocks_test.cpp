@@ -1,0 +1,85 @@
+// FP8 token blocks over every utterance of the call, layer by layer through the same
+// block_runner the expert actors use: logits stay within a stated bound of the f32 blocks and
+// the greedy CTC text does not change.
+#include "tests/actors/engine_test_util.hpp"
+
+#include <cmath>
+
+#include "actors/block_runner.hpp"
+#include "moe/block_codec.hpp"
+#include "moe/decoder/greedy_decoder.hpp"
+#include "moe/micro_batch.hpp"
+#include "moe/stream_state.hpp"
+
+using namespace sluice;
+using namespace sluice::actors;
+
+namespace {
+
+// Logits of one utterance with every layer's blocks sent f32 or FP8 through a block_runner.
+std::vector<float> run_utterance(const engine_resources& res, const std::vector<float>& samples, bool fp8) {
+  const auto& model = *res.model;
+  auto placement = moe::expert_placement::single_shard(model.arch());
+  block_runner runner(moe::expert_shard::all_experts(model), model.arch().n_layers, model.arch().n_routed);
+  auto s = moe::stream_state::create(model, res.window);
+  REQUIRE(s.has_value());
+  auto f = res.fbank->compute(samples);
+  REQUIRE(s->accept_fbank(f.data(), static_cast<int64_t>(f.size() / res.fbank->num_mels())));
+  REQUIRE(s->finish());
+  moe::micro_batch mb(model, 0);
+  std::vector<moe::stream_state*> streams{&*s};
+  std::vector<float> logits;
+  while (!s->done()) {
+    REQUIRE(mb.begin(streams, 4));
+    while (mb.current_phase() == moe::micro_batch::phase::dense) {
+      REQUIRE(mb.run_dense());
+      REQUIRE(mb.dispatch(placement));
+      block_msg m{block_encoding::f32, std::make_shared<moe::token_block>(), std::make_shared<fp8_rows>(),
+                  std::make_shared<moe::expert_output>()};
+      REQUIRE(mb.fill_block(0, *m.block));
+      if (fp8) {
+        moe::encode_fp8(m.block->rows, m.fp8->q, m.fp8->scales);
+        m.block->rows.clear();
+        m.encoding = block_encoding::fp8_e4m3;
+      }
+      REQUIRE(runner.run(m));
+      REQUIRE(mb.combine(*m.reply));
+      REQUIRE(mb.end_layer());
+    }
+    REQUIRE(mb.finish());
+    const auto lg = mb.logits(0);
+    logits.insert(logits.end(), lg.logits.begin(), lg.logits.end());
+  }
+  return logits;
+}
+
+}  // namespace
+
+TEST_SUITE("fp8_blocks") {
+  TEST_CASE("FP8 blocks: logits within 10% of the largest logit of f32, identical greedy text on every utterance") {
+    auto res = test::resources(test::base_config());
+    const auto vocab = res->model->arch().vocab_size;
+    double worst = 0, biggest = 0;
+    int n = 0;
+    for (const auto& seg : test::call_segments()) {
+      const auto a = run_utterance(*res, seg.samples, false);
+      const auto b = run_utterance(*res, seg.samples, true);
+      REQUIRE(a.size() == b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+        biggest = std::max(biggest, std::fabs(double(a[i])));
+      }
+      const auto frames = static_cast<int32_t>(a.size() / static_cast<std::size_t>(vocab));
+      auto ta = moe::greedy_decode(a, frames, res->model->tokens(), res->decoder);
+      auto tb = moe::greedy_decode(b, frames, res->model->tokens(), res->decoder);
+      REQUIRE(ta.has_value());
+      REQUIRE(tb.has_value());
+      CHECK(ta->text == tb->text);
+      ++n;
+    }
+    MESSAGE("FP8 vs f32 blocks over " << n << " utterances: max |logit diff| " << worst << ", max |logit| " << biggest);
+    CHECK(n >= 6);
+    CHECK(worst > 0);
+    CHECK(worst < 0.1 * biggest);
+  }
+}
