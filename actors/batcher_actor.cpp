@@ -34,6 +34,10 @@ struct stream_entry {
   bool dropped = false;
   bool waiting = false;  // has ready frames not yet in a step
   clock::time_point ready_since{};
+  // Features that arrived while the stream was lent to a step (a stream_state takes no input
+  // then): handed over when the step ends.
+  std::vector<float> pending;
+  bool pending_last = false;
 };
 
 struct half {
@@ -100,6 +104,21 @@ void report_lost(self_ptr self, const state_ptr& st, const stream_key& key, stre
 }
 
 void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed);
+
+// Gives a stream (not in a step) its features; marks it waiting when it has a chunk ready.
+result<void> take_features(const state_ptr& st, stream_entry& e, const float* frames, std::size_t n_values,
+                           bool last) {
+  const auto n_mels = static_cast<std::size_t>(st->res->model->arch().n_mels);
+  if (n_values % n_mels != 0) return fail(errc::invalid_argument, "features are not whole frames");
+  auto ok = e.state->accept_fbank(frames, static_cast<int64_t>(n_values / n_mels));
+  if (ok && last) ok = e.state->finish();
+  if (!ok) return ok;
+  if (!e.waiting && e.state->ready_frames() > 0) {
+    e.waiting = true;
+    e.ready_since = clock::now();
+  }
+  return {};
+}
 void advance(self_ptr self, const state_ptr& st, int hi);
 
 // Gives up half hi: every utterance in it is reported lost; the others are untouched.
@@ -144,7 +163,19 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
     }
     if (done || e.dropped) {
       st->streams.erase(it);
-    } else if (e.state->ready_frames() > 0) {
+      continue;
+    }
+    if (!e.pending.empty() || e.pending_last) {
+      auto ok = take_features(st, e, e.pending.data(), e.pending.size(), e.pending_last);
+      e.pending.clear();
+      e.pending_last = false;
+      if (!ok) {
+        report_lost(self, st, h.keys[i], e, ok.error().message);
+        st->streams.erase(it);
+        continue;
+      }
+    }
+    if (e.state->ready_frames() > 0 && !e.waiting) {
       e.waiting = true;
       e.ready_since = now;
     }
@@ -232,8 +263,9 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
   const int32_t shards = placement.n_shards();
   const int64_t pairs = mb.n_tokens() * arch.top_k;
   const auto capacity = static_cast<int64_t>(std::ceil(cfg.capacity_factor * static_cast<double>(pairs) / shards));
-  const auto policy = st->spillways.empty() ? moe::overflow_policy::reroute : moe::overflow_policy::replicas;
-  auto stats = mb.dispatch(placement, capacity, policy, st->hot.data());
+  // Without spillways nothing is replicated: over-capacity pairs reroute or stay.
+  const auto policy = cfg.overflow == "reroute" ? moe::overflow_policy::replicas : moe::overflow_policy::replicas_exact;
+  auto stats = mb.dispatch(placement, capacity, policy, st->spillways.empty() ? nullptr : st->hot.data());
   if (!stats) {
     abort_half(self, st, hi, stats.error().message);
     return;
@@ -307,6 +339,27 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
     for (std::size_t b = 0; b < n_blocks; ++b) h.slots.push_back(fresh_block());
   }
   h.failed_over.assign(n_blocks, 0);
+  // Every block's buffers hold the largest block a step of this size can make (all its tokens
+  // on one shard), at least the token budget's: what a block gets then depends on the step's
+  // size, never on where its tokens were routed, so repeated steps allocate nothing.
+  {
+    const auto& arch = st->res->model->arch();
+    int64_t tokens = 0;
+    for (auto* s : h.streams) tokens += s->step_frames(st->res->cfg.engine.max_chunks_per_step);
+    const auto n = static_cast<std::size_t>(std::max<int64_t>(tokens, st->res->cfg.engine.token_budget));
+    const auto values = n * static_cast<std::size_t>(arch.d_model), pairs = n * static_cast<std::size_t>(arch.top_k);
+    for (auto& m : h.slots) {
+      const auto cap0 = capacity_of(m);
+      m.block->rows.reserve(values);
+      m.block->pair_row.reserve(pairs);
+      m.block->pair_expert.reserve(pairs);
+      m.block->pair_weight.reserve(pairs);
+      m.fp8->q.reserve(values);
+      m.fp8->scales.reserve(values / moe::fp8_group_size() + 1);
+      m.reply->out.reserve(values);
+      if (capacity_of(m) > cap0) ++st->pool_growths;
+    }
+  }
   if (auto ok = h.mb->begin(h.streams, st->res->cfg.engine.max_chunks_per_step); !ok) {
     h.busy = true;
     abort_half(self, st, hi, ok.error().message);
@@ -486,21 +539,17 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
           st->meter.count("utterances");
         }
         auto& e = it->second;
-        const auto n_mels = static_cast<int64_t>(st->res->model->arch().n_mels);
-        auto ok = e.state->accept_fbank(c.frames.data(), static_cast<int64_t>(c.frames.size()) / n_mels);
-        if (ok && c.last) ok = e.state->finish();
-        if (!ok || c.frames.size() % static_cast<std::size_t>(n_mels) != 0) {
-          const std::string why = ok ? "features are not whole frames" : ok.error().message;
-          if (!e.in_step) {
-            report_lost(self, st, key, e, why);
-            st->streams.erase(it);
-          }
+        const auto n_mels = static_cast<double>(st->res->model->arch().n_mels);
+        st->meter.count("feature_frames", static_cast<double>(c.frames.size()) / n_mels);
+        if (e.in_step) {
+          e.pending.insert(e.pending.end(), c.frames.begin(), c.frames.end());
+          e.pending_last = e.pending_last || c.last;
           return;
         }
-        st->meter.count("feature_frames", static_cast<double>(c.frames.size()) / static_cast<double>(n_mels));
-        if (!e.in_step && !e.waiting && e.state->ready_frames() > 0) {
-          e.waiting = true;
-          e.ready_since = clock::now();
+        if (auto ok = take_features(st, e, c.frames.data(), c.frames.size(), c.last); !ok) {
+          report_lost(self, st, key, e, ok.error().message);
+          st->streams.erase(it);
+          return;
         }
         maybe_start(self, st, false);
       },

@@ -28,6 +28,7 @@ double ms_between(clock::time_point a, clock::time_point b) {
 
 struct utterance {
   int64_t start_sample = 0;
+  int64_t end_sample = -1;  // known for a whole segment: its final ends there
   std::optional<moe::beam_search_decoder> decoder;
   std::string last_partial;
   int64_t fbank_frames_sent = 0;
@@ -184,7 +185,9 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     ev.is_final = final;
     ev.text = r.text;
     ev.start_ms = offset_ms;
-    ev.end_ms = offset_ms + (c.first_frame + n) * static_cast<int64_t>(st->res->decoder.frame_ms);
+    ev.end_ms = final && u.end_sample >= 0
+                    ? u.end_sample / samples_per_ms
+                    : offset_ms + (c.first_frame + n) * static_cast<int64_t>(st->res->decoder.frame_ms);
     for (const auto& w : r.words) ev.words.push_back({w.word, w.start_ms + offset_ms, w.end_ms + offset_ms, w.confidence});
     return ev;
   };
@@ -251,6 +254,7 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
       [self, st](segment_atom, std::vector<float>& x16, int64_t start_sample) {
         actor_meter::scope busy(st->meter);
         const int64_t u = open_utterance(st, start_sample);
+        st->utterances[u].end_sample = start_sample + static_cast<int64_t>(x16.size());
         send_features(self, st, u, st->res->fbank->compute(x16), true);
         st->meter.count("audio_ms", static_cast<double>(x16.size()) / samples_per_ms);
       },

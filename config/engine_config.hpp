@@ -23,6 +23,10 @@ struct engine_config {
   int spillways = 1;
   /// A shard's capacity per micro-batch and layer: this times its fair share of the pairs.
   double capacity_factor = 1.25;
+  /// Pairs over a shard's capacity whose expert has no spillway replica: "keep" them on their
+  /// shard (exact: the text never depends on the batch) or "reroute" them to the token's
+  /// next-best expert with room (bounded shard work, slightly different output).
+  std::string overflow = "keep";
   /// Experts per layer replicated on the spillways: the hottest by moving-average load.
   int hot_replicas = 4;
   /// How often the hot set is re-chosen from the moving average of load (ms).
@@ -52,6 +56,8 @@ struct engine_config {
       "each expert actor on its own thread instead of the shared scheduler");
     v("spillways", spillways, range{0, 64}, "spillway actors (replicas of the hottest experts)");
     v("capacity_factor", capacity_factor, range{1.0, 64.0}, "shard capacity: this times its fair share of pairs");
+    v("overflow", overflow, one_of{{"keep", "reroute"}},
+      "over-capacity pairs without a replica: keep (exact) or reroute (next-best expert)");
     v("hot_replicas", hot_replicas, range{0, 4096}, "experts per layer replicated on the spillways");
     v("rebalance_ms", rebalance_ms, range{50, 600000}, "how often the hot experts are re-chosen (ms)");
     v("fp8_dispatch", fp8_dispatch, any_bool{}, "token blocks as FP8 E4M3 with a scale per 128 values");

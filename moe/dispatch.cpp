@@ -85,19 +85,19 @@ int64_t reroute_overflow(const routing& r, const float* expert_bias, const exper
 }
 
 void settle_overflow(const routing& r, const float* expert_bias, const expert_placement& placement, int layer,
-                     int64_t capacity, const uint8_t* replicated, dispatch_plan& plan, workspace& ws) {
+                     int64_t capacity, const uint8_t* replicated, dispatch_plan& plan, workspace& ws, bool reroute) {
   if (plan.overflow.empty()) return;
   // Split the overflow list (highest gate weight first) into the replicated pairs, which stay,
   // and the others, which try to reroute; both keep their order.
   auto& hot = ws.pair_rank;  // free after assign_to_shards
-  ws.fit(hot, plan.overflow.size());
+  ws.fit(hot, static_cast<std::size_t>(plan.stats.pairs));  // sized by the step's shape, not by the data
   std::size_t n_hot = 0, n_cold = 0;
   for (int32_t p : plan.overflow) {
     if (replicated && replicated[plan.expert[p]]) hot[n_hot++] = p;
     else plan.overflow[n_cold++] = p;
   }
   plan.overflow.resize(n_cold);
-  if (n_cold > 0) reroute_overflow(r, expert_bias, placement, layer, capacity, plan, ws);
+  if (n_cold > 0 && reroute) reroute_overflow(r, expert_bias, placement, layer, capacity, plan, ws);
   int64_t kept = 0;
   for (int32_t p : plan.overflow) {
     const int32_t s = placement.shard_of(layer, plan.expert[p]);

@@ -24,6 +24,9 @@ enum class overflow_policy {
   /// The engine's policy (settle_overflow): to the overflow block when the spillway holds a
   /// replica of the expert; else to the next-best expert with room; else kept on its own shard.
   replicas,
+  /// As replicas, but a pair with no replica stays on its own shard instead of rerouting: every
+  /// pair keeps the expert its router chose, so the output never depends on the batch.
+  replicas_exact,
 };
 
 /// Counts of one layer's dispatch (summed over layers by micro_batch). Nothing is dropped:
@@ -82,8 +85,10 @@ namespace sluice::moe {
 /// (replicated[expert] != 0, u8 [n_experts] of this layer; null: none) stays in the overflow
 /// block; each other one moves to its token's next-best expert with room (reroute_overflow),
 /// or, when there is none, back onto its own shard past the capacity (counted as kept). So
-/// no pair is dropped, and the spillway only ever runs experts it replicates.
+/// no pair is dropped, and the spillway only ever runs experts it replicates. With `reroute`
+/// false no pair moves to another expert (kept instead).
 void settle_overflow(const routing& r, const float* expert_bias, const expert_placement& placement, int layer,
-                     int64_t capacity, const uint8_t* replicated, dispatch_plan& plan, workspace& ws);
+                     int64_t capacity, const uint8_t* replicated, dispatch_plan& plan, workspace& ws,
+                     bool reroute = true);
 
 }  // namespace sluice::moe

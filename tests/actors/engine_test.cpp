@@ -124,12 +124,16 @@ TEST_SUITE("engine") {
       bool overlap;
       int shards;
       bool dedicated;
+      double capacity_factor;
     };
-    for (const variant v : {variant{"overlap, 2 shards on own threads", true, 2, true},
-                            variant{"no overlap, 4 shards on the scheduler", false, 4, false}}) {
+    // Over-capacity pairs go to the spillway (hot replicas) or stay on their shard ("keep",
+    // the default): either way each pair runs the expert its router chose.
+    for (const variant v : {variant{"overlap, 2 shards on own threads, capacity 1.25", true, 2, true, 1.25},
+                            variant{"no overlap, 4 shards on the scheduler, capacity 1.0", false, 4, false, 1.0},
+                            variant{"overlap, 2 shards, no capacity limit", true, 2, true, no_capacity_limit}}) {
       CAPTURE(v.name);
       auto cfg = test::base_config();
-      cfg.engine.capacity_factor = no_capacity_limit;
+      cfg.engine.capacity_factor = v.capacity_factor;
       cfg.engine.overlap = v.overlap;
       cfg.engine.expert_shards = v.shards;
       cfg.engine.dedicated_expert_threads = v.dedicated;
@@ -151,7 +155,6 @@ TEST_SUITE("engine") {
     // Greedy text is unchanged at the block level (fp8_blocks_test); the beam search with the
     // word LM may flip a close call: the engine's FP8 text stays within 5% character edits.
     auto cfg = test::base_config();
-    cfg.engine.capacity_factor = no_capacity_limit;
     cfg.engine.fp8_dispatch = true;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
@@ -188,6 +191,7 @@ TEST_SUITE("engine") {
     auto cfg = test::base_config();
     cfg.engine.expert_shards = 4;
     cfg.engine.capacity_factor = 1.25;
+    cfg.engine.overflow = "reroute";
     cfg.engine.hot_replicas = 4;
     cfg.engine.rebalance_ms = 50;
     auto e = engine::start(test::resources(cfg, skewed));
@@ -200,6 +204,7 @@ TEST_SUITE("engine") {
     MESSAGE("skew: " << s.dump());
     CHECK(s["dropped"].get<double>() == 0);
     CHECK(s["spilled"].get<double>() > 0);
+    CHECK(s["rerouted"].get<double>() > 0);  // before the first rebalance nothing is replicated
     CHECK(s["expert_load_max_mean_before"].get<double>() > 3.9);  // everything on 1 of 4 shards
     CHECK(s["expert_load_max_mean_after"].get<double>() < s["expert_load_max_mean_before"].get<double>() - 1.0);
     const double pairs = s["pairs"].get<double>();
@@ -215,7 +220,6 @@ TEST_SUITE("engine") {
 
   TEST_CASE("an expert killed mid-stream is restarted; every channel still gets the exact text") {
     auto cfg = test::base_config();
-    cfg.engine.capacity_factor = no_capacity_limit;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
     const auto& ref = reference();
@@ -248,7 +252,6 @@ TEST_SUITE("engine") {
 
   TEST_CASE("a killed batcher is restarted: its utterances in flight are reported lost, later ones are exact") {
     auto cfg = test::base_config();
-    cfg.engine.capacity_factor = no_capacity_limit;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
     const auto& ref = reference();
@@ -277,7 +280,6 @@ TEST_SUITE("engine") {
 
   TEST_CASE("overload: past max_channels new channels are refused with the reason; admitted ones finish exactly") {
     auto cfg = test::base_config();
-    cfg.engine.capacity_factor = no_capacity_limit;
     cfg.engine.max_channels = 2;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
@@ -306,7 +308,6 @@ TEST_SUITE("engine") {
 
   TEST_CASE("shutdown drains: every segment already accepted gets its final before shutdown returns") {
     auto cfg = test::base_config();
-    cfg.engine.capacity_factor = no_capacity_limit;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
     auto a = test::open_ok(*e, self), b = test::open_ok(*e, self);
@@ -347,7 +348,8 @@ TEST_SUITE("engine") {
       self->send(a.handle, audio_atom::value, bytes);
     }
     self->send(a.handle, end_atom::value);
-    auto res = collect(self, 1);
+    auto res = collect(self, 1, std::chrono::seconds(20));
+    if (res.timed_out) MESSAGE("finals " << res.finals[a.channel].size() << " partials " << res.partials[a.channel].size() << " errors " << res.errors[a.channel].size() << "\n" << e->snapshot());
     REQUIRE_FALSE(res.timed_out);
     CHECK(res.errors.empty());
     const auto& finals = res.finals[a.channel];
@@ -439,7 +441,6 @@ TEST_SUITE("engine") {
 
   TEST_CASE("steady state: a repeated workload grows no buffer in the batcher or the expert actors") {
     auto cfg = test::base_config();
-    cfg.engine.capacity_factor = no_capacity_limit;
     cfg.engine.fp8_dispatch = true;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
@@ -456,7 +457,7 @@ TEST_SUITE("engine") {
     };
     const auto s1 = pass();
     const auto s2 = pass();
-    for (const char* actor : {"batcher", "expert/0", "expert/1"}) {
+    for (const std::string actor : {"batcher", "expert/0", "expert/1"}) {
       CAPTURE(actor);
       const double g1 = gauge_of(s1, actor, "buffer_growths"), g2 = gauge_of(s2, actor, "buffer_growths");
       CHECK(g1 > 0);  // the first pass did allocate

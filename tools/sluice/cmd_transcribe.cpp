@@ -1,8 +1,11 @@
 // sluice transcribe FILE...: decode -> resample to 16 kHz -> optional denoise -> VAD slicing ->
 // fbank -> acoustic model -> CTC prefix beam search (+ word LM when the model ships one,
-// + hotwords) -> text/JSON/SRT/VTT. Each channel of a file is transcribed on its own.
+// + hotwords) -> text/JSON/SRT/VTT, all through the actor engine: each channel of each file is an engine
+// channel, batched together with all the others.
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -11,13 +14,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dsp/fbank.hpp"
-#include "moe/acoustic_model.hpp"
-#include "moe/decoder/arpa_lm.hpp"
-#include "moe/decoder/beam_search_decoder.hpp"
-#include "moe/decoder/context_graph.hpp"
-#include "moe/forward.hpp"
+#include <caf/all.hpp>
+
+#include "actors/engine.hpp"
 #include "dsp/file_speech.hpp"
+#include "moe/acoustic_model.hpp"
+#include "moe/decoder/context_graph.hpp"
 #include "tools/sluice/cli.hpp"
 #include "tools/sluice/transcript.hpp"
 
@@ -37,16 +39,6 @@ struct transcribe_args {
   bool use_lm = true;
   std::vector<std::string> labels;
   std::vector<std::string> files;
-};
-
-// Everything shared by the files of one run.
-struct engine {
-  std::shared_ptr<const moe::acoustic_model> model;
-  std::optional<moe::arpa_lm> lm;
-  moe::context_graph hotwords;
-  dsp::fbank_computer fbank;
-  moe::decoder_options decoder;  ///< [decoder], with frame_ms taken from the model
-  moe::workspace ws;
 };
 
 std::vector<std::string> split_labels(const std::string& s) {
@@ -82,58 +74,6 @@ result<std::vector<moe::hotword>> read_hotwords(const std::string& path, float d
     out.push_back({line, weight});
   }
   return out;
-}
-
-result<transcript_segment> transcribe_segment(engine& e, std::span<const float> samples,
-                                              int64_t start_sample) {
-  auto feats = e.fbank.compute(samples);
-  const auto n_frames = static_cast<int64_t>(feats.size() / e.fbank.num_mels());
-  auto fwd = moe::forward_offline(*e.model, feats.data(), n_frames, {}, &e.ws);
-  if (!fwd) return tl::unexpected(fwd.error());
-  auto dec = moe::beam_search_decoder::create(e.model->tokens(), e.decoder, e.lm ? &*e.lm : nullptr, e.hotwords);
-  if (!dec) return tl::unexpected(dec.error());
-  if (fwd->n_frames > 0)
-    if (auto r = dec->accept(fwd->logits, static_cast<int32_t>(fwd->n_frames)); !r) return tl::unexpected(r.error());
-  auto res = dec->finalize();
-  const int64_t offset_ms = start_sample / samples_per_ms;
-  transcript_segment seg{offset_ms, offset_ms + static_cast<int64_t>(samples.size()) / samples_per_ms, res.text, {}};
-  for (auto w : res.words) {
-    w.start_ms += offset_ms;
-    w.end_ms += offset_ms;
-    seg.words.push_back(std::move(w));
-  }
-  return seg;
-}
-
-result<file_transcript> transcribe_file(engine& e, const config::sluice_config& cfg, const transcribe_args& args,
-                                        const std::string& path) {
-  auto speech = dsp::prepare_file(path, cfg);
-  if (!speech) return tl::unexpected(speech.error());
-  file_transcript t{path, speech->duration_s, speech->input_sample_rate, {}};
-  const bool progress = speech->duration_s >= progress_min_duration_s;
-  const auto n_ch = speech->channels.size();
-  for (std::size_t ch = 0; ch < n_ch; ++ch) {
-    const auto& samples = speech->channels[ch].samples;
-    const auto& segments = speech->channels[ch].segments;
-    channel_transcript ct{static_cast<int>(ch), "", {}};
-    if (ch < args.labels.size()) ct.label = args.labels[ch];
-    else if (n_ch == 2) ct.label = ch == 0 ? "agent" : "customer";
-    else if (n_ch > 2) ct.label = "channel " + std::to_string(ch);
-    for (const auto& s : segments) {
-      auto seg = transcribe_segment(e, std::span<const float>(samples).subspan(
-                                              static_cast<std::size_t>(s.start_sample),
-                                              static_cast<std::size_t>(s.end_sample - s.start_sample)),
-                                    s.start_sample);
-      if (!seg) return tl::unexpected(seg.error());
-      if (!seg->text.empty()) ct.segments.push_back(std::move(*seg));
-      if (progress)
-        std::fprintf(stderr, "\r%s: channel %zu/%zu: %.1f / %.1f s", path.c_str(), ch + 1, n_ch,
-                     static_cast<double>(s.end_sample) / dsp::model_sample_rate, t.duration_s);
-    }
-    if (progress) std::fputc('\n', stderr);
-    t.channels.push_back(std::move(ct));
-  }
-  return t;
 }
 
 result<transcribe_args> parse_args(std::vector<std::string> args) {
@@ -177,30 +117,147 @@ result<transcribe_args> parse_args(std::vector<std::string> args) {
   return out;
 }
 
-result<engine> make_engine(const config::sluice_config& cfg, const transcribe_args& args) {
+
+// The files of one run, each channel a channel of the actor engine: all files' channels go
+// through the same batcher, so an archive is batched as live calls are. At most
+// [engine] max_channels channels are open at once; the next file's channels open as others
+// drain.
+struct file_job {
+  std::string path;
+  dsp::file_speech speech;
+  file_transcript transcript;
+  std::size_t open_channels = 0;
+  double done_s = 0;  // audio seconds with a final
+};
+
+struct channel_slot {
+  std::size_t file = 0;
+  std::size_t channel = 0;
+};
+
+int run_files(const config::sluice_config& cfg, const transcribe_args& args, const std::vector<std::string>& hotwords) {
   auto model = moe::load_model(cfg.model.dir);
-  if (!model) return tl::unexpected(model.error());
-  // The model's own feature settings, not [fbank]: features must be the ones it was trained on.
-  auto fbank = dsp::fbank_computer::create(moe::fbank_config_of((*model)->manifest().features), dsp::model_sample_rate);
-  if (!fbank) return tl::unexpected(fbank.error());
-  engine e{std::move(*model), std::nullopt, {}, std::move(*fbank), cfg.decoder, {}};
-  // Word times: one decoder frame is the model's fbank shift times its subsampling.
-  e.decoder.frame_ms = e.model->manifest().features.frame_shift_ms * e.model->arch().subsampling;
-  const auto lm_path = std::filesystem::path(cfg.model.dir) / lm_file_name;
-  if (args.use_lm && std::filesystem::exists(lm_path)) {
-    auto lm = moe::arpa_lm::load(lm_path.string());
-    if (!lm) return tl::unexpected(lm.error());
-    e.lm = std::move(*lm);
-    spdlog::info("word LM {}: order {}", lm_path.string(), e.lm->order());
+  if (!model) {
+    std::fprintf(stderr, "sluice transcribe: %s\n", model.error().message.c_str());
+    return exit_failure;
   }
-  if (!args.hotwords_file.empty()) {
-    auto hw = read_hotwords(args.hotwords_file, args.hotword_weight);
-    if (!hw) return tl::unexpected(hw.error());
-    auto graph = moe::context_graph::build(*hw, e.model->tokens());
-    if (!graph) return tl::unexpected(graph.error());
-    e.hotwords = std::move(*graph);
+  auto res = actors::engine_resources::create(cfg, *model, args.use_lm);
+  if (!res) {
+    std::fprintf(stderr, "sluice transcribe: %s\n", res.error().message.c_str());
+    return exit_failure;
   }
-  return e;
+  if ((*res)->lm) spdlog::info("word LM: order {}", (*res)->lm->order());
+  auto eng = actors::engine::start(*res);
+  caf::scoped_actor self{eng->system()};
+  int status = exit_ok;
+  std::vector<file_job> jobs;
+  std::map<actors::channel_id, channel_slot> slots;
+  std::size_t next_file = 0, finished = 0;
+  const std::size_t max_open = static_cast<std::size_t>(cfg.engine.max_channels);
+
+  // Opens the next files' channels while there is room.
+  auto open_more = [&]() {
+    while (next_file < args.files.size() && slots.size() < max_open) {
+      const auto& path = args.files[next_file++];
+      auto speech = dsp::prepare_file(path, cfg);
+      if (!speech) {
+        std::fprintf(stderr, "sluice transcribe: %s: %s (%s)\n", path.c_str(), speech.error().message.c_str(),
+                     to_string(speech.error().code));
+        status = exit_failure;
+        ++finished;
+        continue;
+      }
+      const std::size_t f = jobs.size();
+      jobs.push_back({path, std::move(*speech), {path, 0, 0, {}}, 0, 0});
+      auto& job = jobs.back();
+      job.transcript.duration_s = job.speech.duration_s;
+      job.transcript.input_sample_rate = job.speech.input_sample_rate;
+      const auto n_ch = job.speech.channels.size();
+      for (std::size_t ch = 0; ch < n_ch; ++ch) {
+        channel_transcript ct{static_cast<int>(ch), "", {}};
+        if (ch < args.labels.size()) ct.label = args.labels[ch];
+        else if (n_ch == 2) ct.label = ch == 0 ? "agent" : "customer";
+        else if (n_ch > 2) ct.label = "channel " + std::to_string(ch);
+        job.transcript.channels.push_back(std::move(ct));
+        actors::channel_request req;
+        req.label = job.transcript.channels.back().label;
+        req.hotwords = hotwords;
+        req.partials = false;
+        auto r = eng->open(req, caf::actor_cast<caf::actor>(self));
+        if (!r.ok) {
+          std::fprintf(stderr, "sluice transcribe: %s: %s\n", path.c_str(), r.reason.c_str());
+          status = exit_failure;
+          continue;
+        }
+        slots[r.channel] = {f, ch};
+        ++job.open_channels;
+        const auto& cs = job.speech.channels[ch];
+        for (const auto& s : cs.segments)
+          self->send(r.handle, actors::segment_atom::value,
+                     std::vector<float>(cs.samples.begin() + s.start_sample, cs.samples.begin() + s.end_sample),
+                     s.start_sample);
+        self->send(r.handle, actors::end_atom::value);
+      }
+      if (job.open_channels == 0) ++finished;
+    }
+  };
+
+  std::map<actors::channel_id, std::vector<actors::transcript_event>> finals;
+  auto finish_file = [&](file_job& job) {
+    for (auto& ct : job.transcript.channels) std::sort(ct.segments.begin(), ct.segments.end(),
+                                                       [](const auto& a, const auto& b) { return a.start_ms < b.start_ms; });
+    if (job.speech.duration_s >= progress_min_duration_s) std::fputc('\n', stderr);
+    std::fputs(render(job.transcript, args.format).c_str(), stdout);
+    std::fflush(stdout);
+    job.speech = {};
+  };
+  // Output follows the order of the files on the command line.
+  std::size_t printed = 0;
+  std::vector<uint8_t> file_done;
+  open_more();
+  while (finished < args.files.size()) {
+    bool timed_out = false;
+    self->receive(
+        [&](actors::transcript_event& ev) {
+          auto it = slots.find(ev.channel);
+          if (it == slots.end()) return;
+          auto& job = jobs[it->second.file];
+          if (!ev.error.empty()) {
+            std::fprintf(stderr, "sluice transcribe: %s: channel %zu: %s\n", job.path.c_str(), it->second.channel,
+                         ev.error.c_str());
+            status = exit_failure;
+            return;
+          }
+          if (!ev.is_final) return;
+          job.done_s += static_cast<double>(ev.end_ms - ev.start_ms) / 1000.0;
+          if (job.speech.duration_s >= progress_min_duration_s)
+            std::fprintf(stderr, "\r%s: %.1f / %.1f s", job.path.c_str(), std::min(job.done_s, job.speech.duration_s),
+                         job.speech.duration_s * static_cast<double>(job.speech.channels.size()));
+          if (ev.text.empty()) return;
+          transcript_segment seg{ev.start_ms, ev.end_ms, ev.text, {}};
+          for (const auto& w : ev.words) seg.words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+          job.transcript.channels[it->second.channel].segments.push_back(std::move(seg));
+        },
+        [&](actors::drained_atom, actors::channel_id id) {
+          auto it = slots.find(id);
+          if (it == slots.end()) return;
+          auto& job = jobs[it->second.file];
+          slots.erase(it);
+          if (--job.open_channels == 0) ++finished;
+        },
+        caf::after(std::chrono::seconds(600)) >> [&] { timed_out = true; });
+    if (timed_out) {
+      std::fprintf(stderr, "sluice transcribe: the engine stopped answering\n");
+      return exit_failure;
+    }
+    file_done.assign(jobs.size(), 0);
+    for (std::size_t f = 0; f < jobs.size(); ++f) file_done[f] = jobs[f].open_channels == 0;
+    while (printed < jobs.size() && file_done[printed]) finish_file(jobs[printed++]);
+    open_more();
+  }
+  while (printed < jobs.size()) finish_file(jobs[printed++]);
+  eng->shutdown();
+  return status;
 }
 
 }  // namespace
@@ -211,23 +268,16 @@ int cmd_transcribe(invocation& inv) {
     std::fprintf(stderr, "sluice transcribe: %s\n", args.error().message.c_str());
     return exit_usage;
   }
-  auto e = make_engine(inv.cfg, *args);
-  if (!e) {
-    std::fprintf(stderr, "sluice transcribe: %s\n", e.error().message.c_str());
-    return exit_failure;
-  }
-  int status = exit_ok;
-  for (const auto& path : args->files) {
-    auto t = transcribe_file(*e, inv.cfg, *args, path);
-    if (!t) {
-      std::fprintf(stderr, "sluice transcribe: %s: %s (%s)\n", path.c_str(), t.error().message.c_str(),
-                   to_string(t.error().code));
-      status = exit_failure;
-      continue;
+  std::vector<std::string> hotwords;
+  if (!args->hotwords_file.empty()) {
+    auto hw = read_hotwords(args->hotwords_file, args->hotword_weight);
+    if (!hw) {
+      std::fprintf(stderr, "sluice transcribe: %s\n", hw.error().message.c_str());
+      return exit_failure;
     }
-    std::fputs(render(*t, args->format).c_str(), stdout);
+    for (const auto& h : *hw) hotwords.push_back(h.phrase + " " + std::to_string(h.weight));
   }
-  return status;
+  return run_files(inv.cfg, *args, hotwords);
 }
 
 }  // namespace sluice::cli
