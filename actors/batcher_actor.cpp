@@ -176,8 +176,10 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       }
     }
     if (e.state->ready_frames() > 0 && !e.waiting) {
+      // A stream that goes on (more of its utterance is ready) does not wait for a new
+      // window: the window gathers new arrivals, and this one has already waited its turn.
       e.waiting = true;
-      e.ready_since = now;
+      e.ready_since = now - std::chrono::milliseconds(st->res->cfg.engine.batch_window_ms);
     }
   }
   st->meter.histogram("step_ms").add(ms_since(h.started, now));
@@ -288,14 +290,19 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
   st->meter.count("kept_over_capacity", static_cast<double>(stats->kept));
   st->meter.count("dropped", static_cast<double>(pairs - placed));  // every pair is in a block: 0
   st->meter.count("dispatches");
-  st->meter.count("imbalance_before_sum", max_over_mean(st->shard_before, static_cast<std::size_t>(shards)));
-  // After: the shards and the spillways as devices sharing the work.
-  std::copy_n(plan.load.begin(), shards, st->shard_after.begin());
+  // Load over the same devices (the shards, then the spillways) before and after the
+  // capacity limit: before, every pair on its expert's shard; after, where it was sent (a
+  // layer's overflow block goes to one spillway).
+  const std::size_t n_spill = st->spillways.size(), devices = static_cast<std::size_t>(shards) + n_spill;
   std::vector<int64_t>& after = st->shard_after;
-  const std::size_t n_spill = st->spillways.size();
-  for (std::size_t s = 0; s < n_spill; ++s)
-    after[static_cast<std::size_t>(shards) + s] = s == 0 ? plan.load[static_cast<std::size_t>(shards)] : 0;
-  st->meter.count("imbalance_after_sum", max_over_mean(after, static_cast<std::size_t>(shards) + n_spill));
+  std::fill_n(st->shard_before.begin() + shards, n_spill, 0);
+  std::copy_n(plan.load.begin(), shards, after.begin());
+  std::fill_n(after.begin() + shards, n_spill, 0);
+  if (n_spill > 0)
+    after[static_cast<std::size_t>(shards) + static_cast<std::size_t>(layer) % n_spill] =
+        plan.load[static_cast<std::size_t>(shards)];
+  st->meter.count("imbalance_before_sum", max_over_mean(st->shard_before, devices));
+  st->meter.count("imbalance_after_sum", max_over_mean(after, devices));
 
   for (int32_t b = 0; b < mb.n_blocks(); ++b) {
     if (!mb.has_block(b)) continue;
@@ -415,7 +422,16 @@ void schedule_flush(self_ptr self, const state_ptr& st) {
   self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.batch_window_ms), flush_atom::value);
 }
 
+void rebalance(self_ptr self, const state_ptr& st);
+
 void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed) {
+  // Re-choose the hot experts every rebalance_ms, and as soon as there is any load at all.
+  const bool no_hot_yet = std::none_of(st->hot.begin(), st->hot.end(), [](uint8_t h) { return h != 0; }) &&
+                          std::any_of(st->window_load.begin(), st->window_load.end(), [](double l) { return l > 0; });
+  if (no_hot_yet || ms_since(st->last_rebalance, clock::now()) >= st->res->cfg.engine.rebalance_ms) {
+    rebalance(self, st);
+    st->last_rebalance = clock::now();
+  }
   if (st->experts.empty() || !any_waiting(st)) return;
   if (!window_elapsed) {
     // Start now only if some stream has already waited a whole window.
@@ -498,7 +514,7 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
   st->window_load.assign(n, 0.0);
   st->load_ema.assign(n, 0.0);
   st->hot.assign(n, 0);
-  st->shard_before.assign(static_cast<std::size_t>(res->placement.n_shards() + 1), 0);
+  st->shard_before.assign(static_cast<std::size_t>(res->placement.n_shards() + 64 + 1), 0);
   st->shard_after.assign(static_cast<std::size_t>(res->placement.n_shards() + 64 + 1), 0);
   for (int i = 0; i < n_halves; ++i)
     st->halves[i].mb = std::make_unique<moe::micro_batch>(*res->model, i, res->compute);
