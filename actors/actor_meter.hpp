@@ -76,6 +76,7 @@ class actor_meter {
     for (std::size_t i = 0; i < hist_keys_.size(); ++i) {
       r.hist_keys.push_back(hist_keys_[i]);
       r.hists.push_back(hists_[i].counts());
+      r.hist_sums.push_back(hists_[i].sum_ms());
       hists_[i].clear();
     }
     for (auto& c : counts_) c = 0;

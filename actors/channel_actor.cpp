@@ -35,6 +35,7 @@ struct utterance {
   std::deque<std::pair<int64_t, clock::time_point>> sent;  // (fbank frames sent so far, when)
   clock::time_point ended{};                                // when the last features went out
   bool features_done = false;
+  std::optional<transcript_event> final_event;  // held until every earlier utterance's final is out
 };
 
 struct channel {
@@ -70,7 +71,17 @@ void send_error(self_ptr self, const state_ptr& st, int64_t utt, const std::stri
   st->meter.count("errors");
 }
 
+// Finals go out in utterance order: a short utterance that finishes before a longer earlier
+// one waits for it.
+void flush_finals(self_ptr self, const state_ptr& st) {
+  while (!st->utterances.empty() && st->utterances.begin()->second.final_event) {
+    self->send(st->subscriber, std::move(*st->utterances.begin()->second.final_event));
+    st->utterances.erase(st->utterances.begin());
+  }
+}
+
 void maybe_drained(self_ptr self, const state_ptr& st) {
+  flush_finals(self, st);
   if (!st->ended || !st->utterances.empty()) return;
   self->send(st->subscriber, drained_atom::value, st->id);
   if (st->supervisor) self->send(st->supervisor, drained_atom::value, st->id);
@@ -193,10 +204,9 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
   };
   if (c.last) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
-    self->send(st->subscriber, to_event(r, true));
+    u.final_event = to_event(r, true);
     st->meter.histogram("final_latency_ms").add(ms_between(u.ended, now));
     st->meter.count("finals");
-    st->utterances.erase(it);
     maybe_drained(self, st);
     return;
   }
@@ -272,11 +282,15 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
       },
       [self, st](batcher_atom, caf::actor b) {
         st->batcher = std::move(b);
-        for (auto& [u, _] : st->utterances) {
-          send_error(self, st, u, "the engine restarted its batcher: this utterance was lost");
-          if (st->open == u) st->open_lost = true;
+        for (auto it = st->utterances.begin(); it != st->utterances.end();) {
+          if (it->second.final_event) {  // finished: its final still goes out, in order
+            ++it;
+            continue;
+          }
+          send_error(self, st, it->first, "the engine restarted its batcher: this utterance was lost");
+          if (st->open == it->first) st->open_lost = true;
+          it = st->utterances.erase(it);
         }
-        st->utterances.clear();
         maybe_drained(self, st);
       },
       [self, st](report_atom) {

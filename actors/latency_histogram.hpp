@@ -22,10 +22,12 @@ class latency_histogram {
     while (b < bounds_ms.size() && ms > bounds_ms[b]) ++b;
     ++counts_[b];
     ++total_;
+    sum_ms_ += ms;
   }
-  /// Adds another histogram's bucket counts (ignored when the size differs).
-  void merge(const std::vector<int64_t>& counts) {
+  /// Adds another histogram's bucket counts and sum (ignored when the size differs).
+  void merge(const std::vector<int64_t>& counts, double sum_ms) {
     if (counts.size() != n_buckets) return;
+    sum_ms_ += sum_ms;
     for (std::size_t b = 0; b < n_buckets; ++b) {
       counts_[b] += counts[b];
       total_ += counts[b];
@@ -44,15 +46,18 @@ class latency_histogram {
     return 2 * bounds_ms.back();
   }
   int64_t total() const { return total_; }
+  double sum_ms() const { return sum_ms_; }
   const std::vector<int64_t>& counts() const { return counts_; }
   void clear() {
     counts_.assign(n_buckets, 0);
     total_ = 0;
+    sum_ms_ = 0;
   }
 
  private:
   std::vector<int64_t> counts_;
   int64_t total_ = 0;
+  double sum_ms_ = 0;
 };
 
 }  // namespace sluice::actors

@@ -41,6 +41,7 @@ double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
 nlohmann::json histogram_json(const latency_histogram& h) {
   return {{"count", h.total()},
+          {"sum_ms", h.sum_ms()},
           {"p50_ms", h.quantile_ms(0.5)},
           {"p90_ms", h.quantile_ms(0.9)},
           {"p99_ms", h.quantile_ms(0.99)},
@@ -118,7 +119,7 @@ caf::behavior metrics_actor(caf::event_based_actor* self) {
         auto& k = st->kinds[r.kind];
         for (std::size_t i = 0; i < r.keys.size() && i < r.counts.size(); ++i) k.counters[r.keys[i]] += r.counts[i];
         for (std::size_t i = 0; i < r.hist_keys.size() && i < r.hists.size(); ++i)
-          k.histograms[r.hist_keys[i]].merge(r.hists[i]);
+          k.histograms[r.hist_keys[i]].merge(r.hists[i], i < r.hist_sums.size() ? r.hist_sums[i] : 0.0);
         if (r.gone) {
           if (st->live.erase(r.name) > 0) --k.actors;
           return;

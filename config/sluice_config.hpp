@@ -16,6 +16,7 @@
 #include "config/fbank_config.hpp"
 #include "config/log_config.hpp"
 #include "config/model_config.hpp"
+#include "config/server_config.hpp"
 #include "config/vad_config.hpp"
 
 namespace sluice::config {
@@ -30,6 +31,7 @@ struct sluice_config {
   model_config model;
   decoder_config decoder;
   engine_config engine;
+  server_config server;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -43,6 +45,7 @@ struct sluice_config {
     v("model", model);
     v("decoder", decoder);
     v("engine", engine);
+    v("server", server);
   }
 };
 

@@ -23,6 +23,11 @@ result<std::vector<float>> denoise_channel(const std::vector<float>& samples, in
 result<file_speech> prepare_file(const std::string& path, const config::sluice_config& cfg) {
   auto decoded = decode_audio_file(path);
   if (!decoded) return tl::unexpected(decoded.error());
+  return prepare_audio(*decoded, cfg);
+}
+
+result<file_speech> prepare_audio(const audio& decoded_audio, const config::sluice_config& cfg) {
+  const audio* decoded = &decoded_audio;
   auto quality = parse_resample_quality(cfg.audio.resample_quality);
   if (!quality) return tl::unexpected(quality.error());
   auto audio16 = resample(*decoded, model_sample_rate, *quality);

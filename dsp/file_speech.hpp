@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/sluice_config.hpp"
+#include "dsp/audio.hpp"
 #include "dsp/slicer.hpp"
 #include "dsp/vad.hpp"
 
@@ -22,6 +23,9 @@ struct file_speech {
   double duration_s = 0;
   std::vector<channel_speech> channels;
 };
+
+/// Runs the front end on decoded audio (an upload, a buffer).
+result<file_speech> prepare_audio(const audio& decoded, const config::sluice_config& cfg);
 
 /// Runs the front end on one file. Errors name the stage's problem (decoder, resampler, ...).
 result<file_speech> prepare_file(const std::string& path, const config::sluice_config& cfg);

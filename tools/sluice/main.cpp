@@ -24,7 +24,9 @@ commands:
                        [--hotword-weight W] [--labels agent,customer] [--no-lm]
   config               print the effective configuration as TOML
   devices              compute devices (CPU features, CUDA GPUs) this build can use
-  serve, stream        not built yet (see README.md)
+  serve                HTTP/WebSocket server: dashboard, /v1/stream, /funasr, /v1/transcribe,
+                       /metrics ([server] host/port, e.g. --server.port=9000)
+  stream               not built yet (see README.md)
 
 global options:
   --config FILE              load a TOML config (see config/sluice.toml)
@@ -44,6 +46,7 @@ constexpr command commands[] = {
     {"transcribe", cli::cmd_transcribe},
     {"config", cli::cmd_config},
     {"devices", cli::cmd_devices},
+    {"serve", cli::cmd_serve},
 };
 
 int usage_error(const std::string& msg) {
@@ -110,7 +113,7 @@ int main(int argc, char** argv) {
 
   for (const auto& c : commands)
     if (command_name == c.name) return c.run(inv);
-  if (command_name == "serve" || command_name == "stream")
+  if (command_name == "stream")
     return usage_error("'" + command_name + "' is not built yet: see README.md for what works today");
   return usage_error("unknown command '" + command_name + "'");
 }

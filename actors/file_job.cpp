@@ -1,0 +1,122 @@
+#include "actors/file_job.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/messages.hpp"
+#include "dsp/audio_file.hpp"
+#include "dsp/file_speech.hpp"
+
+namespace sluice::actors {
+
+namespace {
+
+using json = nlohmann::json;
+
+struct job {
+  dsp::file_speech speech;
+  std::function<void(int, std::string)> done;
+  std::map<channel_id, std::size_t> channel_of;
+  std::vector<std::vector<transcript_event>> finals;
+  std::vector<std::string> errors;
+  std::size_t drained = 0, opened = 0;
+};
+
+std::string error_json(const std::string& why) { return json{{"error", why}}.dump(); }
+
+void finish(job& j) {
+  json channels = json::array();
+  const auto n = j.speech.channels.size();
+  for (std::size_t c = 0; c < n; ++c) {
+    auto& evs = j.finals[c];
+    std::sort(evs.begin(), evs.end(), [](const auto& a, const auto& b) { return a.start_ms < b.start_ms; });
+    json segs = json::array();
+    for (const auto& ev : evs) {
+      if (ev.text.empty()) continue;
+      json words = json::array();
+      for (const auto& w : ev.words)
+        words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
+      segs.push_back({{"start_ms", ev.start_ms}, {"end_ms", ev.end_ms}, {"text", ev.text}, {"words", words}});
+    }
+    const std::string label = n == 2 ? (c == 0 ? "agent" : "customer") : n > 2 ? "channel " + std::to_string(c) : "";
+    channels.push_back({{"channel", c}, {"label", label}, {"segments", segs}});
+  }
+  json out{{"duration_s", j.speech.duration_s}, {"sample_rate", j.speech.input_sample_rate}, {"channels", channels}};
+  if (!j.errors.empty()) out["errors"] = j.errors;
+  j.done(200, out.dump());
+}
+
+caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, caf::actor supervisor) {
+  // Open every channel, then send its segments; results come back to this actor.
+  for (std::size_t c = 0; c < j->speech.channels.size(); ++c) {
+    channel_request req;
+    req.partials = false;
+    self->request(supervisor, std::chrono::seconds(10), open_atom::value, req, caf::actor_cast<caf::actor>(self))
+        .then(
+            [=](open_reply& r) {
+              if (!r.ok) {
+                j->errors.push_back(r.reason);
+                if (++j->drained == j->speech.channels.size()) {
+                  j->done(503, error_json(r.reason));
+                  self->quit();
+                }
+                return;
+              }
+              j->channel_of[r.channel] = c;
+              const auto& cs = j->speech.channels[c];
+              for (const auto& s : cs.segments)
+                self->send(r.handle, segment_atom::value,
+                           std::vector<float>(cs.samples.begin() + s.start_sample, cs.samples.begin() + s.end_sample),
+                           s.start_sample);
+              self->send(r.handle, end_atom::value);
+            },
+            [=](caf::error& e) {
+              j->done(503, error_json("the engine did not answer: " + self->system().render(e)));
+              self->quit();
+            });
+  }
+  return {
+      [=](transcript_event& ev) {
+        auto it = j->channel_of.find(ev.channel);
+        if (it == j->channel_of.end()) return;
+        if (!ev.error.empty()) j->errors.push_back(ev.error);
+        else if (ev.is_final) j->finals[it->second].push_back(ev);
+      },
+      [=](drained_atom, channel_id) {
+        if (++j->drained == j->speech.channels.size()) {
+          finish(*j);
+          self->quit();
+        }
+      },
+  };
+}
+
+}  // namespace
+
+void start_file_job(engine& e, std::string body, std::function<void(int, std::string)> done) {
+  const std::vector<uint8_t> bytes(body.begin(), body.end());
+  auto decoded = dsp::decode_audio_bytes(bytes);
+  if (!decoded) {
+    done(415, error_json(decoded.error().message));
+    return;
+  }
+  auto speech = dsp::prepare_audio(*decoded, e.resources().cfg);
+  if (!speech) {
+    done(422, error_json(speech.error().message));
+    return;
+  }
+  if (speech->channels.empty()) {
+    done(422, error_json("the file has no audio channels"));
+    return;
+  }
+  auto j = std::make_shared<job>();
+  j->speech = std::move(*speech);
+  j->done = std::move(done);
+  j->finals.resize(j->speech.channels.size());
+  e.system().spawn(job_actor, j, e.supervisor());
+}
+
+}  // namespace sluice::actors

@@ -1,0 +1,39 @@
+#pragma once
+#include <string>
+
+#include "config/field.hpp"
+
+namespace sluice::config {
+
+/// [server]: `sluice serve` (net/): where it listens and the limits every client is held to.
+struct server_config {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  /// Network I/O threads (the actors have their own).
+  int io_threads = 2;
+  /// Open connections at once (HTTP and WebSocket); past it new ones get 503 and are closed.
+  int max_connections = 1024;
+  /// Largest WebSocket message (bytes); a bigger one closes the stream with 1009.
+  int max_message_bytes = 1 << 20;
+  /// Largest HTTP request body (bytes): uploads to /v1/transcribe.
+  int max_body_bytes = 64 << 20;
+  /// A connection that sends nothing for this long is closed (s).
+  int idle_timeout_s = 30;
+  /// Longest WebSocket stream (s); then it is ended like a client end.
+  int max_session_s = 4 * 3600;
+
+  template <class V>
+  void visit(V&& v) {
+    v("host", host, non_empty{}, "address to listen on");
+    v("port", port, range{0, 65535}, "TCP port (0: any free port)");
+    v("io_threads", io_threads, range{1, 64}, "network I/O threads");
+    v("max_connections", max_connections, range{1, 1000000}, "open connections at once");
+    v("max_message_bytes", max_message_bytes, range{1024, 1 << 30}, "largest WebSocket message (bytes)");
+    v("max_body_bytes", max_body_bytes, range{1024, 1 << 30}, "largest HTTP request body (bytes)");
+    v("idle_timeout_s", idle_timeout_s, range{1, 86400}, "close a connection idle this long (s)");
+    v("max_session_s", max_session_s, range{1, 7 * 86400}, "longest WebSocket stream (s)");
+  }
+  std::string check() const { return {}; }
+};
+
+}  // namespace sluice::config

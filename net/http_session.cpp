@@ -1,0 +1,179 @@
+#include "net/http_session.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <spdlog/spdlog.h>
+
+#include "net/prometheus.hpp"
+#include "actors/file_job.hpp"
+#include "net/ws_session.hpp"
+
+namespace sluice::net {
+
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace asio = boost::asio;
+
+// Counts a connection for as long as it lives (HTTP, then maybe WebSocket).
+struct connection_slot {
+  explicit connection_slot(std::shared_ptr<server_state> s) : st(std::move(s)) { ++st->connections; }
+  ~connection_slot() { --st->connections; }
+  std::shared_ptr<server_state> st;
+};
+
+class http_session : public std::enable_shared_from_this<http_session> {
+ public:
+  http_session(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st)
+      : stream_(std::move(socket)), st_(std::move(st)), slot_(std::make_shared<connection_slot>(st_)) {}
+
+  void run() {
+    asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&http_session::start, shared_from_this()));
+  }
+
+ private:
+  void start() {
+    if (st_->connections > st_->cfg.max_connections) {
+      // Over the limit: one clear answer, then the connection closes.
+      auto res = make_response(http::status::service_unavailable, "text/plain",
+                               "too many connections (server.max_connections = " +
+                                   std::to_string(st_->cfg.max_connections) + ")\n",
+                               11, false);
+      write(std::move(res));
+      return;
+    }
+    do_read();
+  }
+
+  void do_read() {
+    parser_.emplace();
+    parser_->body_limit(static_cast<std::uint64_t>(st_->cfg.max_body_bytes));
+    parser_->header_limit(16 * 1024);
+    stream_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_read, shared_from_this()));
+  }
+
+  static http::response<http::string_body> make_response(http::status status, const std::string& type, std::string body,
+                                                         unsigned version, bool keep_alive) {
+    http::response<http::string_body> res{status, version};
+    res.set(http::field::server, "sluice");
+    res.set(http::field::content_type, type);
+    res.keep_alive(keep_alive);
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream) {
+      beast::error_code ignored;
+      stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+      return;
+    }
+    if (ec == http::error::body_limit) {
+      write(make_response(http::status::payload_too_large, "application/json",
+                          "{\"error\":\"body larger than server.max_body_bytes = " +
+                              std::to_string(st_->cfg.max_body_bytes) + "\"}",
+                          11, false));
+      return;
+    }
+    if (ec) {
+      if (ec != beast::error::timeout && ec != asio::error::operation_aborted && ec != asio::error::connection_reset)
+        write(make_response(http::status::bad_request, "application/json",
+                            "{\"error\":\"bad request: " + ec.message() + "\"}", 11, false));
+      return;
+    }
+    auto req = parser_->release();
+    if (websocket::is_upgrade(req)) {
+      const std::string target(req.target());
+      if (target == "/v1/stream" || target == "/funasr" || target.rfind("/funasr?", 0) == 0 ||
+          target.rfind("/v1/stream?", 0) == 0) {
+        stream_.expires_never();
+        run_ws_session(stream_.release_socket(), std::move(req), st_,
+                       target.rfind("/funasr", 0) == 0 ? ws_dialect::funasr : ws_dialect::sluice, slot_);
+        return;
+      }
+      write(make_response(http::status::not_found, "application/json", "{\"error\":\"no WebSocket at this path\"}",
+                          req.version(), false));
+      return;
+    }
+    route(std::move(req));
+  }
+
+  void route(http::request<http::string_body> req) {
+    const std::string target(req.target());
+    const std::string path = target.substr(0, target.find('?'));
+    const auto v = req.version();
+    const bool ka = req.keep_alive();
+    const auto method = req.method();
+    auto reply = [&](http::status s, const std::string& type, std::string body) {
+      write(make_response(s, type, std::move(body), v, ka));
+    };
+    if (method == http::verb::get) {
+      if (path == "/healthz") return reply(http::status::ok, "text/plain", "ok\n");
+      if (path == "/readyz")
+        return st_->draining ? reply(http::status::service_unavailable, "text/plain", "draining\n")
+                             : reply(http::status::ok, "text/plain", "ready\n");
+      if (path == "/v1/actors") {
+        auto snap = st_->engine->snapshot();
+        return snap.empty() ? reply(http::status::service_unavailable, "application/json",
+                                    "{\"error\":\"the metrics actor did not answer\"}")
+                            : reply(http::status::ok, "application/json", std::move(snap));
+      }
+      if (path == "/metrics")
+        return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
+                     to_prometheus(st_->engine->snapshot()));
+      if (path == "/" || path == "/index.html") return reply(http::status::ok, "text/html; charset=utf-8", dashboard_html());
+      return reply(http::status::not_found, "application/json", "{\"error\":\"not found: " + path + "\"}");
+    }
+    if (method == http::verb::post && path == "/v1/transcribe") {
+      if (req.body().empty()) return reply(http::status::bad_request, "application/json", "{\"error\":\"empty body: send an audio file\"}");
+      auto self = shared_from_this();
+      actors::start_file_job(*st_->engine, std::move(req.body()), [self, v, ka](int status, std::string body) {
+        asio::post(self->stream_.get_executor(), [self, v, ka, status, body = std::move(body)]() mutable {
+          self->write(make_response(static_cast<http::status>(status), "application/json", std::move(body), v, ka));
+        });
+      });
+      return;
+    }
+    return reply(http::status::method_not_allowed, "application/json",
+                 "{\"error\":\"" + std::string(http::to_string(method)) + " " + path + " is not served\"}");
+  }
+
+  void write(http::response<http::string_body> res) {
+    auto sp = std::make_shared<http::response<http::string_body>>(std::move(res));
+    stream_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
+    http::async_write(stream_, *sp, [self = shared_from_this(), sp](beast::error_code ec, std::size_t) {
+      if (ec) return;
+      if (sp->need_eof()) {
+        beast::error_code ignored;
+        self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+        return;
+      }
+      self->do_read();
+    });
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::shared_ptr<server_state> st_;
+  std::shared_ptr<connection_slot> slot_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+};
+
+}  // namespace
+
+void run_http_session(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st) {
+  std::make_shared<http_session>(std::move(socket), std::move(st))->run();
+}
+
+}  // namespace sluice::net

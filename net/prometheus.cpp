@@ -1,0 +1,117 @@
+#include "net/prometheus.hpp"
+
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sluice::net {
+
+namespace {
+
+// Metric names: [a-zA-Z_:][a-zA-Z0-9_:]*.
+std::string metric_name(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
+}
+
+// Label values: backslash, quote and newline escaped.
+std::string label_value(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string to_prometheus(const std::string& snapshot_json) {
+  std::ostringstream o;
+  auto j = nlohmann::json::parse(snapshot_json, nullptr, false);
+  o << "# HELP sluice_up 1 when the engine answered the metrics request.\n# TYPE sluice_up gauge\n";
+  if (j.is_discarded() || !j.is_object()) {
+    o << "sluice_up 0\n";
+    return o.str();
+  }
+  o << "sluice_up 1\n";
+  o << "# HELP sluice_uptime_seconds Seconds since the metrics actor started.\n# TYPE sluice_uptime_seconds gauge\n"
+    << "sluice_uptime_seconds " << num(j.value("uptime_s", 0.0)) << "\n";
+
+  // Counters summed per kind: sluice_<kind>_<counter>_total. Per-expert pair counts become one
+  // family with layer/expert labels.
+  for (auto& [kind, k] : j["kinds"].items()) {
+    std::map<std::string, std::vector<std::pair<std::string, double>>> families;
+    for (auto& [key, v] : k["counters"].items()) {
+      if (key.rfind("pairs/", 0) == 0) {
+        const auto a = key.find('/', 6);
+        families["sluice_" + metric_name(kind) + "_expert_pairs_total"].push_back(
+            {"layer=\"" + key.substr(6, a - 6) + "\",expert=\"" + key.substr(a + 1) + "\"", v.get<double>()});
+        continue;
+      }
+      families["sluice_" + metric_name(kind) + "_" + metric_name(key) + "_total"].push_back({"", v.get<double>()});
+    }
+    for (auto& [name, rows] : families) {
+      o << "# TYPE " << name << " counter\n";
+      for (auto& [labels, v] : rows) o << name << (labels.empty() ? "" : "{" + labels + "}") << " " << num(v) << "\n";
+    }
+    const std::string live = "sluice_" + metric_name(kind) + "_actors";
+    o << "# TYPE " << live << " gauge\n" << live << " " << num(k.value("live", 0.0)) << "\n";
+    for (auto& [key, h] : k["latency"].items()) {
+      std::string base = key;
+      if (base.size() > 3 && base.compare(base.size() - 3, 3, "_ms") == 0) base.resize(base.size() - 3);
+      const std::string name = "sluice_" + metric_name(kind) + "_" + metric_name(base) + "_milliseconds";
+      o << "# HELP " << name << " Latency histogram (ms).\n# TYPE " << name << " histogram\n";
+      const auto& bounds = h["buckets_ms"];
+      const auto& counts = h["counts"];
+      double cum = 0;
+      for (std::size_t b = 0; b < bounds.size() && b < counts.size(); ++b) {
+        cum += counts[b].get<double>();
+        o << name << "_bucket{le=\"" << num(bounds[b].get<double>()) << "\"} " << num(cum) << "\n";
+      }
+      o << name << "_bucket{le=\"+Inf\"} " << num(h["count"].get<double>()) << "\n";
+      o << name << "_sum " << num(h.value("sum_ms", 0.0)) << "\n";
+      o << name << "_count " << num(h["count"].get<double>()) << "\n";
+    }
+  }
+  // Per actor: mailbox depth, busy share, messages/s, and its gauges.
+  std::map<std::string, std::vector<std::string>> per_actor;
+  for (const auto& a : j["actors"]) {
+    const std::string labels = "{actor=\"" + label_value(a["name"].get<std::string>()) + "\",kind=\"" +
+                               label_value(a["kind"].get<std::string>()) + "\"}";
+    per_actor["sluice_actor_mailbox_depth"].push_back(labels + " " + num(a["mailbox"].get<double>()));
+    per_actor["sluice_actor_busy_ratio"].push_back(labels + " " + num(a["busy"].get<double>()));
+    per_actor["sluice_actor_messages_per_second"].push_back(labels + " " + num(a["messages_per_s"].get<double>()));
+    for (auto& [key, v] : a["gauges"].items())
+      per_actor["sluice_actor_" + metric_name(key)].push_back(labels + " " + num(v.get<double>()));
+  }
+  for (auto& [name, rows] : per_actor) {
+    o << "# TYPE " << name << " gauge\n";
+    for (auto& r : rows) o << name << r << "\n";
+  }
+  // The summary's derived ratios.
+  for (auto& [key, v] : j["summary"].items()) {
+    if (!v.is_number()) continue;
+    const std::string name = "sluice_summary_" + metric_name(key);
+    o << "# TYPE " << name << " gauge\n" << name << " " << num(v.get<double>()) << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace sluice::net

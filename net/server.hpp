@@ -1,0 +1,59 @@
+#pragma once
+/// `sluice serve`: the Beast HTTP/WebSocket server in front of one actor engine.
+///
+/// One acceptor; each connection gets its own strand (every handler of a connection runs on
+/// it, in order) and its own write queue. Routes:
+///   GET  /                 the supervisor dashboard (net/assets/dashboard.html, built in)
+///   GET  /healthz /readyz  liveness; readiness (engine up and not draining)
+///   GET  /metrics          Prometheus text exposition of the metrics snapshot
+///   GET  /v1/actors        the metrics snapshot as JSON
+///   POST /v1/transcribe    an audio file in the body -> JSON transcript
+///   WS   /v1/stream        sluice streaming protocol (ws_session.hpp)
+///   WS   /funasr           FunASR runtime protocol
+/// Limits ([server]): connections, message and body sizes, idle timeout, session length.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "actors/engine.hpp"
+#include "config/error.hpp"
+#include "config/server_config.hpp"
+
+namespace sluice::net {
+
+/// What every connection of one server shares (read-only except the counters).
+struct server_state {
+  actors::engine* engine = nullptr;
+  config::server_config cfg;
+  std::atomic<int> connections{0};
+  std::atomic<int64_t> ws_sessions{0};
+  std::atomic<bool> draining{false};
+};
+
+class server {
+ public:
+  /// Binds [server] host:port (port 0: any free port). errc::io when it cannot listen.
+  static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg);
+  ~server();
+
+  uint16_t port() const { return port_; }
+  /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads.
+  void stop();
+
+ private:
+  server() = default;
+  std::shared_ptr<server_state> state_;
+  std::unique_ptr<boost::asio::io_context> ioc_;
+  std::vector<std::thread> threads_;
+  std::shared_ptr<void> listener_;
+  uint16_t port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace sluice::net

@@ -1,0 +1,38 @@
+#pragma once
+/// One WebSocket stream: /v1/stream (sluice protocol) or /funasr (FunASR runtime protocol).
+///
+/// sluice protocol:
+///   client -> {"type":"start","sample_rate":8000,"encoding":"pcm_s16le"|"mulaw"|"alaw"|"opus",
+///              "channels":1,"hotwords":[{"phrase":"acme","weight":4}] or ["acme 4"],
+///              "partials":true}
+///   client -> binary audio (PCM bytes in any split; one Opus packet per message)
+///   client -> {"type":"end"}
+///   server -> {"type":"ready","channel":N}
+///             {"type":"partial"|"final","utterance":N,"text":...,"start_ms":..,"end_ms":..,
+///              "words":[{"word":..,"start_ms":..,"end_ms":..,"confidence":..}]}
+///             {"type":"error","code":...,"reason":...}  (then a close unless code is "audio")
+///             {"type":"end"} once every utterance has its final, then close 1000.
+/// FunASR protocol: see PROTOCOLS.md; start {"mode","wav_name","audio_fs","hotwords",...},
+/// binary PCM16, {"is_speaking":false}; replies {"mode","wav_name","text","is_final",
+/// "timestamp","stamp_sents"}; online modes send the new text of each chunk, offline modes the
+/// sentence; the last reply has is_final true.
+///
+/// Close codes: 1000 done, 1003 unsupported audio format, 1008 protocol violation (binary before
+/// start, malformed JSON, unknown message), 1009 message too big, 1013 engine full (try again).
+
+#include <memory>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http.hpp>
+
+#include "net/server.hpp"
+
+namespace sluice::net {
+
+enum class ws_dialect { sluice, funasr };
+
+/// Takes over an upgraded connection; `slot` keeps the connection counted until it closes.
+void run_ws_session(boost::asio::ip::tcp::socket socket, boost::beast::http::request<boost::beast::http::string_body> req,
+                    std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot);
+
+}  // namespace sluice::net

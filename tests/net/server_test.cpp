@@ -1,0 +1,255 @@
+// sluice serve end to end over loopback: a WebSocket client streams a real call channel and
+// gets finals with sane word times; a FunASR-protocol client likewise; HTTP transcribe, health,
+// the actors snapshot, /metrics (parsed, counters move), the dashboard page; and every kind of
+// hostile input gets its own clear error while a good stream alongside is untouched.
+#include "tests/net/net_test_util.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <map>
+#include <sstream>
+#include <regex>
+#include <thread>
+
+#include "net/http_session.hpp"
+
+using namespace sluice;
+using namespace sluice::test;
+
+namespace {
+
+const std::string start_8k = R"({"type":"start","sample_rate":8000,"encoding":"pcm_s16le","channels":1})";
+const std::string end_msg = R"({"type":"end"})";
+
+std::vector<std::string> finals_of(const ws_result& r) {
+  std::vector<std::string> out;
+  for (const auto& m : r.messages)
+    if (m.value("type", "") == "final") out.push_back(m["text"]);
+  return out;
+}
+
+// Checks Prometheus text exposition format 0.0.4 line by line; returns the samples.
+std::map<std::string, double> parse_prometheus(const std::string& text) {
+  std::map<std::string, double> samples;
+  std::map<std::string, std::string> types;
+  const std::regex sample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*)\})? (-?[0-9.eE+-]+|\+Inf|NaN)$)");
+  const std::regex type(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$)");
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    std::smatch m;
+    if (line.rfind("# HELP ", 0) == 0) continue;
+    if (std::regex_match(line, m, type)) {
+      CHECK_MESSAGE(types.count(m[1]) == 0, "TYPE twice for " << m[1]);
+      types[m[1]] = m[2];
+      continue;
+    }
+    REQUIRE_MESSAGE(std::regex_match(line, m, sample), "line " << n << " is not a sample: " << line);
+    std::string family = m[1];
+    for (const char* suffix : {"_bucket", "_sum", "_count"})
+      if (!types.count(family) && family.size() > strlen(suffix) &&
+          family.compare(family.size() - strlen(suffix), strlen(suffix), suffix) == 0)
+        family.resize(family.size() - strlen(suffix));
+    CHECK_MESSAGE(types.count(family) == 1, "sample before its TYPE: " << line);
+    samples[std::string(m[1]) + std::string(m[2])] = std::stod(m[7].str() == "+Inf" ? "inf" : m[7].str());
+  }
+  return samples;
+}
+
+}  // namespace
+
+TEST_SUITE("server") {
+  TEST_CASE("WebSocket /v1/stream: a call channel streamed as PCM16 gets partials, finals with word times, then end") {
+    served s;
+    const auto frames = call_pcm16_frames();
+    auto r = ws_session(s.port, "/v1/stream", {start_8k}, frames, {end_msg});
+    CHECK(r.close_code == 1000);
+    REQUIRE(r.messages.size() >= 3);
+    CHECK(r.messages.front()["type"] == "ready");
+    CHECK(r.messages.back()["type"] == "end");
+    const auto finals = finals_of(r);
+    REQUIRE(finals.size() >= 2);
+    int partials = 0, with_text = 0;
+    for (const auto& m : r.messages) {
+      if (m["type"] == "partial") ++partials;
+      if (m["type"] != "final") continue;
+      with_text += !m["text"].get<std::string>().empty();
+      for (const auto& w : m["words"]) {
+        CHECK(w["start_ms"].get<int64_t>() >= m["start_ms"].get<int64_t>());
+        CHECK(w["end_ms"].get<int64_t>() > w["start_ms"].get<int64_t>());
+        CHECK(w["end_ms"].get<int64_t>() <= 28000);  // inside the 27.5 s call
+      }
+    }
+    CHECK(partials >= 2);
+    CHECK(with_text >= 2);
+
+    // The same bytes straight into an engine channel give the same finals.
+    caf::scoped_actor self{s.engine->system()};
+    actors::channel_request req;
+    req.sample_rate = 8000;
+    req.codec = "pcm_s16le";
+    auto ch = s.engine->open(req, caf::actor_cast<caf::actor>(self));
+    REQUIRE(ch.ok);
+    for (const auto& f : frames) self->send(ch.handle, actors::audio_atom::value, f);
+    self->send(ch.handle, actors::end_atom::value);
+    std::vector<actors::transcript_event> direct;
+    bool drained = false;
+    while (!drained)
+      self->receive([&](actors::transcript_event& ev) { if (ev.is_final) direct.push_back(ev); },
+                    [&](actors::drained_atom, actors::channel_id) { drained = true; },
+                    caf::after(std::chrono::seconds(60)) >> [&] { drained = true; FAIL("no drain"); });
+    std::sort(direct.begin(), direct.end(), [](auto& a, auto& b) { return a.utterance < b.utterance; });
+    std::vector<std::string> want;
+    for (const auto& ev : direct) want.push_back(ev.text);
+    auto join = [](const std::vector<std::string>& v) {
+      std::string o;
+      for (const auto& t : v) o += "[" + t + "] ";
+      return o;
+    };
+    CHECK_MESSAGE(finals == want, "served: " << join(finals) << "\ndirect: " << join(want));
+  }
+
+  TEST_CASE("FunASR protocol on /funasr: 2pass online deltas, offline sentences with timestamps, is_final last") {
+    served s;
+    const auto frames = call_pcm16_frames();
+    auto r = ws_session(s.port, "/funasr",
+                        {R"({"mode":"2pass","wav_name":"call","wav_format":"pcm","is_speaking":true,"chunk_size":[5,10,5],"audio_fs":8000,"hotwords":"{\"refund\":20}","itn":true})"},
+                        frames, {R"({"is_speaking": false})"});
+    CHECK(r.close_code == 1000);
+    REQUIRE(r.messages.size() >= 3);
+    int online = 0, offline = 0;
+    for (std::size_t i = 0; i < r.messages.size(); ++i) {
+      const auto& m = r.messages[i];
+      CHECK(m["wav_name"] == "call");
+      CHECK(m["is_final"].get<bool>() == (i + 1 == r.messages.size()));
+      if (m["mode"] == "2pass-online") ++online;
+      if (m["mode"] == "2pass-offline" && !m["is_final"].get<bool>()) {
+        ++offline;
+        CHECK(m["timestamp"].is_string());
+        REQUIRE(m["stamp_sents"].size() == 1);
+        CHECK(m["stamp_sents"][0]["text_seg"] == m["text"]);
+        CHECK(m["stamp_sents"][0]["end"].get<int64_t>() >= m["stamp_sents"][0]["start"].get<int64_t>());
+      }
+    }
+    CHECK(online >= 2);
+    CHECK(offline >= 2);
+  }
+
+  TEST_CASE("HTTP: health, readiness, actors snapshot, dashboard, transcribe upload, and /metrics that parse and move") {
+    served s;
+    auto h = http_request(s.port, http::verb::get, "/healthz");
+    CHECK(h.status == 200);
+    CHECK(http_request(s.port, http::verb::get, "/readyz").status == 200);
+    auto page = http_request(s.port, http::verb::get, "/");
+    CHECK(page.status == 200);
+    CHECK(page.content_type.find("text/html") == 0);
+    CHECK(page.body == net::dashboard_html());
+    CHECK(page.body.find("/v1/actors") != std::string::npos);
+    const auto m0 = parse_prometheus(http_request(s.port, http::verb::get, "/metrics").body);
+    CHECK(m0.at("sluice_up") == 1);
+
+    std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
+    std::string wav((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto t = http_request(s.port, http::verb::post, "/v1/transcribe", wav);
+    REQUIRE(t.status == 200);
+    auto j = json::parse(t.body);
+    REQUIRE(j["channels"].size() == 2);
+    CHECK(j["channels"][0]["label"] == "agent");
+    CHECK(j["channels"][1]["label"] == "customer");
+    CHECK(j["channels"][0]["segments"].size() >= 1);
+    CHECK(j["channels"][1]["segments"].size() >= 1);
+    CHECK_FALSE(j["channels"][1]["segments"][0]["text"].get<std::string>().empty());
+
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto snap = http_request(s.port, http::verb::get, "/v1/actors");
+    CHECK(snap.status == 200);
+    CHECK(json::parse(snap.body)["summary"]["finals"].get<double>() >= 2);
+    const auto m1 = parse_prometheus(http_request(s.port, http::verb::get, "/metrics").body);
+    CHECK(m1.at("sluice_channel_finals_total") >= 2);
+    CHECK(m1.at("sluice_batcher_batches_total") > 0);
+    CHECK(m1.at("sluice_channel_final_latency_milliseconds_count") >= 2);
+    CHECK(m1.at("sluice_channel_final_latency_milliseconds_bucket{le=\"+Inf\"}") ==
+          m1.at("sluice_channel_final_latency_milliseconds_count"));
+    CHECK(m1.count("sluice_actor_mailbox_depth{actor=\"batcher\",kind=\"batcher\"}") == 1);
+    bool expert_pairs = false;
+    for (const auto& [k, v] : m1) expert_pairs = expert_pairs || (k.rfind("sluice_expert_expert_pairs_total{", 0) == 0 && v > 0);
+    CHECK(expert_pairs);
+  }
+
+  TEST_CASE("hostile input: each bad client gets its own clear error; a good stream alongside is untouched") {
+    config::sluice_config cfg;
+    cfg.server.max_message_bytes = 64 * 1024;
+    cfg.server.max_body_bytes = 256 * 1024;
+    served s(cfg);
+    const auto frames = call_pcm16_frames();
+    auto good = std::async(std::launch::async, [&] { return ws_session(s.port, "/v1/stream", {start_8k}, frames, {end_msg}); });
+
+    auto expect_error = [&](const ws_result& r, const std::string& code, int close_code) {
+      REQUIRE_FALSE(r.messages.empty());
+      CHECK(r.messages.back()["type"] == "error");
+      CHECK(r.messages.back()["code"] == code);
+      CHECK_FALSE(r.messages.back()["reason"].get<std::string>().empty());
+      CHECK(r.close_code == close_code);
+    };
+    // Binary before the start message.
+    expect_error(ws_session(s.port, "/v1/stream", {}, {{1, 2, 3, 4}}, {}), "protocol", 1008);
+    // Malformed JSON.
+    expect_error(ws_session(s.port, "/v1/stream", {"{not json"}, {}, {}), "bad_json", 1008);
+    // Wrong encoding, channel count, rate.
+    expect_error(ws_session(s.port, "/v1/stream", {R"({"type":"start","sample_rate":8000,"encoding":"mp3"})"}, {}, {}),
+                 "bad_request", 1003);
+    expect_error(ws_session(s.port, "/v1/stream", {R"({"type":"start","sample_rate":8000,"channels":2})"}, {}, {}),
+                 "bad_request", 1003);
+    expect_error(ws_session(s.port, "/v1/stream", {R"({"type":"start","sample_rate":3})"}, {}, {}), "bad_request", 1003);
+    expect_error(ws_session(s.port, "/funasr", {R"({"mode":"fast","audio_fs":16000})"}, {}, {}), "bad_request", 1003);
+    // An unknown message after the start.
+    expect_error(ws_session(s.port, "/v1/stream", {start_8k, R"({"type":"pause"})"}, {}, {}), "protocol", 1008);
+    // A message over the limit: Beast answers with close code 1009 and drops the connection;
+    // a client still writing its frame sees the connection end instead of reading the code.
+    auto big = ws_session(s.port, "/v1/stream", {start_8k}, {std::vector<uint8_t>(80 * 1024, 0)}, {});
+    CHECK_MESSAGE((big.close_code == 1009 || !big.error.empty()), big.error);
+    for (const auto& m : big.messages) CHECK(m["type"] != "final");
+    // Garbage audio in the right framing: an "audio" error, the stream goes on to its end.
+    auto garbage = ws_session(s.port, "/v1/stream", {R"({"type":"start","sample_rate":16000,"encoding":"opus"})"},
+                              {{0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x13}}, {end_msg});
+    CHECK(garbage.close_code == 1000);
+    bool audio_error = false;
+    for (const auto& m : garbage.messages) audio_error = audio_error || (m["type"] == "error" && m["code"] == "audio");
+    CHECK(audio_error);
+    CHECK(garbage.messages.back()["type"] == "end");
+    // HTTP: a body over the limit, not audio, a path and a method that are not served.
+    CHECK(http_request(s.port, http::verb::post, "/v1/transcribe", std::string(300 * 1024, 'x')).status == 413);
+    auto notaudio = http_request(s.port, http::verb::post, "/v1/transcribe", "this is not audio");
+    CHECK(notaudio.status == 415);
+    CHECK(json::parse(notaudio.body)["error"].get<std::string>().find("unrecognised") != std::string::npos);
+    CHECK(http_request(s.port, http::verb::get, "/nothing").status == 404);
+    CHECK(http_request(s.port, http::verb::delete_, "/v1/actors").status == 405);
+
+    auto g = good.get();
+    CHECK(g.close_code == 1000);
+    CHECK(finals_of(g).size() >= 2);
+    CHECK(g.messages.back()["type"] == "end");
+    // The engine is still serving.
+    CHECK(http_request(s.port, http::verb::get, "/healthz").status == 200);
+  }
+
+  TEST_CASE("connection limit: past server.max_connections a client gets 503 and the others are served") {
+    config::sluice_config cfg;
+    cfg.server.max_connections = 2;
+    served s(cfg);
+    asio::io_context ioc;
+    tcp::socket a(ioc), b(ioc);
+    a.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
+    b.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(http_request(s.port, http::verb::get, "/healthz").status == 503);
+    a.close();
+    b.close();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(http_request(s.port, http::verb::get, "/healthz").status == 200);
+  }
+}

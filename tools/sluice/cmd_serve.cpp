@@ -1,0 +1,57 @@
+// sluice serve: the engine behind the HTTP/WebSocket server ([server] host/port), until SIGINT
+// or SIGTERM; then new streams are refused and open ones drain (their finals are delivered).
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/engine.hpp"
+#include "net/server.hpp"
+#include "tools/sluice/cli.hpp"
+
+namespace sluice::cli {
+
+namespace {
+volatile std::sig_atomic_t stop_requested = 0;
+void on_signal(int) { stop_requested = 1; }
+}  // namespace
+
+int cmd_serve(invocation& inv) {
+  if (!inv.args.empty()) {
+    std::fprintf(stderr, "sluice serve: no arguments (use --server.port=N, --server.host=ADDR)\n");
+    return exit_usage;
+  }
+  auto model = moe::load_model(inv.cfg.model.dir);
+  if (!model) {
+    std::fprintf(stderr, "sluice serve: %s\n", model.error().message.c_str());
+    return exit_failure;
+  }
+  auto res = actors::engine_resources::create(inv.cfg, *model);
+  if (!res) {
+    std::fprintf(stderr, "sluice serve: %s\n", res.error().message.c_str());
+    return exit_failure;
+  }
+  auto eng = actors::engine::start(*res);
+  auto srv = net::server::start(*eng, inv.cfg.server);
+  if (!srv) {
+    std::fprintf(stderr, "sluice serve: %s\n", srv.error().message.c_str());
+    return exit_failure;
+  }
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const auto url = "http://" + inv.cfg.server.host + ":" + std::to_string((*srv)->port());
+  std::printf("sluice is serving model %s\n  dashboard   %s/\n  stream      ws://%s:%u/v1/stream\n"
+              "  FunASR      ws://%s:%u/funasr\n  transcribe  curl --data-binary @call.wav %s/v1/transcribe\n"
+              "  metrics     %s/metrics\n",
+              inv.cfg.model.dir.c_str(), url.c_str(), inv.cfg.server.host.c_str(), (*srv)->port(),
+              inv.cfg.server.host.c_str(), (*srv)->port(), url.c_str(), url.c_str());
+  std::fflush(stdout);
+  while (!stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  spdlog::info("stopping: draining open streams");
+  (*srv)->stop();
+  return exit_ok;
+}
+
+}  // namespace sluice::cli
