@@ -112,9 +112,15 @@ TEST_SUITE("cli") {
     auto missing = sluice_cli("segment /nonexistent.wav", tmp);
     CHECK(missing.status == 1);
     CHECK(missing.err.find("/nonexistent.wav") != std::string::npos);
-    auto later = sluice_cli("serve", tmp);
-    CHECK(later.status == 2);
-    CHECK(later.err.find("not built yet") != std::string::npos);
+    auto no_model = sluice_cli("serve --server.port=0", tmp);  // no models/ in the temp dir
+    CHECK(no_model.status == 1);
+    CHECK(no_model.err.find("model.json") != std::string::npos);
+    CHECK(sluice_cli("serve extra-argument", tmp).status == 2);
+    CHECK(sluice_cli("stream", tmp).status == 2);
+    CHECK(sluice_cli("stream " + sample_call + " --url http://x", tmp).status == 2);
+    auto refused = sluice_cli("stream " + sample_call + " --url ws://127.0.0.1:1/v1/stream", tmp);
+    CHECK(refused.status == 1);
+    CHECK(refused.err.find("cannot connect") != std::string::npos);
   }
 
   TEST_CASE("devices always lists the CPU") {

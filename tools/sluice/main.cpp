@@ -26,7 +26,8 @@ commands:
   devices              compute devices (CPU features, CUDA GPUs) this build can use
   serve                HTTP/WebSocket server: dashboard, /v1/stream, /funasr, /v1/transcribe,
                        /metrics ([server] host/port, e.g. --server.port=9000)
-  stream               not built yet (see README.md)
+  stream FILE          stream a file to a server in real time, print partials and finals
+                       [--url ws://127.0.0.1:8080/v1/stream] [--concurrency N] [--speed X]
 
 global options:
   --config FILE              load a TOML config (see config/sluice.toml)
@@ -47,6 +48,7 @@ constexpr command commands[] = {
     {"config", cli::cmd_config},
     {"devices", cli::cmd_devices},
     {"serve", cli::cmd_serve},
+    {"stream", cli::cmd_stream},
 };
 
 int usage_error(const std::string& msg) {
@@ -113,7 +115,5 @@ int main(int argc, char** argv) {
 
   for (const auto& c : commands)
     if (command_name == c.name) return c.run(inv);
-  if (command_name == "stream")
-    return usage_error("'" + command_name + "' is not built yet: see README.md for what works today");
   return usage_error("unknown command '" + command_name + "'");
 }
