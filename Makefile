@@ -32,9 +32,10 @@ run: build
 	@$(BUILD)/tools/sluice probe $(SAMPLE)
 	@echo "== sluice segment $(SAMPLE)"
 	@$(BUILD)/tools/sluice segment $(SAMPLE)
-	@echo "== sluice transcribe $(SAMPLE)  (interim default model: see models/default/MODEL_CARD.md)"
+	@echo "== sluice transcribe $(SAMPLE)  (default model: see models/default/MODEL_CARD.md)"
 	@$(BUILD)/tools/sluice transcribe $(SAMPLE)
-	@echo "(the streaming server, 'sluice serve', is not built yet: see README.md)"
+	@echo "== sluice serve  (Ctrl-C to stop; try: $(BUILD)/tools/sluice stream $(SAMPLE))"
+	@$(BUILD)/tools/sluice serve $(SERVE_ARGS)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
