@@ -12,7 +12,8 @@ build_pkgs=(
   libexpected-dev libopenblas-dev libopenblas0-pthread libsqlite3-dev
 )
 # Tools the test suite uses to make real audio at test time.
-test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican )
+test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican
+  python3-prometheus-client chromium )
 train_pkgs=(
   python3 python3-torch python3-torchaudio python3-numpy python3-soundfile
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts fortunes fortunes-min wamerican

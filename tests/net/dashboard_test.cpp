@@ -1,0 +1,81 @@
+// The dashboard in headless Chromium (Debian's chromium): while a channel is streaming, the page
+// served at / polls /v1/actors and shows the engine live (status, live channels, audio seconds,
+// the batcher's row). And /metrics parses with the Prometheus project's own Python parser.
+#include "tests/net/net_test_util.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "tests/common/audio_tools.hpp"
+
+using namespace sluice;
+using namespace sluice::test;
+using sluice::test::temp_dir;
+
+namespace {
+
+std::string capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("dashboard") {
+  TEST_CASE("headless Chromium renders live engine numbers while a stream runs") {
+    served s;
+    caf::scoped_actor self{s.engine->system()};
+    actors::channel_request req;
+    req.sample_rate = 8000;
+    req.codec = "pcm_s16le";
+    auto ch = s.engine->open(req, caf::actor_cast<caf::actor>(self));
+    REQUIRE(ch.ok);
+    const auto frames = call_pcm16_frames();
+    for (std::size_t i = 0; i < 60 && i < frames.size(); ++i) self->send(ch.handle, actors::audio_atom::value, frames[i]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a report or two reach the metrics actor
+    const std::string url = "http://127.0.0.1:" + std::to_string(s.port) + "/";
+    const std::string dom = capture(
+        "timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
+        "--disable-component-update --disable-default-apps --disable-sync --disable-extensions --no-first-run "
+        "--virtual-time-budget=3000 --dump-dom " + url + " 2>/dev/null");
+    REQUIRE_MESSAGE(dom.find("<html") != std::string::npos, "chromium printed no page");
+    std::smatch m;
+    CHECK(std::regex_search(dom, m, std::regex(R"(id="status">live<)")));
+    REQUIRE(std::regex_search(dom, m, std::regex(R"(channels<b>([0-9]+)</b>)")));
+    CHECK(std::stoi(m[1]) == 1);
+    REQUIRE(std::regex_search(dom, m, std::regex(R"(audio s<b>([0-9.]+)</b>)")));
+    CHECK(std::stod(m[1]) > 1.0);
+    CHECK(dom.find("<td>batcher</td>") != std::string::npos);
+    CHECK(dom.find("<td>expert/0</td>") != std::string::npos);
+    self->send(ch.handle, actors::end_atom::value);
+  }
+
+  TEST_CASE("/metrics parses with prometheus_client's text parser") {
+    served s;
+    std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
+    std::string wav((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(http_request(s.port, http::verb::post, "/v1/transcribe", wav).status == 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto text = http_request(s.port, http::verb::get, "/metrics").body;
+    temp_dir tmp;
+    const std::string path = tmp.file("metrics.txt");
+    std::ofstream(path) << text;
+    const std::string out = capture(
+        "/usr/bin/python3 -c \"import sys\nfrom prometheus_client.parser import text_string_to_metric_families as p\n"
+        "fams = list(p(open('" + path + "').read()))\nprint(len(fams), sum(len(f.samples) for f in fams))\n"
+        "print(' '.join(sorted(f.type for f in fams if f.name.startswith('sluice_channel_final_latency'))))\" 2>&1");
+    std::istringstream is(out);
+    int families = 0, samples = 0;
+    is >> families >> samples;
+    CHECK_MESSAGE(families > 20, out);
+    CHECK(samples > families);
+    CHECK_MESSAGE(out.find("histogram") != std::string::npos, out);
+  }
+}
