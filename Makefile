@@ -55,6 +55,7 @@ bench: build
 	$(BUILD)/tools/bench/moe_bench --model $(MODEL) --all
 	/usr/bin/python3 tools/bench/moe_bench_torch.py --model $(MODEL)
 	/usr/bin/python3 tools/bench/transcribe_bench.py --sluice $(BUILD)/tools/sluice --model $(MODEL) --runs 3 $(SAMPLE)
+	tools/bench/serve_bench.sh $(BUILD) $(SAMPLE) 16 64 128
 	$(BUILD)/tools/bench/engine_bench --model $(MODEL) --audio $(SAMPLE) --repeats 3 --json $(BUILD)/engine_bench.json
 
 clean:
