@@ -95,11 +95,12 @@ class http_session : public std::enable_shared_from_this<http_session> {
     auto req = parser_->release();
     if (websocket::is_upgrade(req)) {
       const std::string target(req.target());
-      if (target == "/v1/stream" || target == "/funasr" || target.rfind("/funasr?", 0) == 0 ||
-          target.rfind("/v1/stream?", 0) == 0) {
+      const std::string path = target.substr(0, target.find('?'));
+      // FunASR's own clients connect to the root path.
+      if (path == "/v1/stream" || path == "/funasr" || path == "/") {
         stream_.expires_never();
         run_ws_session(stream_.release_socket(), std::move(req), st_,
-                       target.rfind("/funasr", 0) == 0 ? ws_dialect::funasr : ws_dialect::sluice, slot_);
+                       path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_);
         return;
       }
       write(make_response(http::status::not_found, "application/json", "{\"error\":\"no WebSocket at this path\"}",

@@ -48,8 +48,12 @@ class session : public std::enable_shared_from_this<session> {
     ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(30),
                                                    std::chrono::seconds(st_->cfg.idle_timeout_s), false});
     ws_.read_message_max(static_cast<std::size_t>(st_->cfg.max_message_bytes));
-    ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& res) { res.set(http::field::server, "sluice"); }));
+    // FunASR's clients ask for the "binary" subprotocol: it is granted when asked for.
+    const bool binary_protocol = req[http::field::sec_websocket_protocol].find("binary") != beast::string_view::npos;
+    ws_.set_option(websocket::stream_base::decorator([binary_protocol](websocket::response_type& res) {
+      res.set(http::field::server, "sluice");
+      if (binary_protocol) res.set(http::field::sec_websocket_protocol, "binary");
+    }));
     ws_.async_accept(req, beast::bind_front_handler(&session::on_accept, shared_from_this()));
   }
 

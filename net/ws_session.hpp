@@ -1,5 +1,6 @@
 #pragma once
-/// One WebSocket stream: /v1/stream (sluice protocol) or /funasr (FunASR runtime protocol).
+/// One WebSocket stream: /v1/stream (sluice protocol) or /funasr and / (FunASR runtime protocol,
+/// where FunASR's own clients connect, with their "binary" subprotocol).
 ///
 /// sluice protocol:
 ///   client -> {"type":"start","sample_rate":8000,"encoding":"pcm_s16le"|"mulaw"|"alaw"|"opus",

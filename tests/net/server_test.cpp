@@ -137,6 +137,13 @@ TEST_SUITE("server") {
     }
     CHECK(online >= 2);
     CHECK(offline >= 2);
+    // FunASR's own clients connect to the root path: the same protocol there.
+    auto root = ws_session(s.port, "/", {R"({"mode":"offline","wav_name":"w","audio_fs":8000,"is_speaking":true})"},
+                           frames, {R"({"is_speaking": false})"});
+    CHECK(root.close_code == 1000);
+    REQUIRE(root.messages.size() >= 2);
+    for (const auto& m : root.messages) CHECK(m["mode"] == "offline");
+    CHECK(root.messages.back()["is_final"] == true);
   }
 
   TEST_CASE("HTTP: health, readiness, actors snapshot, dashboard, transcribe upload, and /metrics that parse and move") {
