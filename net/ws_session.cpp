@@ -59,7 +59,11 @@ class session : public std::enable_shared_from_this<session> {
 
   // -- called on the strand by the bridge ----------------------------------------------------
   void on_open(const actors::open_reply& r) {
-    if (closing_) return;
+    if (closing_) {
+      // The client left while its channel was being opened: end the channel at once.
+      if (r.ok) caf::anon_send(r.handle, actors::end_atom::value);
+      return;
+    }
     if (!r.ok) {
       const bool full = r.reason.find("full") != std::string::npos || r.reason.find("overloaded") != std::string::npos ||
                         r.reason.find("shutting down") != std::string::npos;
@@ -70,6 +74,7 @@ class session : public std::enable_shared_from_this<session> {
     channel_ = r.handle;
     state_ = state::streaming;
     ++st_->ws_sessions;
+    counted_ = true;
     for (auto& b : early_audio_) caf::anon_send(channel_, actors::audio_atom::value, std::move(b));
     early_audio_.clear();
     if (end_requested_) caf::anon_send(channel_, actors::end_atom::value);
@@ -292,7 +297,10 @@ class session : public std::enable_shared_from_this<session> {
     closing_ = true;
     session_timer_.cancel();
     if (state_ == state::streaming) caf::anon_send(channel_, actors::end_atom::value);
-    if (state_ == state::streaming || state_ == state::ending) --st_->ws_sessions;
+    if (counted_ && (state_ == state::streaming || state_ == state::ending)) {
+      --st_->ws_sessions;
+      counted_ = false;
+    }
     state_ = state::ending;
   }
 
@@ -347,7 +355,7 @@ class session : public std::enable_shared_from_this<session> {
   asio::steady_timer session_timer_;
   std::deque<std::string> queue_;
   state state_ = state::awaiting_start;
-  bool closing_ = false, close_pending_ = false, end_requested_ = false;
+  bool closing_ = false, close_pending_ = false, end_requested_ = false, counted_ = false;
   websocket::close_reason close_reason_;
   caf::actor channel_, bridge_;
   std::vector<std::vector<uint8_t>> early_audio_;
