@@ -7,7 +7,7 @@ namespace sluice::actors {
 
 engine::engine(std::shared_ptr<const engine_resources> res)
     : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads), system_(config_) {
-  metrics_ = system_.spawn(metrics_actor);
+  metrics_ = system_.spawn(metrics_actor, std::string("sluice"));
   supervisor_ = system_.spawn(supervisor_actor, res_, metrics_);
 }
 

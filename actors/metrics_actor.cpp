@@ -31,6 +31,7 @@ struct kind_totals {
 };
 
 struct metrics {
+  std::string engine_name;
   std::map<std::string, actor_record> live;
   std::map<std::string, kind_totals> kinds;
   int64_t reports = 0;
@@ -52,6 +53,7 @@ nlohmann::json histogram_json(const latency_histogram& h) {
 std::string snapshot(const metrics& m) {
   using nlohmann::json;
   json j;
+  j["engine"] = m.engine_name;
   j["uptime_s"] = std::chrono::duration<double>(clock::now() - m.started).count();
   j["reports"] = m.reports;
   json actors = json::array();
@@ -111,8 +113,10 @@ std::string snapshot(const metrics& m) {
 
 }  // namespace
 
-caf::behavior metrics_actor(caf::event_based_actor* self) {
+caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_name) {
+  (void)self;
   auto st = std::make_shared<metrics>();
+  st->engine_name = std::move(engine_name);
   return {
       [st](actor_report& r) {
         ++st->reports;

@@ -10,8 +10,13 @@
 
 #include <caf/all.hpp>
 
+#include <string>
+
 namespace sluice::actors {
 
-caf::behavior metrics_actor(caf::event_based_actor* self);
+/// `engine_name` names the engine in every snapshot. (It is also why the function takes an
+/// argument at all: CAF 0.17 dereferences a null argument tuple when spawning a function that
+/// takes only `self`, which UBSan reports.)
+caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_name);
 
 }  // namespace sluice::actors
