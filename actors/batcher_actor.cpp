@@ -314,7 +314,7 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
     }
     m.encoding = block_encoding::f32;
     if (cfg.fp8_dispatch) {
-      moe::encode_fp8(m.block->rows, m.fp8->q, m.fp8->scales);
+      moe::encode_fp8(m.block->rows, m.block->d, m.fp8->q, m.fp8->scales);
       m.block->rows.clear();
       m.encoding = block_encoding::fp8_e4m3;
     }
@@ -362,7 +362,7 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
       m.block->pair_expert.reserve(pairs);
       m.block->pair_weight.reserve(pairs);
       m.fp8->q.reserve(values);
-      m.fp8->scales.reserve(values / moe::fp8_group_size() + 1);
+      m.fp8->scales.reserve(n * (static_cast<std::size_t>(arch.d_model) / moe::fp8_group_size() + 1));
       m.reply->out.reserve(values);
       if (capacity_of(m) > cap0) ++st->pool_growths;
     }

@@ -19,7 +19,7 @@ result<void> block_runner::run(block_msg& m) {
   if (m.encoding == block_encoding::fp8_e4m3) {
     if (!m.fp8) return fail(errc::invalid_argument, "FP8 token block without its rows");
     const auto cap = b.rows.capacity();
-    if (auto ok = moe::decode_fp8(m.fp8->q, m.fp8->scales, b.rows); !ok) return ok;
+    if (auto ok = moe::decode_fp8(m.fp8->q, m.fp8->scales, b.d, b.rows); !ok) return ok;
     if (b.rows.capacity() > cap) ++ws_.growths;
   }
   if (auto ok = shard_.run(b, *m.reply, ws_); !ok) return ok;

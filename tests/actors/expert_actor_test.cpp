@@ -72,7 +72,7 @@ block_msg to_msg(const moe::token_block& b, bool fp8) {
   block_msg m{block_encoding::f32, std::make_shared<moe::token_block>(b), std::make_shared<fp8_rows>(),
               std::make_shared<moe::expert_output>()};
   if (fp8) {
-    moe::encode_fp8(b.rows, m.fp8->q, m.fp8->scales);
+    moe::encode_fp8(b.rows, b.d, m.fp8->q, m.fp8->scales);
     m.block->rows.clear();
     m.encoding = block_encoding::fp8_e4m3;
   }

@@ -210,3 +210,40 @@ TEST_SUITE("cli-transcribe") {
     CHECK_MESSAGE(hot.status == 0, hot.err);
   }
 }
+
+// Accuracy end to end with the shipped default model. The committed recording is a held-out
+// test_phone utterance (a voice and sentence the model never trained on, through the phone
+// channel, saved as 8 kHz mu-law): it was picked as one the model transcribes exactly, so this
+// guards against regressions; the per-condition error rates are in models/default/MODEL_CARD.md.
+TEST_SUITE("accuracy") {
+  const std::string model = "--model.dir=" SLUICE_SOURCE_DIR "/models/default ";
+
+  TEST_CASE("sluice transcribe turns the committed phone recording into its exact text") {
+    sluice::test::temp_dir tmp;
+    auto r = sluice_cli("transcribe " + model + SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav", tmp);
+    REQUIRE(r.status == 0);
+    auto want = sluice::test::read_bytes(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt");
+    CHECK(r.out == std::string(want.begin(), want.end()));
+  }
+
+  TEST_CASE("hotwords: rare names are recognised only with biasing, and an unrelated hotword changes nothing") {
+    sluice::test::temp_dir tmp;
+    for (const std::string name : {"karpinski", "quisenberry", "okonkwo", "castellanos"}) {
+      CAPTURE(name);
+      const std::string wav = tmp.file(name + ".wav");
+      REQUIRE(sluice::test::espeak("my name is, " + name + ".", wav, "en-us", 140));
+      const std::string hw = tmp.file("hotwords.txt"), other = tmp.file("other.txt");
+      sluice::test::write_bytes(hw, std::vector<uint8_t>(name.begin(), name.end()));
+      const std::string unrelated = "vanderbilt";
+      sluice::test::write_bytes(other, std::vector<uint8_t>(unrelated.begin(), unrelated.end()));
+      auto plain = sluice_cli("transcribe " + model + wav, tmp);
+      auto biased = sluice_cli("transcribe " + model + "--hotwords " + hw + " --hotword-weight 5 " + wav, tmp);
+      auto wrong = sluice_cli("transcribe " + model + "--hotwords " + other + " --hotword-weight 5 " + wav, tmp);
+      REQUIRE(plain.status == 0);
+      REQUIRE(biased.status == 0);
+      CHECK(plain.out.find(name) == std::string::npos);
+      CHECK(biased.out.find(name) != std::string::npos);
+      CHECK(wrong.out == plain.out);
+    }
+  }
+}
