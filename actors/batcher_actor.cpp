@@ -567,6 +567,19 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
           st->streams.erase(it);
           return;
         }
+        if (e.state->done()) {
+          // Finished with nothing left to compute (too short for one output frame): the
+          // utterance still gets its (empty) last chunk, or its channel would wait forever.
+          logits_chunk done;
+          done.channel = key.first;
+          done.utterance = key.second;
+          done.first_frame = e.state->position();
+          done.vocab = st->res->model->arch().vocab_size;
+          done.last = true;
+          self->send(e.channel, logits_atom::value, std::move(done));
+          st->streams.erase(it);
+          return;
+        }
         maybe_start(self, st, false);
       },
       [self, st](drop_atom, channel_id ch) {

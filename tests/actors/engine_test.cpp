@@ -465,3 +465,21 @@ TEST_SUITE("engine") {
     }
   }
 }
+
+TEST_SUITE("engine") {
+  TEST_CASE("an utterance too short for one output frame still gets its (empty) final, and the channel drains") {
+    auto e = engine::start(test::resources(test::base_config()));
+    caf::scoped_actor self{e->system()};
+    auto a = test::open_ok(*e, self);
+    // 50 ms (5 fbank frames: fewer than the 7 one subsampled frame needs), then a real one.
+    self->send(a.handle, segment_atom::value, std::vector<float>(800, 0.01f), int64_t{0});
+    const auto& seg = reference().segments.front();
+    self->send(a.handle, segment_atom::value, seg.samples, seg.start_sample);
+    self->send(a.handle, end_atom::value);
+    auto res = collect(self, 1, std::chrono::seconds(30));
+    REQUIRE_FALSE(res.timed_out);
+    REQUIRE(res.finals[a.channel].size() == 2);
+    CHECK(res.finals[a.channel][0].text.empty());
+    CHECK(res.finals[a.channel][1].text == reference().texts.front());
+  }
+}

@@ -94,8 +94,11 @@ engine_run offline_run(std::shared_ptr<const actors::engine_resources> res, cons
   }
   for (auto& c : chans) self->send(c, actors::end_atom::value);
   std::size_t drained = 0;
-  while (drained < chans.size())
-    self->receive([&](actors::transcript_event&) {}, [&](actors::drained_atom, actors::channel_id) { ++drained; });
+  bool stuck = false;
+  while (drained < chans.size() && !stuck)
+    self->receive([&](actors::transcript_event&) {}, [&](actors::drained_atom, actors::channel_id) { ++drained; },
+                  caf::after(std::chrono::seconds(120)) >> [&] { stuck = true; });
+  if (stuck) std::fprintf(stderr, "offline run: %zu of %zu channels drained within 120 s\n", drained, chans.size());
   engine_run out;
   out.wall_s = seconds_since(t0);
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * res->cfg.engine.report_ms));
@@ -137,12 +140,17 @@ engine_run live_run(std::shared_ptr<const actors::engine_resources> res, const s
       self->send(chans[c], actors::audio_atom::value, std::move(bytes));
     }
     std::this_thread::sleep_until(t0 + std::chrono::milliseconds((p + 1) * packet_ms));
-    while (self->mailbox().size() > 0) self->receive([](actors::transcript_event&) {}, [](actors::drained_atom, actors::channel_id) {});
+    for (bool more = true; more;)
+      self->receive([](actors::transcript_event&) {}, [](actors::drained_atom, actors::channel_id) {},
+                    caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
   }
   for (auto& c : chans) self->send(c, actors::end_atom::value);
   std::size_t drained = 0;
-  while (drained < chans.size())
-    self->receive([&](actors::transcript_event&) {}, [&](actors::drained_atom, actors::channel_id) { ++drained; });
+  bool stuck = false;
+  while (drained < chans.size() && !stuck)
+    self->receive([&](actors::transcript_event&) {}, [&](actors::drained_atom, actors::channel_id) { ++drained; },
+                  caf::after(std::chrono::seconds(120)) >> [&] { stuck = true; });
+  if (stuck) std::fprintf(stderr, "live run: %zu of %zu channels drained within 120 s\n", drained, chans.size());
   engine_run out;
   out.wall_s = seconds_since(t0);
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * res->cfg.engine.report_ms));
@@ -221,6 +229,7 @@ int main(int argc, char** argv) {
   auto base = make([](config::sluice_config&) {});
 
   // 1. Offline throughput.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::printf("== offline: %d copies of the call, %.1f s of speech each (%d repeats)\n", copies, audio_s, repeats);
   std::vector<double> ref_t;
   for (int r = 0; r < repeats; ++r) {
