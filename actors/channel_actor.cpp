@@ -56,6 +56,7 @@ struct channel {
   int64_t fed = 0;           // next sample of the open utterance to feed
   bool ended = false;
   actor_meter meter;
+  std::string latest_text;  // the newest partial or final text, for the dashboard
 };
 
 using self_ptr = caf::event_based_actor*;
@@ -205,19 +206,21 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
   if (c.last) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
+    if (!r.text.empty()) st->latest_text = r.text;
     st->meter.histogram("final_latency_ms").add(ms_between(u.ended, now));
     st->meter.count("finals");
     maybe_drained(self, st);
     return;
   }
   if (st->partials && u.decoder) {
+    // One partial per model step (every 640 ms chunk at most), changed or not: clients count
+    // on a steady beat.
     const auto r = u.decoder->partial();
-    if (r.text != u.last_partial) {
-      u.last_partial = r.text;
-      self->send(st->subscriber, to_event(r, false));
-      if (newest != clock::time_point{}) st->meter.histogram("partial_latency_ms").add(ms_between(newest, now));
-      st->meter.count("partials");
-    }
+    u.last_partial = r.text;
+    st->latest_text = r.text;
+    self->send(st->subscriber, to_event(r, false));
+    if (newest != clock::time_point{}) st->meter.histogram("partial_latency_ms").add(ms_between(newest, now));
+    st->meter.count("partials");
   }
 }
 
@@ -294,7 +297,11 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
         maybe_drained(self, st);
       },
       [self, st](report_atom) {
-        if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
+        if (st->metrics) {
+          auto r = st->meter.take(static_cast<int64_t>(self->mailbox().size()));
+          r.text = st->latest_text;
+          self->send(st->metrics, std::move(r));
+        }
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
       },
   };

@@ -9,6 +9,7 @@
 #include "actors/messages.hpp"
 #include "dsp/audio_file.hpp"
 #include "dsp/file_speech.hpp"
+#include "dsp/pcm.hpp"
 
 namespace sluice::actors {
 
@@ -96,9 +97,26 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
 
 }  // namespace
 
-void start_file_job(engine& e, std::string body, std::function<void(int, std::string)> done) {
+void start_file_job(engine& e, std::string body, std::function<void(int, std::string)> done,
+                    const std::optional<raw_audio_format>& raw) {
   const std::vector<uint8_t> bytes(body.begin(), body.end());
-  auto decoded = dsp::decode_audio_bytes(bytes);
+  result<dsp::audio> decoded = fail(errc::invalid_argument, "no audio");
+  if (raw) {
+    dsp::raw_format f;
+    f.sample_rate = raw->sample_rate;
+    f.channels = raw->channels;
+    if (raw->encoding == "pcm_s16le") f.encoding = dsp::sample_encoding::pcm_s16le;
+    else if (raw->encoding == "mulaw") f.encoding = dsp::sample_encoding::mulaw;
+    else if (raw->encoding == "alaw") f.encoding = dsp::sample_encoding::alaw;
+    else if (raw->encoding == "pcm_f32le") f.encoding = dsp::sample_encoding::pcm_f32le;
+    else {
+      done(400, error_json("encoding \"" + raw->encoding + "\": choose pcm_s16le, mulaw, alaw or pcm_f32le"));
+      return;
+    }
+    decoded = dsp::decode_raw(bytes, f);
+  } else {
+    decoded = dsp::decode_audio_bytes(bytes);
+  }
   if (!decoded) {
     done(415, error_json(decoded.error().message));
     return;

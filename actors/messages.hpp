@@ -119,6 +119,7 @@ struct actor_report {
   std::vector<std::string> hist_keys;  ///< latency histograms: bucket counts (latency_histogram)
   std::vector<std::vector<int64_t>> hists;
   std::vector<double> hist_sums;  ///< ms, per histogram
+  std::string text;               ///< channels: the newest partial or final text
   bool gone = false;  ///< the actor has stopped: drop it from the live view
 };
 
@@ -162,7 +163,7 @@ typename Inspector::result_type inspect(Inspector& f, transcript_event& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
   return f(caf::meta::type_name("actor_report"), x.name, x.kind, x.mailbox, x.messages, x.busy_ns, x.interval_ns,
-           x.keys, x.counts, x.gauge_keys, x.gauges, x.hist_keys, x.hists, x.hist_sums, x.gone);
+           x.keys, x.counts, x.gauge_keys, x.gauges, x.hist_keys, x.hists, x.hist_sums, x.text, x.gone);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, open_reply& x) {

@@ -22,6 +22,7 @@ struct actor_record {
   double busy = 0;  // fraction of the last interval spent in handlers
   std::map<std::string, double> counters;  // since the actor started
   std::map<std::string, double> gauges;
+  std::string text;
 };
 
 struct kind_totals {
@@ -64,7 +65,8 @@ std::string snapshot(const metrics& m) {
                       {"messages_per_s", r.messages_per_s},
                       {"busy", r.busy},
                       {"counters", r.counters},
-                      {"gauges", r.gauges}});
+                      {"gauges", r.gauges},
+                      {"text", r.text}});
   j["actors"] = actors;
   json kinds = json::object();
   for (const auto& [kind, t] : m.kinds) {
@@ -133,6 +135,7 @@ caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_nam
         auto& rec = it->second;
         rec.kind = r.kind;
         rec.mailbox = r.mailbox;
+        rec.text = r.text;
         const double interval_s = static_cast<double>(r.interval_ns) * 1e-9;
         rec.messages_per_s = ratio(static_cast<double>(r.messages), interval_s);
         rec.busy = ratio(static_cast<double>(r.busy_ns), static_cast<double>(r.interval_ns));

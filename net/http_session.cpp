@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <map>
 #include <optional>
 
 #include <boost/asio/dispatch.hpp>
@@ -23,6 +24,44 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
 namespace asio = boost::asio;
+
+// "a=1&b=x" after the '?' of a target (no percent-decoding: the values used are plain).
+std::map<std::string, std::string> query_params(const std::string& target) {
+  std::map<std::string, std::string> out;
+  const auto q = target.find('?');
+  if (q == std::string::npos) return out;
+  std::size_t i = q + 1;
+  while (i < target.size()) {
+    auto amp = target.find('&', i);
+    if (amp == std::string::npos) amp = target.size();
+    const auto kv = target.substr(i, amp - i);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) out[kv.substr(0, eq)] = kv.substr(eq + 1);
+    i = amp + 1;
+  }
+  return out;
+}
+
+// The body of the first part of a multipart/form-data body (RFC 7578) that has content.
+std::optional<std::string> first_multipart_part(const std::string& content_type, const std::string& body) {
+  const auto b = content_type.find("boundary=");
+  if (b == std::string::npos) return std::nullopt;
+  std::string boundary = content_type.substr(b + 9);
+  if (const auto semi = boundary.find(';'); semi != std::string::npos) boundary.resize(semi);
+  if (boundary.size() >= 2 && boundary.front() == '"') boundary = boundary.substr(1, boundary.size() - 2);
+  const std::string delim = "--" + boundary;
+  std::size_t pos = body.find(delim);
+  while (pos != std::string::npos) {
+    const auto headers_end = body.find("\r\n\r\n", pos);
+    if (headers_end == std::string::npos) return std::nullopt;
+    const auto start = headers_end + 4;
+    const auto next = body.find("\r\n" + delim, start);
+    if (next == std::string::npos) return std::nullopt;
+    if (next > start) return body.substr(start, next - start);
+    pos = next + 2;
+  }
+  return std::nullopt;
+}
 
 // Counts a connection for as long as it lives (HTTP, then maybe WebSocket).
 struct connection_slot {
@@ -138,12 +177,33 @@ class http_session : public std::enable_shared_from_this<http_session> {
     }
     if (method == http::verb::post && path == "/v1/transcribe") {
       if (req.body().empty()) return reply(http::status::bad_request, "application/json", "{\"error\":\"empty body: send an audio file\"}");
+      // A multipart form: its first part that carries data is the file.
+      std::string body = std::move(req.body());
+      const std::string type(req[http::field::content_type]);
+      if (type.rfind("multipart/form-data", 0) == 0) {
+        auto part = first_multipart_part(type, body);
+        if (!part) return reply(http::status::bad_request, "application/json", "{\"error\":\"malformed multipart body\"}");
+        body = std::move(*part);
+      }
+      // A headerless body: ?sample_rate=8000&encoding=mulaw[&channels=2].
+      std::optional<actors::raw_audio_format> raw;
+      const auto q = query_params(target);
+      if (q.count("sample_rate") || q.count("encoding")) {
+        raw.emplace();
+        try {
+          raw->sample_rate = q.count("sample_rate") ? std::stoi(q.at("sample_rate")) : 0;
+          raw->channels = q.count("channels") ? std::stoi(q.at("channels")) : 1;
+        } catch (const std::exception&) {
+          return reply(http::status::bad_request, "application/json", "{\"error\":\"sample_rate and channels must be numbers\"}");
+        }
+        if (q.count("encoding")) raw->encoding = q.at("encoding");
+      }
       auto self = shared_from_this();
-      actors::start_file_job(*st_->engine, std::move(req.body()), [self, v, ka](int status, std::string body) {
+      actors::start_file_job(*st_->engine, std::move(body), [self, v, ka](int status, std::string body) {
         asio::post(self->stream_.get_executor(), [self, v, ka, status, body = std::move(body)]() mutable {
           self->write(make_response(static_cast<http::status>(status), "application/json", std::move(body), v, ka));
         });
-      });
+      }, raw);
       return;
     }
     return reply(http::status::method_not_allowed, "application/json",

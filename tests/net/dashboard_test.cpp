@@ -54,6 +54,7 @@ TEST_SUITE("dashboard") {
     CHECK(std::stod(m[1]) > 1.0);
     CHECK(dom.find("<td>batcher</td>") != std::string::npos);
     CHECK(dom.find("<td>expert/0</td>") != std::string::npos);
+    CHECK(dom.find("<td>channel/1</td>") != std::string::npos);  // the streams table
     self->send(ch.handle, actors::end_atom::value);
   }
 

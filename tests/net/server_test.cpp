@@ -12,6 +12,7 @@
 #include <regex>
 #include <thread>
 
+#include "dsp/g711.hpp"
 #include "net/http_session.hpp"
 
 using namespace sluice;
@@ -58,6 +59,20 @@ std::map<std::string, double> parse_prometheus(const std::string& text) {
     samples[std::string(m[1]) + std::string(m[2])] = std::stod(m[7].str() == "+Inf" ? "inf" : m[7].str());
   }
   return samples;
+}
+
+// Per channel: its segments' times and texts (confidences may differ in the last float bits
+// with how the engine happened to batch).
+std::vector<std::string> texts_of(const json& channels) {
+  std::vector<std::string> out;
+  for (const auto& c : channels) {
+    std::string t;
+    for (const auto& s : c["segments"])
+      t += std::to_string(s["start_ms"].get<int64_t>()) + "-" + std::to_string(s["end_ms"].get<int64_t>()) + " " +
+           s["text"].get<std::string>() + "\n";
+    out.push_back(t);
+  }
+  return out;
 }
 
 }  // namespace
@@ -170,6 +185,37 @@ TEST_SUITE("server") {
     CHECK(j["channels"][0]["segments"].size() >= 1);
     CHECK(j["channels"][1]["segments"].size() >= 1);
     CHECK_FALSE(j["channels"][1]["segments"][0]["text"].get<std::string>().empty());
+
+    // The same call as a multipart form upload, and channel 0 as a headerless mu-law body.
+    const std::string boundary = "sluiceBoundary7";
+    const std::string form = "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"c.wav\"\r\n"
+                             "Content-Type: audio/wav\r\n\r\n" + wav + "\r\n--" + boundary + "--\r\n";
+    {
+      asio::io_context ioc;
+      beast::tcp_stream stream(ioc);
+      stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
+      http::request<http::string_body> req{http::verb::post, "/v1/transcribe", 11};
+      req.set(http::field::host, "127.0.0.1");
+      req.set(http::field::content_type, "multipart/form-data; boundary=" + boundary);
+      req.body() = form;
+      req.prepare_payload();
+      http::write(stream, req);
+      beast::flat_buffer buf;
+      http::response<http::string_body> res;
+      http::read(stream, buf, res);
+      REQUIRE(res.result_int() == 200);
+      CHECK(texts_of(json::parse(res.body())["channels"]) == texts_of(j["channels"]));
+    }
+    auto decoded = dsp::decode_audio_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav");
+    REQUIRE(decoded.has_value());
+    std::string ulaw;
+    for (float v : decoded->channels[0]) ulaw.push_back(static_cast<char>(dsp::linear_to_mulaw(static_cast<int16_t>(std::lround(v * 32767.0f)))));
+    auto raw = http_request(s.port, http::verb::post, "/v1/transcribe?sample_rate=8000&encoding=mulaw", ulaw);
+    REQUIRE(raw.status == 200);
+    auto jr = json::parse(raw.body);
+    REQUIRE(jr["channels"].size() == 1);
+    CHECK(texts_of(jr["channels"]).at(0) == texts_of(j["channels"]).at(0));
+    CHECK(http_request(s.port, http::verb::post, "/v1/transcribe?sample_rate=8000&encoding=mp3", ulaw).status == 400);
 
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     auto snap = http_request(s.port, http::verb::get, "/v1/actors");
