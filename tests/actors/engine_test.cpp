@@ -79,21 +79,6 @@ void check_texts(const std::vector<std::vector<std::string>>& got, const std::ve
   CHECK_MESSAGE(got == want, "got\n" << show(got) << "want\n" << show(want));
 }
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 nlohmann::json snapshot_after_reports(engine& e) {
   // Reports come every report_ms (50 ms in these tests); wait for a few.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -165,7 +150,7 @@ TEST_SUITE("engine") {
     for (std::size_t c = 0; c < got.size(); ++c) {
       REQUIRE(got[c].size() == want[c].size());
       for (std::size_t i = 0; i < got[c].size(); ++i) {
-        edits += edit_distance(got[c][i], want[c][i]);
+        edits += test::edit_distance(got[c][i], want[c][i]);
         chars += want[c][i].size();
       }
     }

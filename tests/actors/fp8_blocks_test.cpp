@@ -19,21 +19,6 @@ using namespace sluice::actors;
 
 namespace {
 
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // Logits of one utterance with every layer's blocks sent f32 or FP8 through a block_runner.
 std::vector<float> run_utterance(const engine_resources& res, const std::vector<float>& samples, bool fp8) {
   const auto& model = *res.model;
@@ -93,7 +78,7 @@ TEST_SUITE("fp8_blocks") {
       auto tb = moe::greedy_decode(b, frames, res->model->tokens(), res->decoder);
       REQUIRE(ta.has_value());
       REQUIRE(tb.has_value());
-      edits += edit_distance(ta->text, tb->text);
+      edits += test::edit_distance(ta->text, tb->text);
       chars += ta->text.size();
       changed += ta->text != tb->text;
       ++n;

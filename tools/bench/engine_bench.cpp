@@ -70,9 +70,29 @@ double reference_run(const actors::engine_resources& res, const std::vector<utte
 
 struct engine_run {
   double wall_s = 0;
+  json snapshot;  // the metrics snapshot after the run
   json summary;
   json latency;
 };
+
+// Ends every channel, waits for all of them to drain (at most 120 s), then lets a few metrics
+// reports land and takes the snapshot.
+engine_run finish_run(actors::engine& e, caf::scoped_actor& self, const std::vector<caf::actor>& chans,
+                      clk::time_point t0, const char* what) {
+  for (auto& c : chans) self->send(c, actors::end_atom::value);
+  std::size_t drained = 0;
+  bool stuck = false;
+  while (drained < chans.size() && !stuck)
+    self->receive([&](actors::transcript_event&) {}, [&](actors::drained_atom, actors::channel_id) { ++drained; },
+                  caf::after(std::chrono::seconds(120)) >> [&] { stuck = true; });
+  if (stuck) std::fprintf(stderr, "%s run: %zu of %zu channels drained within 120 s\n", what, drained, chans.size());
+  engine_run out;
+  out.wall_s = seconds_since(t0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3 * e.resources().cfg.engine.report_ms));
+  out.snapshot = json::parse(e.snapshot());
+  out.summary = out.snapshot["summary"];
+  return out;
+}
 
 // Every utterance of `copies` copies of the call, as fast as the engine takes them.
 engine_run offline_run(std::shared_ptr<const actors::engine_resources> res, const std::vector<utterance>& utts,
@@ -92,19 +112,7 @@ engine_run offline_run(std::shared_ptr<const actors::engine_resources> res, cons
     }
     for (const auto& u : utts) self->send(ch[u.channel], actors::segment_atom::value, u.samples, u.start);
   }
-  for (auto& c : chans) self->send(c, actors::end_atom::value);
-  std::size_t drained = 0;
-  bool stuck = false;
-  while (drained < chans.size() && !stuck)
-    self->receive([&](actors::transcript_event&) {}, [&](actors::drained_atom, actors::channel_id) { ++drained; },
-                  caf::after(std::chrono::seconds(120)) >> [&] { stuck = true; });
-  if (stuck) std::fprintf(stderr, "offline run: %zu of %zu channels drained within 120 s\n", drained, chans.size());
-  engine_run out;
-  out.wall_s = seconds_since(t0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(3 * res->cfg.engine.report_ms));
-  auto snap = json::parse(e->snapshot());
-  out.summary = snap["summary"];
-  return out;
+  return finish_run(*e, self, chans, t0, "offline");
 }
 
 // n channels, paced: each gets a 20 ms PCM16 packet every 20 ms.
@@ -144,20 +152,9 @@ engine_run live_run(std::shared_ptr<const actors::engine_resources> res, const s
       self->receive([](actors::transcript_event&) {}, [](actors::drained_atom, actors::channel_id) {},
                     caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
   }
-  for (auto& c : chans) self->send(c, actors::end_atom::value);
-  std::size_t drained = 0;
-  bool stuck = false;
-  while (drained < chans.size() && !stuck)
-    self->receive([&](actors::transcript_event&) {}, [&](actors::drained_atom, actors::channel_id) { ++drained; },
-                  caf::after(std::chrono::seconds(120)) >> [&] { stuck = true; });
-  if (stuck) std::fprintf(stderr, "live run: %zu of %zu channels drained within 120 s\n", drained, chans.size());
-  engine_run out;
-  out.wall_s = seconds_since(t0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(3 * res->cfg.engine.report_ms));
-  auto snap = json::parse(e->snapshot());
-  out.summary = snap["summary"];
-  out.latency = snap["kinds"]["channel"]["latency"];
-  out.latency["queue_wait_ms"] = snap["kinds"]["batcher"]["latency"]["queue_wait_ms"];
+  auto out = finish_run(*e, self, chans, t0, "live");
+  out.latency = out.snapshot["kinds"]["channel"]["latency"];
+  out.latency["queue_wait_ms"] = out.snapshot["kinds"]["batcher"]["latency"]["queue_wait_ms"];
   return out;
 }
 
