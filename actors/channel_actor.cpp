@@ -279,6 +279,18 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
         st->ended = true;
         maybe_drained(self, st);
       },
+      [self, st](abort_atom) {
+        // Nobody will read the results: spend no more compute on them. The supervisor and the
+        // batcher monitor the channel, so its normal exit is what tells them to forget it.
+        st->meter.count("aborted");
+        spdlog::debug("channel {}: aborted with {} utterances in flight", st->id, st->utterances.size());
+        if (st->metrics) {
+          auto r = st->meter.take(0);
+          r.gone = true;
+          self->send(st->metrics, std::move(r));
+        }
+        self->quit();
+      },
       [self, st](logits_atom, logits_chunk& c) {
         actor_meter::scope busy(st->meter);
         on_logits(self, st, c);

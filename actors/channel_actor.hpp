@@ -10,6 +10,10 @@
 ///   (segment_atom, std::vector<float>, i64)  one utterance, 16 kHz, starting at that sample
 ///                                            (files: the engine's offline path)
 ///   (end_atom)                               no more audio: finish every utterance, then stop
+///   (abort_atom)                             the subscriber is gone: stop at once; utterances
+///                                            in flight are dropped (the batcher forgets them
+///                                            when the channel goes down) and no drained_atom
+///                                            is sent
 ///   (logits_atom, logits_chunk)              from the batcher
 ///   (batcher_atom, caf::actor)               the batcher was restarted: utterances in flight
 ///                                            are reported lost, the channel goes on

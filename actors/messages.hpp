@@ -38,6 +38,7 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;        ///< graceful 
 using drained_atom = caf::atom_constant<caf::atom("drained")>;    ///< a channel has finished
 using load_atom = caf::atom_constant<caf::atom("load")>;          ///< batcher -> supervisor: queue wait
 using drop_atom = caf::atom_constant<caf::atom("drop")>;          ///< channel gone: forget its stream
+using abort_atom = caf::atom_constant<caf::atom("abort")>;        ///< subscriber gone: stop the channel now
 
 /// Features of one utterance of one channel, channel -> batcher.
 struct feature_chunk {

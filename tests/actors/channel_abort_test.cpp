@@ -1,0 +1,53 @@
+// abort_atom: a channel whose subscriber is gone stops at once instead of transcribing the
+// audio it holds; the engine forgets it and the next channel gets the exact text.
+#include "tests/actors/engine_test_util.hpp"
+
+using namespace sluice;
+using namespace sluice::actors;
+
+TEST_SUITE("engine") {
+  TEST_CASE("abort: the channel exits normally without finishing its audio or sending drained; the engine goes on") {
+    auto cfg = test::base_config();
+    cfg.engine.max_channels = 1;
+    auto e = engine::start(test::resources(cfg));
+    caf::scoped_actor self{e->system()};
+    const auto segments = test::call_segments();
+    REQUIRE(segments.size() >= 2);
+    auto a = test::open_ok(*e, self);
+    self->monitor(a.handle);
+    // Work that would take a while: every segment of the call, three times over.
+    constexpr int copies = 3;
+    for (int k = 0; k < copies; ++k)
+      for (const auto& s : segments) self->send(a.handle, segment_atom::value, s.samples, s.start_sample);
+    self->send(a.handle, abort_atom::value);
+    std::size_t finals = 0;
+    bool down = false, drained = false;
+    while (!down)
+      self->receive([&](transcript_event& ev) { finals += ev.is_final; },
+                    [&](caf::down_msg& dm) {
+                      down = true;
+                      CHECK_MESSAGE(!dm.reason, self->system().render(dm.reason));
+                    },
+                    [&](drained_atom, channel_id) { drained = true; },
+                    caf::after(std::chrono::seconds(30)) >> [&] {
+                      down = true;
+                      FAIL("the aborted channel did not exit");
+                    });
+    CHECK_FALSE(drained);
+    // The abort was in its mailbox before any logits could come back from the batcher (CAF
+    // mailboxes are FIFO), so not one utterance was finished.
+    CHECK(finals == 0);
+    // The slot frees up (max_channels = 1) and the next channel is exact: the batcher dropped
+    // the aborted channel's streams cleanly. The supervisor learns of the exit through its own
+    // monitor, so the slot may take a moment: ask until it is granted.
+    open_reply b;
+    for (int attempt = 0; attempt < 1000 && !b.ok; ++attempt) b = e->open({}, caf::actor_cast<caf::actor>(self));
+    REQUIRE_MESSAGE(b.ok, b.reason);
+    self->send(b.handle, segment_atom::value, segments[0].samples, segments[0].start_sample);
+    self->send(b.handle, end_atom::value);
+    auto res = test::collect(self, 1);
+    REQUIRE_FALSE(res.timed_out);
+    REQUIRE(res.finals[b.channel].size() == 1);
+    CHECK(res.finals[b.channel][0].text == test::reference_text(*test::resources(cfg), segments[0].samples));
+  }
+}
