@@ -38,6 +38,22 @@ inline std::string constraint_problem(const std::string& v, const non_empty&) {
   return v.empty() ? "must not be empty" : std::string{};
 }
 inline std::string constraint_problem(bool, const any_bool&) { return {}; }
+inline std::string constraint_problem(const std::string& v, const name_list&) {
+  bool in_name = false, gap = false;
+  for (char c : v) {
+    if (c == ',') {
+      in_name = gap = false;
+    } else if (c == ' ') {
+      gap = in_name;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+      return "has a control character: give names separated by commas";
+    } else {
+      if (gap) return "has a space inside a name: separate names with commas";
+      in_name = true;
+    }
+  }
+  return {};
+}
 
 /// The first field of `section` that violates its constraint, as "key = value why", or the
 /// section's cross-field problem; empty when the section is valid.

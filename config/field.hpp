@@ -28,4 +28,8 @@ struct non_empty {};
 /// A bool field has no constraint.
 struct any_bool {};
 
+/// A string field holding a comma-separated list of names (may be empty); names have no
+/// spaces or control characters inside.
+struct name_list {};
+
 }  // namespace sluice::config

@@ -21,6 +21,16 @@ struct server_config {
   int idle_timeout_s = 30;
   /// Longest WebSocket stream (s); then it is ended like a client end.
   int max_session_s = 4 * 3600;
+  /// Host header names accepted besides the loopback names (localhost, 127.x.x.x, ::1) and
+  /// the bound address (any IP address when bound to 0.0.0.0 or ::); comma-separated, "*" for
+  /// any. Other names get 403: a page on another domain resolving to this server (DNS
+  /// rebinding) cannot use it.
+  std::string allowed_hosts;
+  /// Browser Origins accepted besides pages served from the host the request was sent to
+  /// (and loopback pages, for a loopback server); comma-separated, e.g.
+  /// "https://ops.example.com", "*" for any. Requests without an Origin (not from a browser)
+  /// are not affected; others get 403.
+  std::string allowed_origins;
 
   template <class V>
   void visit(V&& v) {
@@ -32,6 +42,10 @@ struct server_config {
     v("max_body_bytes", max_body_bytes, range{1024, 1 << 30}, "largest HTTP request body (bytes)");
     v("idle_timeout_s", idle_timeout_s, range{1, 86400}, "close a connection idle this long (s)");
     v("max_session_s", max_session_s, range{1, 7 * 86400}, "longest WebSocket stream (s)");
+    v("allowed_hosts", allowed_hosts, name_list{},
+      "Host names accepted besides loopback and the bound address (comma-separated; * = any)");
+    v("allowed_origins", allowed_origins, name_list{},
+      "browser Origins accepted besides same-host pages (comma-separated, e.g. https://ops.example.com; * = any)");
   }
   std::string check() const { return {}; }
 };

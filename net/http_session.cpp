@@ -12,8 +12,12 @@
 #include <boost/beast/websocket.hpp>
 #include <spdlog/spdlog.h>
 
-#include "net/prometheus.hpp"
 #include "actors/file_job.hpp"
+#include "dsp/pcm.hpp"
+#include "net/http_query.hpp"
+#include "net/json_fields.hpp"
+#include "net/prometheus.hpp"
+#include "net/request_policy.hpp"
 #include "net/ws_session.hpp"
 
 namespace sluice::net {
@@ -25,22 +29,8 @@ namespace http = beast::http;
 namespace websocket = beast::websocket;
 namespace asio = boost::asio;
 
-// "a=1&b=x" after the '?' of a target (no percent-decoding: the values used are plain).
-std::map<std::string, std::string> query_params(const std::string& target) {
-  std::map<std::string, std::string> out;
-  const auto q = target.find('?');
-  if (q == std::string::npos) return out;
-  std::size_t i = q + 1;
-  while (i < target.size()) {
-    auto amp = target.find('&', i);
-    if (amp == std::string::npos) amp = target.size();
-    const auto kv = target.substr(i, amp - i);
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) out[kv.substr(0, eq)] = kv.substr(eq + 1);
-    i = amp + 1;
-  }
-  return out;
-}
+// {"error": why}, built by the JSON library (never by concatenation: `why` may quote a path).
+std::string error_body(const std::string& why) { return to_wire(json{{"error", why}}); }
 
 // The body of the first part of a multipart/form-data body (RFC 7578) that has content.
 std::optional<std::string> first_multipart_part(const std::string& content_type, const std::string& body) {
@@ -73,13 +63,38 @@ struct connection_slot {
 class http_session : public std::enable_shared_from_this<http_session> {
  public:
   http_session(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st)
-      : stream_(std::move(socket)), st_(std::move(st)), slot_(std::make_shared<connection_slot>(st_)) {}
+      : stream_(std::move(socket)), st_(std::move(st)), slot_(std::make_shared<connection_slot>(st_)),
+        id_(st_->next_connection_id++) {}
 
   void run() {
-    asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&http_session::start, shared_from_this()));
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->guarded("start", [&] { self->start(); }); });
   }
 
  private:
+  // Runs a handler's body so that nothing it throws leaves the handler: logged with the
+  // connection id, answered with 500, and the connection closed.
+  template <class F>
+  void guarded(const char* where, F&& f) noexcept {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      internal_error(where, e.what());
+    } catch (...) {
+      internal_error(where, "an exception of unknown type");
+    }
+  }
+
+  void internal_error(const char* where, const char* what) noexcept {
+    spdlog::error("http {}: {} handler threw: {}; closing this connection", id_, where, what);
+    try {
+      write(make_response(http::status::internal_server_error, "application/json", error_body("internal server error"),
+                          11, false));
+    } catch (...) {
+      beast::error_code ignored;
+      stream_.socket().close(ignored);
+    }
+  }
+
   void start() {
     if (st_->connections > st_->cfg.max_connections) {
       // Over the limit: one clear answer, then the connection closes.
@@ -98,7 +113,9 @@ class http_session : public std::enable_shared_from_this<http_session> {
     parser_->body_limit(static_cast<std::uint64_t>(st_->cfg.max_body_bytes));
     parser_->header_limit(16 * 1024);
     stream_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_read, shared_from_this()));
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->guarded("read", [&] { self->on_read(ec); });
+    });
   }
 
   static http::response<http::string_body> make_response(http::status status, const std::string& type, std::string body,
@@ -112,7 +129,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
     return res;
   }
 
-  void on_read(beast::error_code ec, std::size_t) {
+  void on_read(beast::error_code ec) {
     if (ec == http::error::end_of_stream) {
       beast::error_code ignored;
       stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
@@ -120,18 +137,23 @@ class http_session : public std::enable_shared_from_this<http_session> {
     }
     if (ec == http::error::body_limit) {
       write(make_response(http::status::payload_too_large, "application/json",
-                          "{\"error\":\"body larger than server.max_body_bytes = " +
-                              std::to_string(st_->cfg.max_body_bytes) + "\"}",
+                          error_body("body larger than server.max_body_bytes = " + std::to_string(st_->cfg.max_body_bytes)),
                           11, false));
       return;
     }
     if (ec) {
       if (ec != beast::error::timeout && ec != asio::error::operation_aborted && ec != asio::error::connection_reset)
-        write(make_response(http::status::bad_request, "application/json",
-                            "{\"error\":\"bad request: " + ec.message() + "\"}", 11, false));
+        write(make_response(http::status::bad_request, "application/json", error_body("bad request: " + ec.message()),
+                            11, false));
       return;
     }
     auto req = parser_->release();
+    // Host and Origin first: a refused page learns nothing else.
+    if (auto why = st_->policy.refusal(req[http::field::host], req[http::field::origin]); !why.empty()) {
+      spdlog::info("http {}: refused: {}", id_, why);
+      write(make_response(http::status::forbidden, "application/json", error_body(why), req.version(), false));
+      return;
+    }
     if (websocket::is_upgrade(req)) {
       const std::string target(req.target());
       const std::string path = target.substr(0, target.find('?'));
@@ -139,10 +161,10 @@ class http_session : public std::enable_shared_from_this<http_session> {
       if (path == "/v1/stream" || path == "/funasr" || path == "/") {
         stream_.expires_never();
         run_ws_session(stream_.release_socket(), std::move(req), st_,
-                       path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_);
+                       path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_, id_);
         return;
       }
-      write(make_response(http::status::not_found, "application/json", "{\"error\":\"no WebSocket at this path\"}",
+      write(make_response(http::status::not_found, "application/json", error_body("no WebSocket at this path"),
                           req.version(), false));
       return;
     }
@@ -166,61 +188,70 @@ class http_session : public std::enable_shared_from_this<http_session> {
       if (path == "/v1/actors") {
         auto snap = st_->engine->snapshot();
         return snap.empty() ? reply(http::status::service_unavailable, "application/json",
-                                    "{\"error\":\"the metrics actor did not answer\"}")
+                                    error_body("the metrics actor did not answer"))
                             : reply(http::status::ok, "application/json", std::move(snap));
       }
       if (path == "/metrics")
         return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
                      to_prometheus(st_->engine->snapshot()));
       if (path == "/" || path == "/index.html") return reply(http::status::ok, "text/html; charset=utf-8", dashboard_html());
-      return reply(http::status::not_found, "application/json", "{\"error\":\"not found: " + path + "\"}");
+      return reply(http::status::not_found, "application/json", error_body("not found: " + path));
     }
     if (method == http::verb::post && path == "/v1/transcribe") {
-      if (req.body().empty()) return reply(http::status::bad_request, "application/json", "{\"error\":\"empty body: send an audio file\"}");
+      if (req.body().empty()) return reply(http::status::bad_request, "application/json", error_body("empty body: send an audio file"));
       // A multipart form: its first part that carries data is the file.
       std::string body = std::move(req.body());
       const std::string type(req[http::field::content_type]);
       if (type.rfind("multipart/form-data", 0) == 0) {
         auto part = first_multipart_part(type, body);
-        if (!part) return reply(http::status::bad_request, "application/json", "{\"error\":\"malformed multipart body\"}");
+        if (!part) return reply(http::status::bad_request, "application/json", error_body("malformed multipart body"));
         body = std::move(*part);
       }
-      // A headerless body: ?sample_rate=8000&encoding=mulaw[&channels=2].
+      // A headerless body: ?sample_rate=8000&encoding=mulaw[&channels=2]. Checked here, before
+      // any of it is used or quoted back.
       std::optional<actors::raw_audio_format> raw;
       const auto q = query_params(target);
-      if (q.count("sample_rate") || q.count("encoding")) {
+      if (!q) return reply(http::status::bad_request, "application/json", error_body(q.error().message));
+      if (q->count("sample_rate") || q->count("encoding")) {
         raw.emplace();
-        try {
-          raw->sample_rate = q.count("sample_rate") ? std::stoi(q.at("sample_rate")) : 0;
-          raw->channels = q.count("channels") ? std::stoi(q.at("channels")) : 1;
-        } catch (const std::exception&) {
-          return reply(http::status::bad_request, "application/json", "{\"error\":\"sample_rate and channels must be numbers\"}");
-        }
-        if (q.count("encoding")) raw->encoding = q.at("encoding");
+        const auto rate = q->count("sample_rate")
+                              ? query_int("sample_rate", q->at("sample_rate"), dsp::min_sample_rate, dsp::max_sample_rate)
+                              : result<int64_t>(0);
+        const auto channels =
+            q->count("channels") ? query_int("channels", q->at("channels"), 1, dsp::max_channels) : result<int64_t>(1);
+        if (!rate) return reply(http::status::bad_request, "application/json", error_body(rate.error().message));
+        if (!channels) return reply(http::status::bad_request, "application/json", error_body(channels.error().message));
+        raw->sample_rate = static_cast<int>(*rate);
+        raw->channels = static_cast<int>(*channels);
+        if (q->count("encoding")) raw->encoding = q->at("encoding");
       }
       auto self = shared_from_this();
       actors::start_file_job(*st_->engine, std::move(body), [self, v, ka](int status, std::string body) {
         asio::post(self->stream_.get_executor(), [self, v, ka, status, body = std::move(body)]() mutable {
-          self->write(make_response(static_cast<http::status>(status), "application/json", std::move(body), v, ka));
+          self->guarded("transcribe reply", [&] {
+            self->write(make_response(static_cast<http::status>(status), "application/json", std::move(body), v, ka));
+          });
         });
       }, raw);
       return;
     }
     return reply(http::status::method_not_allowed, "application/json",
-                 "{\"error\":\"" + std::string(http::to_string(method)) + " " + path + " is not served\"}");
+                 error_body(std::string(http::to_string(method)) + " " + path + " is not served"));
   }
 
   void write(http::response<http::string_body> res) {
     auto sp = std::make_shared<http::response<http::string_body>>(std::move(res));
     stream_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
     http::async_write(stream_, *sp, [self = shared_from_this(), sp](beast::error_code ec, std::size_t) {
-      if (ec) return;
-      if (sp->need_eof()) {
-        beast::error_code ignored;
-        self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-        return;
-      }
-      self->do_read();
+      self->guarded("write", [&] {
+        if (ec) return;
+        if (sp->need_eof()) {
+          beast::error_code ignored;
+          self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+          return;
+        }
+        self->do_read();
+      });
     });
   }
 
@@ -229,6 +260,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
   std::shared_ptr<server_state> st_;
   std::shared_ptr<connection_slot> slot_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  uint64_t id_;
 };
 
 }  // namespace

@@ -35,7 +35,12 @@ class listener : public std::enable_shared_from_this<listener> {
   }
   void on_accept(beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) run_http_session(std::move(socket), st_);
+    try {
+      if (!ec) run_http_session(std::move(socket), st_);
+    } catch (const std::exception& e) {
+      // The new connection is dropped (its socket closes); the listener goes on.
+      spdlog::error("server: could not start a connection: {}", e.what());
+    }
     if (acceptor_.is_open()) do_accept();
   }
 
@@ -44,6 +49,22 @@ class listener : public std::enable_shared_from_this<listener> {
   std::shared_ptr<server_state> st_;
 };
 
+// Every handler catches its own exceptions (http_session, ws_session); this is the last line:
+// an exception that still escapes one is logged and the thread goes back to serving, as asio
+// allows (run() may be called again after it threw).
+void run_io(asio::io_context& ioc) {
+  for (;;) {
+    try {
+      ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      spdlog::error("server: an I/O handler threw: {}; serving on", e.what());
+    } catch (...) {
+      spdlog::error("server: an I/O handler threw an exception of unknown type; serving on");
+    }
+  }
+}
+
 }  // namespace
 
 result<std::unique_ptr<server>> server::start(actors::engine& engine, const config::server_config& cfg) {
@@ -51,6 +72,7 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   s->state_ = std::make_shared<server_state>();
   s->state_->engine = &engine;
   s->state_->cfg = cfg;
+  s->state_->policy = request_policy(cfg);
   s->ioc_ = std::make_unique<asio::io_context>(cfg.io_threads);
   beast::error_code ec;
   const auto address = asio::ip::make_address(cfg.host, ec);
@@ -67,7 +89,7 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   auto l = std::make_shared<listener>(*s->ioc_, std::move(acceptor), s->state_);
   l->run();
   s->listener_ = l;
-  for (int i = 0; i < cfg.io_threads; ++i) s->threads_.emplace_back([ioc = s->ioc_.get()] { ioc->run(); });
+  for (int i = 0; i < cfg.io_threads; ++i) s->threads_.emplace_back([ioc = s->ioc_.get()] { run_io(*ioc); });
   return s;
 }
 

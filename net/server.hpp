@@ -11,6 +11,9 @@
 ///   WS   /v1/stream        sluice streaming protocol (ws_session.hpp)
 ///   WS   /funasr           FunASR runtime protocol
 /// Limits ([server]): connections, message and body sizes, idle timeout, session length.
+/// Every request is first checked for its Host and Origin (request_policy.hpp): 403 otherwise.
+/// No exception leaves a handler: each is caught, logged with the connection id, and ends
+/// that connection only (500 / close 1011); the I/O threads also catch and go on.
 
 #include <atomic>
 #include <cstdint>
@@ -24,6 +27,7 @@
 #include "actors/engine.hpp"
 #include "config/error.hpp"
 #include "config/server_config.hpp"
+#include "net/request_policy.hpp"
 
 namespace sluice::net {
 
@@ -31,7 +35,9 @@ namespace sluice::net {
 struct server_state {
   actors::engine* engine = nullptr;
   config::server_config cfg;
+  request_policy policy{cfg};  ///< Host and Origin checks of [server]
   std::atomic<int> connections{0};
+  std::atomic<uint64_t> next_connection_id{1};  ///< ids in the logs of connections and streams
   std::atomic<int64_t> ws_sessions{0};
   std::atomic<bool> draining{false};
 };

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <string>
 
 #include <boost/asio/post.hpp>
@@ -10,10 +11,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #include <caf/all.hpp>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/messages.hpp"
+#include "net/funasr_replies.hpp"
+#include "net/json_fields.hpp"
+#include "net/ws_messages.hpp"
 
 namespace sluice::net {
 
@@ -23,9 +26,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
 namespace asio = boost::asio;
-using json = nlohmann::json;
 
-constexpr float funasr_weight_scale = 0.1f;  // FunASR hotword weights (~10-30) to ln-units per token
+// How long the opening and closing handshakes may take.
+constexpr auto handshake_timeout = std::chrono::seconds(30);
 
 class session;
 
@@ -36,17 +39,18 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> 
 class session : public std::enable_shared_from_this<session> {
  public:
   session(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st, ws_dialect dialect,
-          std::shared_ptr<void> slot)
-      : ws_(std::move(socket)), st_(std::move(st)), dialect_(dialect), slot_(std::move(slot)),
-        session_timer_(ws_.get_executor()) {}
+          std::shared_ptr<void> slot, uint64_t id)
+      : ws_(std::move(socket)), st_(std::move(st)), dialect_(dialect), slot_(std::move(slot)), id_(id),
+        session_timer_(ws_.get_executor()), idle_timer_(ws_.get_executor()) {}
 
   ~session() {
     if (bridge_) caf::anon_send_exit(bridge_, caf::exit_reason::user_shutdown);
   }
 
   void run(http::request<http::string_body> req) {
-    ws_.set_option(websocket::stream_base::timeout{std::chrono::seconds(30),
-                                                   std::chrono::seconds(st_->cfg.idle_timeout_s), false});
+    // Idle connections are timed by idle_timer_, which says why before it closes; Beast's own
+    // idle timeout would drop the TCP connection without a close frame.
+    ws_.set_option(websocket::stream_base::timeout{handshake_timeout, websocket::stream_base::none(), false});
     ws_.read_message_max(static_cast<std::size_t>(st_->cfg.max_message_bytes));
     // FunASR's clients ask for the "binary" subprotocol: it is granted when asked for.
     const bool binary_protocol = req[http::field::sec_websocket_protocol].find("binary") != beast::string_view::npos;
@@ -54,14 +58,29 @@ class session : public std::enable_shared_from_this<session> {
       res.set(http::field::server, "sluice");
       if (binary_protocol) res.set(http::field::sec_websocket_protocol, "binary");
     }));
-    ws_.async_accept(req, beast::bind_front_handler(&session::on_accept, shared_from_this()));
+    ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
+      self->guarded("accept", [&] { self->on_accept(ec); });
+    });
+  }
+
+  /// Runs `f` (a handler's body) so that nothing it throws leaves the handler: the exception
+  /// is logged with the session id and fails this session only.
+  template <class F>
+  void guarded(const char* where, F&& f) noexcept {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      internal_error(where, e.what());
+    } catch (...) {
+      internal_error(where, "an exception of unknown type");
+    }
   }
 
   // -- called on the strand by the bridge ----------------------------------------------------
   void on_open(const actors::open_reply& r) {
     if (closing_) {
-      // The client left while its channel was being opened: end the channel at once.
-      if (r.ok) caf::anon_send(r.handle, actors::end_atom::value);
+      // The client left while its channel was being opened: stop the channel at once.
+      if (r.ok) caf::anon_send(r.handle, actors::abort_atom::value);
       return;
     }
     if (!r.ok) {
@@ -77,32 +96,31 @@ class session : public std::enable_shared_from_this<session> {
     counted_ = true;
     for (auto& b : early_audio_) caf::anon_send(channel_, actors::audio_atom::value, std::move(b));
     early_audio_.clear();
-    if (end_requested_) caf::anon_send(channel_, actors::end_atom::value);
-    if (dialect_ == ws_dialect::sluice) send(json{{"type", "ready"}, {"channel", r.channel}}.dump());
+    if (end_requested_) end_stream();
+    if (dialect_ == ws_dialect::sluice) send(json{{"type", "ready"}, {"channel", r.channel}});
   }
 
   void on_event(const actors::transcript_event& ev) {
     if (closing_) return;
     if (!ev.error.empty()) {
-      send(json{{"type", "error"}, {"code", ev.utterance < 0 ? "audio" : "utterance_lost"}, {"reason", ev.error}}.dump());
+      send(json{{"type", "error"}, {"code", ev.utterance < 0 ? "audio" : "utterance_lost"}, {"reason", ev.error}});
       return;
     }
-    if (dialect_ == ws_dialect::sluice) {
-      json words = json::array();
-      for (const auto& w : ev.words)
-        words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
-      send(json{{"type", ev.is_final ? "final" : "partial"}, {"utterance", ev.utterance}, {"text", ev.text},
-                {"start_ms", ev.start_ms}, {"end_ms", ev.end_ms}, {"words", words}}
-               .dump());
+    if (dialect_ == ws_dialect::funasr) {
+      if (auto reply = funasr_->on_event(ev)) send(*reply);
       return;
     }
-    funasr_event(ev);
+    json words = json::array();
+    for (const auto& w : ev.words)
+      words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
+    send(json{{"type", ev.is_final ? "final" : "partial"}, {"utterance", ev.utterance}, {"text", ev.text},
+              {"start_ms", ev.start_ms}, {"end_ms", ev.end_ms}, {"words", words}});
   }
 
   void on_drained() {
+    channel_ = nullptr;  // the channel has stopped by itself
     if (closing_) return;
-    if (dialect_ == ws_dialect::sluice) send(json{{"type", "end"}}.dump());
-    else send(json{{"mode", funasr_mode(true)}, {"wav_name", wav_name_}, {"text", ""}, {"is_final", true}}.dump());
+    send(dialect_ == ws_dialect::sluice ? json{{"type", "end"}} : funasr_->last());
     close(websocket::close_code::normal, "done");
   }
 
@@ -115,28 +133,54 @@ class session : public std::enable_shared_from_this<session> {
     if (ec) return;
     session_timer_.expires_after(std::chrono::seconds(st_->cfg.max_session_s));
     session_timer_.async_wait([w = weak_from_this()](beast::error_code e) {
-      if (e) return;
-      if (auto s = w.lock()) s->end_stream();
+      if (auto s = w.lock(); s && !e)
+        s->guarded("session timer", [&] {
+          if (s->state_ != state::ending) return s->end_stream();
+          // Already ending and still not drained a whole max_session_s later: give up.
+          s->fail("timeout", "the stream outlived server.max_session_s", websocket::close_code::going_away);
+        });
     });
     do_read();
   }
 
   void do_read() {
-    ws_.async_read(buffer_, beast::bind_front_handler(&session::on_read, shared_from_this()));
+    arm_idle_timer();
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->guarded("read", [&] { self->on_read(ec); });
+    });
   }
 
-  void on_read(beast::error_code ec, std::size_t) {
+  // A client that sends nothing for server.idle_timeout_s is told so, then closed. A client
+  // that has sent its end is waiting for finals, not idle.
+  void arm_idle_timer() {
+    if (state_ == state::ending) return;
+    idle_timer_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
+    idle_timer_.async_wait([w = weak_from_this()](beast::error_code e) {
+      auto s = w.lock();
+      if (!s || e) return;
+      s->guarded("idle timer", [&] {
+        if (s->closing_ || s->state_ == state::ending) return;
+        s->fail("idle", "no message for " + std::to_string(s->st_->cfg.idle_timeout_s) + " s (server.idle_timeout_s)",
+                websocket::close_code::going_away);
+      });
+    });
+  }
+
+  void on_read(beast::error_code ec) {
+    idle_timer_.cancel();
     if (ec) {
       if (ec == websocket::error::message_too_big) {
         // Beast has already answered with close code 1009 (too big); nothing more can be sent.
-        spdlog::info("ws: message larger than {} bytes: closed with 1009", st_->cfg.max_message_bytes);
+        spdlog::info("ws {}: message larger than {} bytes: closed with 1009", id_, st_->cfg.max_message_bytes);
         gone();
         // Keep reading until the client's own close arrives, so it gets to read ours.
         buffer_.consume(buffer_.size());
         ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code, std::size_t) {});
         return;
       }
-      // The client is gone (closed, reset, idle timeout): end its channel; results are dropped.
+      // A close frame (Beast has answered it), a reset or an end of stream: the client is gone.
+      // RFC 6455 5.5.1: nothing may follow our answer to its close, so results are undeliverable.
+      if (!closing_) spdlog::info("ws {}: client left ({})", id_, ec.message());
       gone();
       return;
     }
@@ -144,29 +188,62 @@ class session : public std::enable_shared_from_this<session> {
     if (ws_.got_text()) on_text(beast::buffers_to_string(buffer_.data()));
     else on_binary();
     buffer_.consume(buffer_.size());
-    if (!closing_) do_read();
+    if (closing_) return;
+    if (state_ == state::ending || end_requested_) watch_after_end();
+    else do_read();
+  }
+
+  // After the client's end it has nothing more to say; it may even shut down its half of the
+  // TCP connection (a half-close), and still read its finals. A WebSocket read would fail at
+  // that end of stream and, with Beast, fail the whole stream; so the socket is watched instead:
+  // an end of stream is the half-close (finals still go out), a reset means the client is gone,
+  // and anything else (its close frame, more messages) goes back to the WebSocket reader.
+  void watch_after_end() {
+    beast::get_lowest_layer(ws_).socket().async_wait(
+        asio::socket_base::wait_read, [self = shared_from_this()](beast::error_code ec) {
+          self->guarded("watch", [&] { self->on_readable(ec); });
+        });
+  }
+
+  void on_readable(beast::error_code ec) {
+    if (closing_ || ec == asio::error::operation_aborted) return;
+    char byte = 0;
+    auto& socket = beast::get_lowest_layer(ws_).socket();
+    // Non-blocking, so that a spurious wake-up cannot block the strand in receive().
+    if (!ec) socket.non_blocking(true, ec);
+    if (!ec) socket.receive(asio::buffer(&byte, 1), asio::socket_base::message_peek, ec);
+    if (ec == asio::error::would_block) {
+      watch_after_end();
+      return;
+    }
+    if (ec == asio::error::eof) {
+      // No read is pending from now on, so nothing else keeps the session alive until its
+      // finals are out: it holds itself until gone() (the close, a failed write, or the
+      // session timer).
+      spdlog::info("ws {}: the client half-closed after its end; its finals still go out", id_);
+      keep_alive_ = shared_from_this();
+      return;
+    }
+    if (ec) {
+      spdlog::info("ws {}: client left ({})", id_, ec.message());
+      gone();
+      return;
+    }
+    do_read();
   }
 
   void on_text(const std::string& text) {
-    auto j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      fail("bad_json", "text messages must be JSON objects", websocket::close_code::policy_error);
-      return;
-    }
     if (state_ == state::awaiting_start) {
-      start(j);
+      start(text);
       return;
     }
-    const bool end = dialect_ == ws_dialect::sluice ? j.value("type", "") == "end"
-                                                    : (j.contains("is_speaking") && j["is_speaking"].is_boolean() &&
-                                                       !j["is_speaking"].get<bool>());
+    const auto end = dialect_ == ws_dialect::sluice ? parse_sluice_end(text) : parse_funasr_end(text);
     if (end) {
       end_stream();
       return;
     }
-    fail("protocol", dialect_ == ws_dialect::sluice ? "expected {\"type\":\"end\"} or binary audio"
-                                                    : "expected {\"is_speaking\": false} or binary audio",
-         websocket::close_code::policy_error);
+    const bool not_json = end.error().code == errc::corrupt;
+    fail(not_json ? "bad_json" : "protocol", end.error().message, websocket::close_code::policy_error);
   }
 
   void on_binary() {
@@ -174,7 +251,7 @@ class session : public std::enable_shared_from_this<session> {
       fail("protocol", "binary audio before the start message", websocket::close_code::policy_error);
       return;
     }
-    if (state_ == state::ending) return;  // audio after the end: ignored
+    if (state_ == state::ending || end_requested_) return;  // audio after the end: ignored
     auto data = buffer_.data();
     std::vector<uint8_t> bytes(asio::buffer_size(data));
     asio::buffer_copy(asio::buffer(bytes), data);
@@ -182,104 +259,27 @@ class session : public std::enable_shared_from_this<session> {
     else caf::anon_send(channel_, actors::audio_atom::value, std::move(bytes));
   }
 
-  void start(const json& j) {
+  void start(const std::string& text) {
     actors::channel_request req;
-    try {
-      if (dialect_ == ws_dialect::sluice) {
-        if (j.contains("type") && j["type"] != "start") throw std::runtime_error("the first message must be the start message");
-        req.sample_rate = j.value("sample_rate", 16000);
-        req.codec = j.value("encoding", std::string("pcm_s16le"));
-        if (req.codec == "f32") throw std::runtime_error("encoding f32 is for in-process use; send pcm_s16le");
-        const int channels = j.value("channels", 1);
-        if (channels != 1)
-          throw std::runtime_error("channels = " + std::to_string(channels) +
-                                   ": one stream carries one channel; open a stream per channel");
-        req.partials = j.value("partials", true);
-        if (j.contains("hotwords")) {
-          for (const auto& h : j["hotwords"]) {
-            if (h.is_string()) req.hotwords.push_back(h.get<std::string>());
-            else if (h.is_object())
-              req.hotwords.push_back(h.at("phrase").get<std::string>() + " " + std::to_string(h.value("weight", 3.0)));
-            else throw std::runtime_error("hotwords: give strings or {\"phrase\", \"weight\"} objects");
-          }
-        }
-      } else {
-        mode_ = j.value("mode", std::string("2pass"));
-        if (mode_ != "online" && mode_ != "offline" && mode_ != "2pass")
-          throw std::runtime_error("mode \"" + mode_ + "\": choose online, offline or 2pass");
-        wav_name_ = j.value("wav_name", std::string("sluice"));
-        req.sample_rate = j.value("audio_fs", 16000);
-        const std::string fmt = j.value("wav_format", std::string("pcm"));
-        if (fmt != "pcm") throw std::runtime_error("wav_format \"" + fmt + "\": only pcm (16-bit little-endian) streams");
-        req.codec = "pcm_s16le";
-        req.partials = mode_ != "offline";
-        if (j.contains("hotwords") && j["hotwords"].is_string()) req.hotwords = funasr_hotwords(j["hotwords"].get<std::string>());
-        if (j.contains("is_speaking") && j["is_speaking"].is_boolean() && !j["is_speaking"].get<bool>())
-          end_requested_ = true;
-      }
-    } catch (const std::exception& e) {
-      fail("bad_request", e.what(), websocket::close_code::unknown_data);
-      return;
+    if (dialect_ == ws_dialect::sluice) {
+      auto r = parse_sluice_start(text);
+      if (!r) return refuse_start(r.error());
+      req = std::move(*r);
+    } else {
+      auto r = parse_funasr_start(text);
+      if (!r) return refuse_start(r.error());
+      req = std::move(r->request);
+      end_requested_ = r->end_requested;
+      funasr_.emplace(std::move(r->mode), std::move(r->wav_name));
     }
     state_ = state::opening;
     bridge_ = st_->engine->system().spawn(bridge_actor, weak_from_this(), st_->engine->supervisor());
     caf::anon_send(bridge_, actors::open_atom::value, req);
   }
 
-  static std::vector<std::string> funasr_hotwords(const std::string& s) {
-    std::vector<std::string> out;
-    auto j = json::parse(s, nullptr, false);
-    if (!j.is_discarded() && j.is_object()) {
-      for (auto& [phrase, w] : j.items())
-        out.push_back(phrase + " " + std::to_string(w.is_number() ? w.get<double>() * funasr_weight_scale : 3.0));
-      return out;
-    }
-    std::string cur;
-    for (char c : s + ",") {
-      if (c == ',' || c == '\n') {
-        if (cur.find_first_not_of(' ') != std::string::npos) out.push_back(cur);
-        cur.clear();
-      } else {
-        cur += c;
-      }
-    }
-    return out;
-  }
-
-  std::string funasr_mode(bool final) const {
-    if (mode_ == "2pass") return final ? "2pass-offline" : "2pass-online";
-    return mode_;
-  }
-
-  void funasr_event(const actors::transcript_event& ev) {
-    auto& prev = funasr_partial_[ev.utterance];
-    if (!ev.is_final || mode_ == "online") {
-      if (mode_ == "offline") return;
-      // Online messages carry the text new since the last one of this utterance.
-      std::string delta = ev.text.rfind(prev, 0) == 0 ? ev.text.substr(prev.size()) : ev.text;
-      prev = ev.text;
-      if (ev.is_final) funasr_partial_.erase(ev.utterance);
-      if (delta.empty()) return;
-      send(json{{"mode", funasr_mode(false)}, {"wav_name", wav_name_}, {"text", delta}, {"is_final", false}}.dump());
-      return;
-    }
-    funasr_partial_.erase(ev.utterance);
-    std::string ts = "[";
-    json ts_list = json::array();
-    for (std::size_t i = 0; i < ev.words.size(); ++i) {
-      ts += (i ? "," : "") + std::string("[") + std::to_string(ev.words[i].start_ms) + "," +
-            std::to_string(ev.words[i].end_ms) + "]";
-      ts_list.push_back({ev.words[i].start_ms, ev.words[i].end_ms});
-    }
-    ts += "]";
-    json sent = {{"text_seg", ev.text}, {"punc", ""}, {"start", ev.start_ms}, {"end", ev.end_ms}, {"ts_list", ts_list}};
-    send(json{{"mode", funasr_mode(true)},
-              {"wav_name", wav_name_},
-              {"text", ev.text},
-              {"is_final", false},
-              {"timestamp", ts},
-              {"stamp_sents", json::array({sent})}}
-             .dump());
+  void refuse_start(const error& e) {
+    if (e.code == errc::corrupt) fail("bad_json", e.message, websocket::close_code::policy_error);
+    else fail("bad_request", e.message, websocket::close_code::unknown_data);
   }
 
   void end_stream() {
@@ -293,11 +293,20 @@ class session : public std::enable_shared_from_this<session> {
     }
   }
 
+  // No result of the channel can reach the client any more: stop it, so that the engine
+  // spends nothing more on it (a drained channel has stopped already).
+  void abort_channel() {
+    if (channel_) caf::anon_send(channel_, actors::abort_atom::value);
+    channel_ = nullptr;
+  }
+
   void gone() {
+    keep_alive_.reset();  // the last reference may be the handler's that called this
     closing_ = true;
     session_timer_.cancel();
-    if (state_ == state::streaming) caf::anon_send(channel_, actors::end_atom::value);
-    if (counted_ && (state_ == state::streaming || state_ == state::ending)) {
+    idle_timer_.cancel();
+    abort_channel();
+    if (counted_) {
       --st_->ws_sessions;
       counted_ = false;
     }
@@ -305,23 +314,38 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void fail(const std::string& code, const std::string& reason, websocket::close_code cc) {
-    spdlog::info("ws: {}: {}", code, reason);
-    send(json{{"type", "error"}, {"code", code}, {"reason", reason}}.dump());
+    spdlog::info("ws {}: {}: {}", id_, code, reason);
+    send(json{{"type", "error"}, {"code", code}, {"reason", reason}});
     close(cc, code);
   }
 
-  void send(std::string text) {
-    queue_.push_back(std::move(text));
+  void internal_error(const char* where, const char* what) noexcept {
+    spdlog::error("ws {}: {} handler threw: {}; ending this session", id_, where, what);
+    try {
+      abort_channel();
+      if (!close_pending_) fail("internal", "internal server error", websocket::close_code::internal_error);
+    } catch (...) {
+      // Even the error could not be sent: drop the connection (the close frame is lost).
+      beast::error_code ignored;
+      beast::get_lowest_layer(ws_).socket().close(ignored);
+    }
+  }
+
+  void send(const json& j) {
+    queue_.push_back(to_wire(j));
     if (queue_.size() == 1) do_write();
   }
 
   void do_write() {
     ws_.text(true);
-    ws_.async_write(asio::buffer(queue_.front()), beast::bind_front_handler(&session::on_write, shared_from_this()));
+    ws_.async_write(asio::buffer(queue_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->guarded("write", [&] { self->on_write(ec); });
+    });
   }
 
-  void on_write(beast::error_code ec, std::size_t) {
+  void on_write(beast::error_code ec) {
     if (ec) {
+      if (!closing_) spdlog::info("ws {}: write failed, client gone ({})", id_, ec.message());
       gone();
       return;
     }
@@ -332,19 +356,20 @@ class session : public std::enable_shared_from_this<session> {
 
   void close(websocket::close_code cc, const std::string& reason) {
     if (close_pending_) return;
-    if (state_ == state::streaming) {
-      caf::anon_send(channel_, actors::end_atom::value);
-      state_ = state::ending;
-    }
+    // Our close frame ends what we may send (RFC 6455 5.5.1): results after it are lost.
+    abort_channel();
     closing_ = true;
     close_pending_ = true;
-    close_reason_ = websocket::close_reason(cc, reason);
+    idle_timer_.cancel();
+    close_reason_ = websocket::close_reason(cc, close_reason_text(reason));
     if (queue_.empty()) do_close();
   }
 
   void do_close() {
     session_timer_.cancel();
-    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) { self->gone(); });
+    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {
+      self->guarded("close", [&] { self->gone(); });
+    });
   }
 
   websocket::stream<beast::tcp_stream> ws_;
@@ -352,20 +377,27 @@ class session : public std::enable_shared_from_this<session> {
   std::shared_ptr<server_state> st_;
   ws_dialect dialect_;
   std::shared_ptr<void> slot_;
-  asio::steady_timer session_timer_;
+  uint64_t id_;
+  asio::steady_timer session_timer_, idle_timer_;
   std::deque<std::string> queue_;
   state state_ = state::awaiting_start;
   bool closing_ = false, close_pending_ = false, end_requested_ = false, counted_ = false;
   websocket::close_reason close_reason_;
   caf::actor channel_, bridge_;
   std::vector<std::vector<uint8_t>> early_audio_;
-  std::string mode_ = "2pass", wav_name_ = "sluice";
-  std::map<int64_t, std::string> funasr_partial_;
+  std::optional<funasr_replies> funasr_;
+  std::shared_ptr<session> keep_alive_;  ///< set while half-closed (see on_readable)
 };
 
+// Posts `f` onto the session's strand, guarded there. Never throws into the actor.
 template <class F>
-void post_to(const std::weak_ptr<session>& w, F f) {
-  if (auto s = w.lock()) asio::post(s->executor(), [s, f = std::move(f)]() mutable { f(*s); });
+void post_to(const std::weak_ptr<session>& w, const char* where, F f) noexcept {
+  try {
+    if (auto s = w.lock())
+      asio::post(s->executor(), [s, where, f = std::move(f)]() mutable { s->guarded(where, [&] { f(*s); }); });
+  } catch (const std::exception& e) {
+    spdlog::error("ws bridge: could not post {} to its session: {}", where, e.what());
+  }
 }
 
 caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> w, caf::actor supervisor) {
@@ -373,15 +405,15 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> 
       [=](actors::open_atom, actors::channel_request& req) {
         self->request(supervisor, std::chrono::seconds(10), actors::open_atom::value, req,
                       caf::actor_cast<caf::actor>(self))
-            .then([=](actors::open_reply& r) { post_to(w, [r](session& s) { s.on_open(r); }); },
+            .then([=](actors::open_reply& r) { post_to(w, "open", [r](session& s) { s.on_open(r); }); },
                   [=](caf::error& e) {
                     actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {}};
-                    post_to(w, [r](session& s) { s.on_open(r); });
+                    post_to(w, "open", [r](session& s) { s.on_open(r); });
                   });
       },
-      [=](actors::transcript_event& ev) { post_to(w, [ev](session& s) { s.on_event(ev); }); },
+      [=](actors::transcript_event& ev) { post_to(w, "event", [ev](session& s) { s.on_event(ev); }); },
       [=](actors::drained_atom, actors::channel_id) {
-        post_to(w, [](session& s) { s.on_drained(); });
+        post_to(w, "drained", [](session& s) { s.on_drained(); });
         self->quit();
       },
   };
@@ -390,8 +422,8 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> 
 }  // namespace
 
 void run_ws_session(asio::ip::tcp::socket socket, http::request<http::string_body> req, std::shared_ptr<server_state> st,
-                    ws_dialect dialect, std::shared_ptr<void> slot) {
-  std::make_shared<session>(std::move(socket), std::move(st), dialect, std::move(slot))->run(std::move(req));
+                    ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id) {
+  std::make_shared<session>(std::move(socket), std::move(st), dialect, std::move(slot), id)->run(std::move(req));
 }
 
 }  // namespace sluice::net

@@ -18,9 +18,22 @@
 /// "timestamp","stamp_sents"}; online modes send the new text of each chunk, offline modes the
 /// sentence; the last reply has is_final true.
 ///
-/// Close codes: 1000 done, 1003 unsupported audio format, 1008 protocol violation (binary before
-/// start, malformed JSON, unknown message), 1009 message too big, 1013 engine full (try again).
+/// Close codes: 1000 done, 1001 idle (nothing received for server.idle_timeout_s; an error
+/// message with code "idle" comes first), 1003 bad start message or unsupported audio, 1008
+/// protocol violation (binary before start, malformed JSON, unknown message), 1009 message too
+/// big, 1011 internal error, 1013 engine full (try again).
+///
+/// Ending a stream (RFC 6455 section 5.5.1 and 7): the client sends its end ({"type":"end"} or
+/// {"is_speaking": false}) and reads until the server's end and close frame; every final for
+/// the audio it sent comes before them. After its end the client may shut down its sending half
+/// of the TCP connection (a half-close): finals still come. A close frame from the client is
+/// its last word: the server answers it at once, and nothing can follow that answer, so the
+/// stream's channel is aborted (no compute is spent on results nobody can receive). The same
+/// holds when the connection is reset or a write fails: a departed client's audio is not
+/// transcribed further. Limitation: a close frame that arrives in the same read as the end
+/// message is only seen when the server closes (after the finals).
 
+#include <cstdint>
 #include <memory>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -32,8 +45,9 @@ namespace sluice::net {
 
 enum class ws_dialect { sluice, funasr };
 
-/// Takes over an upgraded connection; `slot` keeps the connection counted until it closes.
+/// Takes over an upgraded connection; `slot` keeps the connection counted until it closes;
+/// `id` names it in the logs.
 void run_ws_session(boost::asio::ip::tcp::socket socket, boost::beast::http::request<boost::beast::http::string_body> req,
-                    std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot);
+                    std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id);
 
 }  // namespace sluice::net
