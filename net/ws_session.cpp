@@ -117,6 +117,14 @@ class session : public std::enable_shared_from_this<session> {
               {"start_ms", ev.start_ms}, {"end_ms", ev.end_ms}, {"words", words}});
   }
 
+  // The channel or the bridge failed (an actor exited with an error): the stream cannot go on.
+  void on_channel_lost(const std::string& why) {
+    channel_ = nullptr;
+    if (closing_) return;
+    spdlog::warn("ws {}: {}", id_, why);
+    fail("internal", why, websocket::close_code::internal_error);
+  }
+
   void on_drained() {
     channel_ = nullptr;  // the channel has stopped by itself
     if (closing_) return;
@@ -401,11 +409,25 @@ void post_to(const std::weak_ptr<session>& w, const char* where, F f) noexcept {
 }
 
 caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> w, caf::actor supervisor) {
+  // CAF already keeps a throwing handler inside this actor (it exits with an error); the
+  // session is told, instead of waiting for events that will not come.
+  self->set_exception_handler([w](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
+    post_to(w, "bridge failure", [](session& s) { s.on_channel_lost("the stream's bridge actor failed"); });
+    return caf::make_error(caf::exit_reason::unhandled_exception);
+  });
+  // A channel stops normally after its drain or an abort; any other exit ends the stream.
+  self->set_down_handler([w](caf::down_msg& dm) {
+    if (!dm.reason || dm.reason == caf::exit_reason::normal) return;
+    post_to(w, "channel failure", [](session& s) { s.on_channel_lost("the stream's channel failed"); });
+  });
   return {
       [=](actors::open_atom, actors::channel_request& req) {
         self->request(supervisor, std::chrono::seconds(10), actors::open_atom::value, req,
                       caf::actor_cast<caf::actor>(self))
-            .then([=](actors::open_reply& r) { post_to(w, "open", [r](session& s) { s.on_open(r); }); },
+            .then([=](actors::open_reply& r) {
+                    if (r.ok) self->monitor(r.handle);
+                    post_to(w, "open", [r](session& s) { s.on_open(r); });
+                  },
                   [=](caf::error& e) {
                     actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {}};
                     post_to(w, "open", [r](session& s) { s.on_open(r); });
