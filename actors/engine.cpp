@@ -9,6 +9,7 @@ engine::engine(std::shared_ptr<const engine_resources> res)
     : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads), system_(config_) {
   metrics_ = system_.spawn(metrics_actor, std::string("sluice"));
   supervisor_ = system_.spawn(supervisor_actor, res_, metrics_);
+  uploads_ = std::make_unique<upload_queue>(system_, supervisor_, res_->cfg);
 }
 
 std::unique_ptr<engine> engine::start(std::shared_ptr<const engine_resources> res) {
@@ -16,6 +17,7 @@ std::unique_ptr<engine> engine::start(std::shared_ptr<const engine_resources> re
 }
 
 engine::~engine() {
+  uploads_.reset();
   if (!drained_) shutdown(std::chrono::seconds(10));
   caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(metrics_, caf::exit_reason::user_shutdown);

@@ -13,6 +13,7 @@
 #include "actors/engine_resources.hpp"
 #include "actors/messages.hpp"
 #include "actors/system_config.hpp"
+#include "actors/upload_queue.hpp"
 #include "config/error.hpp"
 
 namespace sluice::actors {
@@ -39,6 +40,8 @@ class engine {
   caf::actor supervisor() const { return supervisor_; }
   caf::actor metrics() const { return metrics_; }
   const engine_resources& resources() const { return *res_; }
+  /// Uploads (whole files) as jobs: see upload_queue.hpp.
+  upload_queue& uploads() { return *uploads_; }
 
  private:
   explicit engine(std::shared_ptr<const engine_resources> res);
@@ -47,6 +50,7 @@ class engine {
   engine_system_config config_;
   caf::actor_system system_;
   caf::actor metrics_, supervisor_;
+  std::unique_ptr<upload_queue> uploads_;
   bool drained_ = false;
 };
 

@@ -7,9 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/messages.hpp"
-#include "dsp/audio_file.hpp"
-#include "dsp/file_speech.hpp"
-#include "dsp/pcm.hpp"
 
 namespace sluice::actors {
 
@@ -19,7 +16,8 @@ using json = nlohmann::json;
 
 struct job {
   dsp::file_speech speech;
-  std::function<void(int, std::string)> done;
+  std::function<void(upload_reply)> done;
+  int retry_after_s = 0;
   std::map<channel_id, std::size_t> channel_of;
   std::vector<std::vector<transcript_event>> finals;
   std::vector<std::string> errors;
@@ -47,7 +45,7 @@ void finish(job& j) {
   }
   json out{{"duration_s", j.speech.duration_s}, {"sample_rate", j.speech.input_sample_rate}, {"channels", channels}};
   if (!j.errors.empty()) out["errors"] = j.errors;
-  j.done(200, out.dump());
+  j.done({200, out.dump(), 0});
 }
 
 caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, caf::actor supervisor) {
@@ -61,21 +59,24 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
               if (!r.ok) {
                 j->errors.push_back(r.reason);
                 if (++j->drained == j->speech.channels.size()) {
-                  j->done(503, error_json(r.reason));
+                  j->done({503, error_json(r.reason), j->retry_after_s});
                   self->quit();
                 }
                 return;
               }
               j->channel_of[r.channel] = c;
-              const auto& cs = j->speech.channels[c];
+              auto& cs = j->speech.channels[c];
               for (const auto& s : cs.segments)
                 self->send(r.handle, segment_atom::value,
                            std::vector<float>(cs.samples.begin() + s.start_sample, cs.samples.begin() + s.end_sample),
                            s.start_sample);
               self->send(r.handle, end_atom::value);
+              // The segments carry their own copies now: the channel's samples are not needed
+              // again, so an upload's peak is its samples plus one copy, not two until the end.
+              std::vector<float>().swap(cs.samples);
             },
             [=](caf::error& e) {
-              j->done(503, error_json("the engine did not answer: " + self->system().render(e)));
+              j->done({503, error_json("the engine did not answer: " + self->system().render(e)), j->retry_after_s});
               self->quit();
             });
   }
@@ -97,44 +98,14 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
 
 }  // namespace
 
-void start_file_job(engine& e, std::string body, std::function<void(int, std::string)> done,
-                    const std::optional<raw_audio_format>& raw) {
-  const std::vector<uint8_t> bytes(body.begin(), body.end());
-  result<dsp::audio> decoded = fail(errc::invalid_argument, "no audio");
-  if (raw) {
-    dsp::raw_format f;
-    f.sample_rate = raw->sample_rate;
-    f.channels = raw->channels;
-    if (raw->encoding == "pcm_s16le") f.encoding = dsp::sample_encoding::pcm_s16le;
-    else if (raw->encoding == "mulaw") f.encoding = dsp::sample_encoding::mulaw;
-    else if (raw->encoding == "alaw") f.encoding = dsp::sample_encoding::alaw;
-    else if (raw->encoding == "pcm_f32le") f.encoding = dsp::sample_encoding::pcm_f32le;
-    else {
-      done(400, error_json("encoding \"" + raw->encoding + "\": choose pcm_s16le, mulaw, alaw or pcm_f32le"));
-      return;
-    }
-    decoded = dsp::decode_raw(bytes, f);
-  } else {
-    decoded = dsp::decode_audio_bytes(bytes);
-  }
-  if (!decoded) {
-    done(415, error_json(decoded.error().message));
-    return;
-  }
-  auto speech = dsp::prepare_audio(*decoded, e.resources().cfg);
-  if (!speech) {
-    done(422, error_json(speech.error().message));
-    return;
-  }
-  if (speech->channels.empty()) {
-    done(422, error_json("the file has no audio channels"));
-    return;
-  }
+void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
+                         std::function<void(upload_reply)> done, int retry_after_s) {
   auto j = std::make_shared<job>();
-  j->speech = std::move(*speech);
+  j->speech = std::move(speech);
   j->done = std::move(done);
+  j->retry_after_s = retry_after_s;
   j->finals.resize(j->speech.channels.size());
-  e.system().spawn(job_actor, j, e.supervisor());
+  sys.spawn(job_actor, j, supervisor);
 }
 
 }  // namespace sluice::actors

@@ -1,30 +1,21 @@
 #pragma once
-/// A whole audio file held in memory (an HTTP upload) through the engine: every channel a
-/// channel, as in `sluice transcribe`, answered as one JSON document once every channel has
-/// drained. What net/ serves as POST /v1/transcribe.
+/// The engine half of an upload: a file already decoded and cut (dsp::file_speech) sent through
+/// the engine, every channel a channel, as in `sluice transcribe`, and answered as one JSON
+/// document once every channel has drained. upload_queue's workers start it.
 
 #include <functional>
-#include <memory>
-#include <optional>
-#include <string>
 
-#include "actors/engine.hpp"
+#include <caf/all.hpp>
+
+#include "actors/upload_job.hpp"
+#include "dsp/file_speech.hpp"
 
 namespace sluice::actors {
 
-/// Decodes `body` (WAV, Ogg Opus), cuts it, and sends it through the engine; `done(status,
-/// json)` is called once (from an actor thread) with 200 and the transcript, or 4xx/5xx and
-/// {"error": ...}.
-/// A headerless body: its sample encoding ("pcm_s16le", "mulaw", "alaw", "pcm_f32le"), rate and
-/// interleaved channel count.
-struct raw_audio_format {
-  std::string encoding = "pcm_s16le";
-  int sample_rate = 0;
-  int channels = 1;
-};
-
-/// With `raw` unset the body must be a WAV or Ogg Opus file.
-void start_file_job(engine& e, std::string body, std::function<void(int, std::string)> done,
-                    const std::optional<raw_audio_format>& raw = std::nullopt);
+/// Spawns the actor that opens a channel per channel of `speech` at `supervisor`, sends the
+/// segments and gathers the finals; `done` gets 200 and the transcript, or 503 (with
+/// `retry_after_s`) when the engine refuses a channel or does not answer.
+void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
+                         std::function<void(upload_reply)> done, int retry_after_s);
 
 }  // namespace sluice::actors

@@ -10,6 +10,7 @@ const char* to_string(errc c) {
     case errc::truncated: return "truncated";
     case errc::corrupt: return "corrupt";
     case errc::unsupported: return "unsupported";
+    case errc::limit_exceeded: return "limit_exceeded";
     case errc::unavailable: return "unavailable";
     case errc::internal: return "internal";
   }

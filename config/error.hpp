@@ -17,6 +17,7 @@ enum class errc {
   truncated,         ///< input ended before a structure it announced was complete
   corrupt,           ///< input is malformed (bad magic, bad sizes, codec error)
   unsupported,       ///< well-formed input in a format or variant we do not handle
+  limit_exceeded,    ///< well-formed input over a configured limit (duration, channels, size)
   unavailable,       ///< a backend/device is not present on this machine
   internal,          ///< a library we call failed in a way that is not the input's fault
 };

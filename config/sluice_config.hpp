@@ -17,6 +17,7 @@
 #include "config/log_config.hpp"
 #include "config/model_config.hpp"
 #include "config/server_config.hpp"
+#include "config/upload_config.hpp"
 #include "config/vad_config.hpp"
 
 namespace sluice::config {
@@ -32,6 +33,7 @@ struct sluice_config {
   decoder_config decoder;
   engine_config engine;
   server_config server;
+  upload_config upload;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -46,6 +48,7 @@ struct sluice_config {
     v("decoder", decoder);
     v("engine", engine);
     v("server", server);
+    v("upload", upload);
   }
 };
 

@@ -18,6 +18,23 @@ result<std::vector<float>> denoise_channel(const std::vector<float>& samples, in
   return out;
 }
 
+// Denoise (when configured), VAD and slicing of one channel at 16 kHz.
+result<channel_speech> prepare_channel(std::vector<float>&& samples, const config::sluice_config& cfg) {
+  channel_speech ch;
+  if (cfg.audio.denoise) {
+    auto d = denoise_channel(samples, cfg.audio.denoise_suppress_db);
+    if (!d) return tl::unexpected(d.error());
+    ch.samples = std::move(*d);
+  } else {
+    ch.samples = std::move(samples);
+  }
+  auto analysis = analyze_speech(ch.samples, cfg.vad);
+  if (!analysis) return tl::unexpected(analysis.error());
+  ch.segments = group_regions(analysis->regions, analysis->frames, cfg.segment);
+  ch.regions = std::move(analysis->regions);
+  return ch;
+}
+
 }  // namespace
 
 result<file_speech> prepare_file(const std::string& path, const config::sluice_config& cfg) {
@@ -26,27 +43,27 @@ result<file_speech> prepare_file(const std::string& path, const config::sluice_c
   return prepare_audio(*decoded, cfg);
 }
 
-result<file_speech> prepare_audio(const audio& decoded_audio, const config::sluice_config& cfg) {
-  const audio* decoded = &decoded_audio;
+result<file_speech> prepare_audio(audio&& decoded, const config::sluice_config& cfg) {
+  if (decoded.sample_rate != model_sample_rate) return prepare_audio(static_cast<const audio&>(decoded), cfg);
+  file_speech out{decoded.sample_rate, decoded.duration_s(), {}};
+  for (auto& samples : decoded.channels) {
+    auto ch = prepare_channel(std::move(samples), cfg);
+    if (!ch) return tl::unexpected(ch.error());
+    out.channels.push_back(std::move(*ch));
+  }
+  return out;
+}
+
+result<file_speech> prepare_audio(const audio& decoded, const config::sluice_config& cfg) {
   auto quality = parse_resample_quality(cfg.audio.resample_quality);
   if (!quality) return tl::unexpected(quality.error());
-  auto audio16 = resample(*decoded, model_sample_rate, *quality);
+  auto audio16 = resample(decoded, model_sample_rate, *quality);
   if (!audio16) return tl::unexpected(audio16.error());
-  file_speech out{decoded->sample_rate, decoded->duration_s(), {}};
+  file_speech out{decoded.sample_rate, decoded.duration_s(), {}};
   for (auto& samples : audio16->channels) {
-    channel_speech ch;
-    if (cfg.audio.denoise) {
-      auto d = denoise_channel(samples, cfg.audio.denoise_suppress_db);
-      if (!d) return tl::unexpected(d.error());
-      ch.samples = std::move(*d);
-    } else {
-      ch.samples = std::move(samples);
-    }
-    auto analysis = analyze_speech(ch.samples, cfg.vad);
-    if (!analysis) return tl::unexpected(analysis.error());
-    ch.segments = group_regions(analysis->regions, analysis->frames, cfg.segment);
-    ch.regions = std::move(analysis->regions);
-    out.channels.push_back(std::move(ch));
+    auto ch = prepare_channel(std::move(samples), cfg);
+    if (!ch) return tl::unexpected(ch.error());
+    out.channels.push_back(std::move(*ch));
   }
   return out;
 }

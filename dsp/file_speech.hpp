@@ -27,6 +27,9 @@ struct file_speech {
 /// Runs the front end on decoded audio (an upload, a buffer).
 result<file_speech> prepare_audio(const audio& decoded, const config::sluice_config& cfg);
 
+/// The same, taking the samples over: audio already at 16 kHz is used in place, not copied.
+result<file_speech> prepare_audio(audio&& decoded, const config::sluice_config& cfg);
+
 /// Runs the front end on one file. Errors name the stage's problem (decoder, resampler, ...).
 result<file_speech> prepare_file(const std::string& path, const config::sluice_config& cfg);
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace sluice::dsp {
@@ -57,11 +58,6 @@ constexpr codec_magic other_codecs[] = {{"\x01vorbis", "Vorbis"},
 // libopus's largest frame: 120 ms at 48 kHz, per channel.
 constexpr int max_frame_samples = 5760;
 
-struct of_deleter {
-  void operator()(OggOpusFile* of) const { op_free(of); }
-};
-using of_ptr = std::unique_ptr<OggOpusFile, of_deleter>;
-
 uint32_t le32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
          (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
@@ -76,12 +72,6 @@ uint32_t page_crc(std::span<const uint8_t> page) {
   return crc;
 }
 
-// The next page sequence number each logical stream expects, so a page cut out is noticed.
-struct stream_sequence {
-  uint32_t serial;
-  uint32_t next;
-};
-
 bool starts_with(std::span<const uint8_t> bytes, std::string_view prefix) {
   return bytes.size() >= prefix.size() &&
          std::equal(prefix.begin(), prefix.end(), bytes.begin(),
@@ -93,7 +83,10 @@ bool starts_with(std::span<const uint8_t> bytes, std::string_view prefix) {
 result<void> check_pages(std::span<const uint8_t> bytes) {
   std::size_t pos = 0;
   uint8_t last_header_type = 0;
-  std::vector<stream_sequence> sequences;
+  // The next page sequence number of each logical stream, by serial, so a page cut out is
+  // noticed. A hash map keeps the walk linear in the number of pages whatever the number of
+  // streams (a scan of a list made a file of many tiny streams quadratic).
+  std::unordered_map<uint32_t, uint32_t> next_sequence;
   while (pos < bytes.size()) {
     const std::size_t left = bytes.size() - pos;
     const std::span<const uint8_t> page = bytes.subspan(pos);
@@ -121,18 +114,23 @@ result<void> check_pages(std::span<const uint8_t> bytes) {
                                      " fails its CRC check (damaged data)");
     const uint32_t serial = le32(whole.data() + serial_offset);
     const uint32_t sequence = le32(whole.data() + sequence_offset);
-    auto known = std::find_if(sequences.begin(), sequences.end(),
-                              [&](const stream_sequence& s) { return s.serial == serial; });
+    auto known = next_sequence.find(serial);
     // A stream's first page, or a chained link's BOS page reusing a serial, starts a new count.
-    if (known == sequences.end()) {
-      known = sequences.insert(sequences.end(), {serial, sequence});
-    } else if (!(whole[header_type_offset] & header_type_bos) && sequence != known->next) {
+    if (known == next_sequence.end()) {
+      if (next_sequence.size() == ogg_max_logical_streams)
+        return fail(errc::unsupported, "ogg: page at byte " + std::to_string(pos) +
+                                           " starts logical stream " +
+                                           std::to_string(ogg_max_logical_streams + 1) +
+                                           "; at most " + std::to_string(ogg_max_logical_streams) +
+                                           " logical streams are read from one file");
+      known = next_sequence.emplace(serial, sequence).first;
+    } else if (!(whole[header_type_offset] & header_type_bos) && sequence != known->second) {
       return fail(errc::corrupt, "ogg: page at byte " + std::to_string(pos) +
                                      " has sequence number " + std::to_string(sequence) +
-                                     ", expected " + std::to_string(known->next) +
+                                     ", expected " + std::to_string(known->second) +
                                      " (pages are missing)");
     }
-    known->next = sequence + 1;
+    known->second = sequence + 1;
     if (pos == 0) {
       const auto body =
           page.subspan(page_header_bytes + segments, page_bytes - page_header_bytes - segments);
@@ -199,26 +197,28 @@ tl::unexpected<error> opusfile_fail(const std::string& what, int code) {
       c, "ogg: " + what + ": " + opusfile_error_name(code) + " (" + std::to_string(code) + ")");
 }
 
-struct opened {
-  of_ptr file;
-  ogg_opus_info info;
-};
+}  // namespace
 
-result<opened> open(std::span<const uint8_t> bytes) {
+void ogg_opus_reader::file_closer::operator()(::OggOpusFile* of) const { op_free(of); }
+ogg_opus_reader::~ogg_opus_reader() = default;
+ogg_opus_reader::ogg_opus_reader(ogg_opus_reader&&) noexcept = default;
+ogg_opus_reader& ogg_opus_reader::operator=(ogg_opus_reader&&) noexcept = default;
+
+result<ogg_opus_reader> ogg_opus_reader::open(std::span<const uint8_t> bytes) {
   if (auto ok = check_pages(bytes); !ok) return tl::unexpected(ok.error());
   int err = 0;
-  of_ptr of(op_open_memory(bytes.data(), bytes.size(), &err));
-  if (!of) return opusfile_fail("cannot open the Opus stream", err);
-
-  opened o;
-  o.info.channels = op_channel_count(of.get(), 0);
-  const int links = op_link_count(of.get());
+  ogg_opus_reader r;
+  r.file_.reset(op_open_memory(bytes.data(), bytes.size(), &err));
+  if (!r.file_) return opusfile_fail("cannot open the Opus stream", err);
+  OggOpusFile* of = r.file_.get();
+  r.info_.channels = op_channel_count(of, 0);
+  const int links = op_link_count(of);
   for (int li = 1; li < links; ++li)
-    if (op_channel_count(of.get(), li) != o.info.channels)
+    if (op_channel_count(of, li) != r.info_.channels)
       return fail(errc::unsupported, "ogg: chained link " + std::to_string(li) + " has " +
-                                         std::to_string(op_channel_count(of.get(), li)) +
-                                         " channels, the first " + std::to_string(o.info.channels));
-  const ogg_int64_t total = op_pcm_total(of.get(), -1);
+                                         std::to_string(op_channel_count(of, li)) +
+                                         " channels, the first " + std::to_string(r.info_.channels));
+  const ogg_int64_t total = op_pcm_total(of, -1);
   if (total < 0) return opusfile_fail("cannot tell the stream's length", static_cast<int>(total));
   constexpr ogg_int64_t max_samples =
       static_cast<ogg_int64_t>(ogg_opus_max_duration_s) * ogg_opus_sample_rate;
@@ -227,46 +227,55 @@ result<opened> open(std::span<const uint8_t> bytes) {
                 "ogg: the stream claims " + std::to_string(total / ogg_opus_sample_rate) +
                     " s, more than the " + std::to_string(ogg_opus_max_duration_s) +
                     " s decoded at most");
-  o.info.num_samples = static_cast<uint64_t>(total);
-  if (const OpusHead* head = op_head(of.get(), 0))
-    o.info.input_sample_rate = static_cast<int>(head->input_sample_rate);
-  o.file = std::move(of);
-  return o;
+  r.info_.num_samples = static_cast<uint64_t>(total);
+  if (const OpusHead* head = op_head(of, 0))
+    r.info_.input_sample_rate = static_cast<int>(head->input_sample_rate);
+  r.interleaved_.resize(static_cast<std::size_t>(max_frame_samples) *
+                        static_cast<std::size_t>(r.info_.channels));
+  return r;
 }
 
-}  // namespace
+result<std::size_t> ogg_opus_reader::read(std::vector<std::vector<float>>& out) {
+  const auto channels = static_cast<std::size_t>(info_.channels);
+  out.resize(channels);
+  for (auto& ch : out) ch.clear();
+  const int n = op_read_float(file_.get(), interleaved_.data(),
+                              static_cast<int>(interleaved_.size()), nullptr);
+  if (n < 0)
+    return opusfile_fail("decoding failed after " + std::to_string(samples_read_) + " samples", n);
+  constexpr std::size_t max_samples =
+      static_cast<std::size_t>(ogg_opus_max_duration_s) * ogg_opus_sample_rate;
+  if (samples_read_ + static_cast<std::size_t>(n) > max_samples)
+    return fail(errc::unsupported, "ogg: the stream decodes to more than " +
+                                       std::to_string(ogg_opus_max_duration_s) + " s");
+  const float* p = interleaved_.data();
+  for (auto& ch : out) ch.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i)
+    for (std::size_t c = 0; c < channels; ++c) out[c][static_cast<std::size_t>(i)] = std::clamp(*p++, -1.0f, 1.0f);
+  samples_read_ += static_cast<std::size_t>(n);
+  return static_cast<std::size_t>(n);
+}
 
 result<ogg_opus_info> probe_ogg_opus(std::span<const uint8_t> bytes) {
-  auto o = open(bytes);
-  if (!o) return tl::unexpected(o.error());
-  return o->info;
+  auto r = ogg_opus_reader::open(bytes);
+  if (!r) return tl::unexpected(r.error());
+  return r->info();
 }
 
 result<audio> decode_ogg_opus(std::span<const uint8_t> bytes) {
-  auto o = open(bytes);
-  if (!o) return tl::unexpected(o.error());
-  const auto channels = static_cast<std::size_t>(o->info.channels);
-  constexpr std::size_t max_samples =
-      static_cast<std::size_t>(ogg_opus_max_duration_s) * ogg_opus_sample_rate;
-
+  auto r = ogg_opus_reader::open(bytes);
+  if (!r) return tl::unexpected(r.error());
   audio out;
   out.sample_rate = ogg_opus_sample_rate;
-  out.channels.resize(channels);
-  for (auto& ch : out.channels) ch.reserve(o->info.num_samples);
-  std::vector<float> buf(static_cast<std::size_t>(max_frame_samples) * channels);
+  out.channels.resize(static_cast<std::size_t>(r->info().channels));
+  for (auto& ch : out.channels) ch.reserve(r->info().num_samples);
+  std::vector<std::vector<float>> piece;
   for (;;) {
-    const int n = op_read_float(o->file.get(), buf.data(), static_cast<int>(buf.size()), nullptr);
-    if (n == 0) break;
-    if (n < 0)
-      return opusfile_fail(
-          "decoding failed after " + std::to_string(out.num_samples()) + " samples", n);
-    if (out.num_samples() + static_cast<std::size_t>(n) > max_samples)
-      return fail(errc::unsupported, "ogg: the stream decodes to more than " +
-                                         std::to_string(ogg_opus_max_duration_s) + " s");
-    const float* p = buf.data();
-    for (int i = 0; i < n; ++i)
-      for (std::size_t c = 0; c < channels; ++c)
-        out.channels[c].push_back(std::clamp(*p++, -1.0f, 1.0f));
+    auto n = r->read(piece);
+    if (!n) return tl::unexpected(n.error());
+    if (*n == 0) break;
+    for (std::size_t c = 0; c < out.channels.size(); ++c)
+      out.channels[c].insert(out.channels[c].end(), piece[c].begin(), piece[c].end());
   }
   return out;
 }

@@ -12,7 +12,7 @@
 #include <boost/beast/websocket.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/file_job.hpp"
+#include "actors/upload_job.hpp"
 #include "dsp/pcm.hpp"
 #include "net/http_query.hpp"
 #include "net/json_fields.hpp"
@@ -225,14 +225,23 @@ class http_session : public std::enable_shared_from_this<http_session> {
         raw->channels = static_cast<int>(*channels);
         if (q->count("encoding")) raw->encoding = q->at("encoding");
       }
-      auto self = shared_from_this();
-      actors::start_file_job(*st_->engine, std::move(body), [self, v, ka](int status, std::string body) {
-        asio::post(self->stream_.get_executor(), [self, v, ka, status, body = std::move(body)]() mutable {
+      // A job on the engine: the body is moved to the upload queue, nothing is decoded here.
+      beast::error_code peer_ec;
+      const auto peer = stream_.socket().remote_endpoint(peer_ec);
+      actors::upload_request up;
+      up.body = std::move(body);
+      up.raw = std::move(raw);
+      up.client = peer_ec ? std::string("unknown") : peer.address().to_string();
+      up.done = [self = shared_from_this(), v, ka](actors::upload_reply r) {
+        asio::post(self->stream_.get_executor(), [self, v, ka, r = std::move(r)]() mutable {
           self->guarded("transcribe reply", [&] {
-            self->write(make_response(static_cast<http::status>(status), "application/json", std::move(body), v, ka));
+            auto res = make_response(static_cast<http::status>(r.status), "application/json", std::move(r.body), v, ka);
+            if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
+            self->write(std::move(res));
           });
         });
-      }, raw);
+      };
+      st_->engine->uploads().submit(std::move(up));
       return;
     }
     return reply(http::status::method_not_allowed, "application/json",

@@ -7,7 +7,8 @@
 ///   GET  /healthz /readyz  liveness; readiness (engine up and not draining)
 ///   GET  /metrics          Prometheus text exposition of the metrics snapshot
 ///   GET  /v1/actors        the metrics snapshot as JSON
-///   POST /v1/transcribe    an audio file in the body -> JSON transcript
+///   POST /v1/transcribe    an audio file in the body -> JSON transcript (a job on the engine's
+///                          upload queue: actors/upload_queue.hpp; 413/429/503 refusals)
 ///   WS   /v1/stream        sluice streaming protocol (ws_session.hpp)
 ///   WS   /funasr           FunASR runtime protocol
 /// Limits ([server]): connections, message and body sizes, idle timeout, session length.

@@ -1,0 +1,36 @@
+#pragma once
+/// An upload (POST /v1/transcribe) as the network layer hands it to the engine's upload queue,
+/// and the answer it gets back.
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace sluice::actors {
+
+/// A headerless body: its sample encoding ("pcm_s16le", "mulaw", "alaw", "pcm_f32le"), rate
+/// (Hz) and interleaved channel count.
+struct raw_audio_format {
+  std::string encoding = "pcm_s16le";
+  int sample_rate = 0;
+  int channels = 1;
+};
+
+/// The answer to one upload: an HTTP status, a JSON document (the transcript, or {"error": ...}
+/// naming the problem or the limit), and for 429/503 how long to wait (s; 0: no Retry-After).
+struct upload_reply {
+  int status = 0;
+  std::string body;
+  int retry_after_s = 0;
+};
+
+/// One upload. `done` is called exactly once, from an actor's thread (or, for a refusal at the
+/// door, from the caller of upload_queue::submit), never while a lock of ours is held.
+struct upload_request {
+  std::string body;                     ///< the file, moved in: never copied on the way
+  std::optional<raw_audio_format> raw;  ///< unset: the body is a WAV or Ogg Opus file
+  std::string client;                   ///< the client's address: its concurrent uploads share channels
+  std::function<void(upload_reply)> done;
+};
+
+}  // namespace sluice::actors
