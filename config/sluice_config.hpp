@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/audio_config.hpp"
+#include "config/auth_config.hpp"
 #include "config/decoder_config.hpp"
 #include "config/engine_config.hpp"
 #include "config/error.hpp"
@@ -32,6 +33,7 @@ struct sluice_config {
   decoder_config decoder;
   engine_config engine;
   server_config server;
+  auth_config auth;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -46,6 +48,7 @@ struct sluice_config {
     v("decoder", decoder);
     v("engine", engine);
     v("server", server);
+    v("auth", auth);
   }
 };
 
