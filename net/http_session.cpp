@@ -14,6 +14,7 @@
 
 #include "net/prometheus.hpp"
 #include "actors/file_job.hpp"
+#include "net/auth/tenant_view.hpp"
 #include "net/ws_session.hpp"
 
 namespace sluice::net {
@@ -132,6 +133,10 @@ class http_session : public std::enable_shared_from_this<http_session> {
       return;
     }
     auto req = parser_->release();
+    // Access (net/auth/gate.hpp): 401/403 before any route or WebSocket upgrade runs.
+    auto admitted = st_->gate->admit(req);
+    if (!admitted) return write(auth::gate::response(admitted.error(), req.version()));
+    who_ = std::move(*admitted);
     if (websocket::is_upgrade(req)) {
       const std::string target(req.target());
       const std::string path = target.substr(0, target.find('?'));
@@ -139,7 +144,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
       if (path == "/v1/stream" || path == "/funasr" || path == "/") {
         stream_.expires_never();
         run_ws_session(stream_.release_socket(), std::move(req), st_,
-                       path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_);
+                       path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_, who_);
         return;
       }
       write(make_response(http::status::not_found, "application/json", "{\"error\":\"no WebSocket at this path\"}",
@@ -167,7 +172,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
         auto snap = st_->engine->snapshot();
         return snap.empty() ? reply(http::status::service_unavailable, "application/json",
                                     "{\"error\":\"the metrics actor did not answer\"}")
-                            : reply(http::status::ok, "application/json", std::move(snap));
+                            : reply(http::status::ok, "application/json", auth::snapshot_for(snap, who_));
       }
       if (path == "/metrics")
         return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
@@ -229,6 +234,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
   std::shared_ptr<server_state> st_;
   std::shared_ptr<connection_slot> slot_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  auth::principal who_;  // who the current request acts as (set by the gate)
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 ///   WS   /v1/stream        sluice streaming protocol (ws_session.hpp)
 ///   WS   /funasr           FunASR runtime protocol
 /// Limits ([server]): connections, message and body sizes, idle timeout, session length.
+/// Access ([auth]): API keys per tenant with scopes, checked on every route (net/auth/gate.hpp).
 
 #include <atomic>
 #include <cstdint>
@@ -23,7 +24,9 @@
 
 #include "actors/engine.hpp"
 #include "config/error.hpp"
+#include "config/auth_config.hpp"
 #include "config/server_config.hpp"
+#include "net/auth/gate.hpp"
 
 namespace sluice::net {
 
@@ -34,12 +37,17 @@ struct server_state {
   std::atomic<int> connections{0};
   std::atomic<int64_t> ws_sessions{0};
   std::atomic<bool> draining{false};
+  /// Who may make which request (net/auth/gate.hpp); never null once started.
+  std::shared_ptr<const auth::gate> gate;
 };
 
 class server {
  public:
-  /// Binds [server] host:port (port 0: any free port). errc::io when it cannot listen.
-  static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg);
+  /// Binds [server] host:port (port 0: any free port). errc::io when it cannot listen;
+  /// errc::invalid_config (and the key store's errors) when [auth] forbids serving that host
+  /// or its keys file cannot be used (net/auth/gate.hpp).
+  static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg,
+                                               const config::auth_config& auth = {});
   ~server();
 
   uint16_t port() const { return port_; }

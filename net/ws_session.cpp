@@ -57,6 +57,8 @@ class session : public std::enable_shared_from_this<session> {
     ws_.async_accept(req, beast::bind_front_handler(&session::on_accept, shared_from_this()));
   }
 
+  void set_tenant(std::string tenant) { tenant_ = std::move(tenant); }
+
   // -- called on the strand by the bridge ----------------------------------------------------
   void on_open(const actors::open_reply& r) {
     if (closing_) {
@@ -221,6 +223,7 @@ class session : public std::enable_shared_from_this<session> {
       fail("bad_request", e.what(), websocket::close_code::unknown_data);
       return;
     }
+    req.tenant = tenant_;  // auth: whose stream (net/auth/tenant_view.hpp)
     state_ = state::opening;
     bridge_ = st_->engine->system().spawn(bridge_actor, weak_from_this(), st_->engine->supervisor());
     caf::anon_send(bridge_, actors::open_atom::value, req);
@@ -361,6 +364,7 @@ class session : public std::enable_shared_from_this<session> {
   std::vector<std::vector<uint8_t>> early_audio_;
   std::string mode_ = "2pass", wav_name_ = "sluice";
   std::map<int64_t, std::string> funasr_partial_;
+  std::string tenant_;  // auth: the admitted key's tenant; empty without keys
 };
 
 template <class F>
@@ -390,8 +394,10 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> 
 }  // namespace
 
 void run_ws_session(asio::ip::tcp::socket socket, http::request<http::string_body> req, std::shared_ptr<server_state> st,
-                    ws_dialect dialect, std::shared_ptr<void> slot) {
-  std::make_shared<session>(std::move(socket), std::move(st), dialect, std::move(slot))->run(std::move(req));
+                    ws_dialect dialect, std::shared_ptr<void> slot, auth::principal who) {
+  auto s = std::make_shared<session>(std::move(socket), std::move(st), dialect, std::move(slot));
+  s->set_tenant(std::move(who.tenant));  // auth: the stream's channel carries its tenant
+  s->run(std::move(req));
 }
 
 }  // namespace sluice::net

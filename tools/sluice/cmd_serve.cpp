@@ -34,7 +34,7 @@ int cmd_serve(invocation& inv) {
     return exit_failure;
   }
   auto eng = actors::engine::start(*res);
-  auto srv = net::server::start(*eng, inv.cfg.server);
+  auto srv = net::server::start(*eng, inv.cfg.server, inv.cfg.auth);
   if (!srv) {
     std::fprintf(stderr, "sluice serve: %s\n", srv.error().message.c_str());
     return exit_failure;
