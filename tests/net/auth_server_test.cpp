@@ -202,6 +202,7 @@ TEST_SUITE("auth server") {
     REQUIRE(metrics.status == 200);
     CHECK(metrics.body.find("sluice_up 1") != std::string::npos);
     const std::string logged = logs.lines.str();
+    REQUIRE_MESSAGE(logged.find("auth: 4 API keys") != std::string::npos, "the log capture saw nothing: " << logged);
     for (const auto& t : texts) {
       CHECK_MESSAGE(metrics.body.find(t) == std::string::npos, "/metrics carries transcript text: " << t);
       CHECK_MESSAGE(logged.find(t) == std::string::npos, "an info log carries transcript text: " << t);
