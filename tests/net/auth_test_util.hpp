@@ -107,6 +107,17 @@ class stepped_stream {
   int close_code_ = -1;
 };
 
+// A shell command's stdout.
+inline std::string capture_stdout(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
 // Channel `ch` of the bundled call as 8 kHz PCM16 in 100 ms frames.
 inline std::vector<std::vector<uint8_t>> call_channel_frames(int ch) {
   auto a = dsp::decode_audio_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav");
