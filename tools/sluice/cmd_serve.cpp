@@ -47,6 +47,9 @@ int cmd_serve(invocation& inv) {
               "  metrics     %s/metrics\n",
               inv.cfg.model.dir.c_str(), url.c_str(), inv.cfg.server.host.c_str(), (*srv)->port(),
               inv.cfg.server.host.c_str(), (*srv)->port(), url.c_str(), url.c_str());
+  if (!inv.cfg.auth.keys_file.empty())
+    std::printf("  auth        API keys from %s: send Authorization: Bearer <key> (dashboard: /?token=<key>)\n",
+                inv.cfg.auth.keys_file.c_str());
   std::fflush(stdout);
   while (!stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   spdlog::info("stopping: draining open streams");

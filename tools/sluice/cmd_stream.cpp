@@ -71,10 +71,15 @@ class session : public std::enable_shared_from_this<session> {
       ws_.set_option(websocket::stream_base::decorator([t = args_.token](websocket::request_type& req) {
         req.set(beast::http::field::authorization, "Bearer " + t);
       }));
-    if (!ec) ws_.handshake(args_.host + ":" + args_.port, args_.path, ec);
+    websocket::response_type res;
+    if (!ec) ws_.handshake(res, args_.host + ":" + args_.port, args_.path, ec);
     if (ec) {
+      // A refused upgrade (401/403 without a valid --token) says why in its body.
+      const std::string why = ec == websocket::error::upgrade_declined
+                                  ? std::to_string(res.result_int()) + " " + res.body()
+                                  : ec.message();
       std::fprintf(stderr, "sluice stream: cannot connect to %s:%s%s: %s\n", args_.host.c_str(), args_.port.c_str(),
-                   args_.path.c_str(), ec.message().c_str());
+                   args_.path.c_str(), why.c_str());
       ++stats_.errors;
       return;
     }
