@@ -117,7 +117,7 @@ TEST_SUITE("auth server") {
     CHECK(ok.messages().front()["channel"] == 1);
   }
 
-  TEST_CASE("the right key streams; its finals equal those of an unauthenticated loopback server (the default)") {
+  TEST_CASE("the right key streams, beside refused clients, exactly the finals of an unauthenticated loopback server (the default)") {
     const auto frames = call_channel_frames(0);
     std::vector<std::string> reference;
     {
@@ -137,13 +137,23 @@ TEST_SUITE("auth server") {
 
     keyring ring;
     const auto key = ring.add("acme", "stream");
+    const auto reader = ring.add("acme", "read");
     served s(with_keys(ring));
     stepped_stream st(s.port);
     REQUIRE(st.open("/v1/stream", bearer(key)) == 101);
     st.send_text(start_8k);
-    for (const auto& f : frames) st.send_binary(f);
+    // Refused clients come and go while it streams: they change nothing for it.
+    int refused = 0;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      st.send_binary(frames[i]);
+      if (i % 50 != 0) continue;
+      stepped_stream none(s.port), lacks(s.port);
+      refused += none.open("/v1/stream", {}) == 401;
+      refused += lacks.open("/funasr", bearer(reader)) == 403;
+    }
     st.send_text(end_msg);
     CHECK(st.read_to_close() == 1000);
+    CHECK(refused == 2 * static_cast<int>((frames.size() + 49) / 50));
     CHECK(st.finals() == reference);
   }
 
