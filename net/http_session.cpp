@@ -99,7 +99,22 @@ class http_session : public std::enable_shared_from_this<http_session> {
     parser_->body_limit(static_cast<std::uint64_t>(st_->cfg.max_body_bytes));
     parser_->header_limit(16 * 1024);
     stream_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_read, shared_from_this()));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&http_session::on_header, shared_from_this()));
+  }
+
+  // Access (net/auth/gate.hpp) is decided on the header: 401/403 before any route or WebSocket
+  // upgrade runs, and a refused client's body is never read.
+  void on_header(beast::error_code ec, std::size_t n) {
+    if (!ec) {
+      auto admitted = st_->gate->admit(parser_->get());
+      if (!admitted) return write(auth::gate::response(admitted.error(), parser_->get().version()));
+      who_ = std::move(*admitted);
+      if (!parser_->is_done())
+        return http::async_read(stream_, buffer_, *parser_,
+                                beast::bind_front_handler(&http_session::on_read, shared_from_this()));
+    }
+    on_read(ec, n);
   }
 
   static http::response<http::string_body> make_response(http::status status, const std::string& type, std::string body,
@@ -133,10 +148,6 @@ class http_session : public std::enable_shared_from_this<http_session> {
       return;
     }
     auto req = parser_->release();
-    // Access (net/auth/gate.hpp): 401/403 before any route or WebSocket upgrade runs.
-    auto admitted = st_->gate->admit(req);
-    if (!admitted) return write(auth::gate::response(admitted.error(), req.version()));
-    who_ = std::move(*admitted);
     if (websocket::is_upgrade(req)) {
       const std::string target(req.target());
       const std::string path = target.substr(0, target.find('?'));

@@ -117,6 +117,33 @@ TEST_SUITE("auth server") {
     CHECK(ok.messages().front()["channel"] == 1);
   }
 
+  TEST_CASE("a refused upload is answered on its header: the server does not wait for (or read) the body") {
+    keyring ring;
+    const auto reader = ring.add("acme", "read");
+    served s(with_keys(ring));
+    for (const auto& hs : {headers{}, bearer(reader)}) {
+      // The header announces 8 MB and none of it is sent: the answer must come anyway. A server
+      // that read the body first would wait for it until server.idle_timeout_s (30 s) and then
+      // close without an answer (checked: the read below then fails with "end of stream").
+      asio::io_context ioc;
+      beast::tcp_stream stream(ioc);
+      stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
+      http::request<http::empty_body> req{http::verb::post, "/v1/transcribe", 11};
+      req.set(http::field::host, "127.0.0.1");
+      req.set(http::field::content_length, std::to_string(8 << 20));
+      for (const auto& [k, v] : hs) req.set(k, v);
+      http::request_serializer<http::empty_body> sr{req};
+      http::write_header(stream, sr);
+      beast::flat_buffer buf;
+      http::response<http::string_body> res;
+      beast::error_code ec;
+      http::read(stream, buf, res, ec);
+      REQUIRE_MESSAGE(!ec, "no answer before the body: " << ec.message());
+      CHECK(res.result_int() == (hs.empty() ? 401 : 403));
+      CHECK_FALSE(res.keep_alive());
+    }
+  }
+
   TEST_CASE("the right key streams, beside refused clients, exactly the finals of an unauthenticated loopback server (the default)") {
     const auto frames = call_channel_frames(0);
     std::vector<std::string> reference;
