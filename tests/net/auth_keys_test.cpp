@@ -56,7 +56,7 @@ http_request upgrade(const std::string& target) {
 }  // namespace
 
 TEST_SUITE("auth") {
-  TEST_CASE("scopes: parse, print, admin implies every scope, typos are errors") {
+  TEST_CASE("scopes: parsed and printed back - admin implies every scope - typos are errors") {
     auto s = scopes_of("stream,read");
     CHECK(s.allows(scope::stream));
     CHECK(s.allows(scope::read));
@@ -82,7 +82,7 @@ TEST_SUITE("auth") {
       CHECK_FALSE(valid_tenant(bad));
   }
 
-  TEST_CASE("a made key authenticates as its tenant and scopes; near misses and other shapes do not") {
+  TEST_CASE("a made key authenticates as its tenant and scopes - near misses and other shapes do not") {
     auto k = make_key("acme", scopes_of("stream,read"));
     REQUIRE(k.has_value());
     // sk_<16 hex id>_<64 hex secret>
@@ -119,7 +119,7 @@ TEST_SUITE("auth") {
       CHECK_MESSAGE(!store.authenticate(bad).has_value(), bad);
   }
 
-  TEST_CASE("the stored hash is SHA-256(salt || key), as Python's hashlib computes it") {
+  TEST_CASE("the stored hash is SHA-256(salt || key) as Python's hashlib computes it") {
     key_record r;
     r.id = "0123456789abcdef";
     r.tenant = "acme";
@@ -142,7 +142,7 @@ TEST_SUITE("auth") {
     CHECK(line.rfind("0123456789abcdef acme read 000102030405060708090a0b0c0d0e0f ", 0) == 0);
   }
 
-  TEST_CASE("the keys file holds no key bytes, is owner-only, and loads back") {
+  TEST_CASE("the keys file holds no key bytes and is owner-only and loads back") {
     test::temp_dir tmp;
     const std::string path = tmp.file("keys");
     auto a = make_key("acme", scopes_of("stream"));
@@ -198,7 +198,7 @@ TEST_SUITE("auth") {
     CHECK(key_store::parse("# only comments\n\n   \n", "t")->size() == 0);
   }
 
-  TEST_CASE("tenant view: a tenant sees its own channels only; admin and anonymous see all") {
+  TEST_CASE("tenant view: a tenant sees its own channels only - admin and anonymous see all") {
     const json snap = {
         {"engine", "e"},
         {"summary", {{"channels_live", 3}}},
@@ -226,7 +226,7 @@ TEST_SUITE("auth") {
     CHECK(snapshot_for("not json", acme) == "{}");
   }
 
-  TEST_CASE("startup policy: loopback without keys is served, elsewhere it needs keys or the explicit flag") {
+  TEST_CASE("startup policy: loopback without keys is served - elsewhere it needs keys or the explicit flag") {
     CHECK(is_loopback_host("127.0.0.1"));
     CHECK(is_loopback_host("127.8.9.10"));
     CHECK(is_loopback_host("::1"));
@@ -265,7 +265,7 @@ TEST_SUITE("auth") {
     CHECK((*with_keys)->enabled());
   }
 
-  TEST_CASE("per request: where a key may be presented, 401 vs 403, open routes") {
+  TEST_CASE("per request: where a key may be presented - 401 vs 403 - open routes") {
     test::temp_dir tmp;
     auto streamer = make_key("acme", scopes_of("stream"));
     auto reader = make_key("acme", scopes_of("read"));

@@ -69,7 +69,7 @@ struct log_capture {
 }  // namespace
 
 TEST_SUITE("auth server") {
-  TEST_CASE("with keys: no key or a wrong key gets 401, a key without the scope 403, on every route and before the upgrade") {
+  TEST_CASE("with keys: no key or a wrong key gets 401 and a key without the scope 403 on every route and before the upgrade") {
     keyring ring;
     const auto streamer = ring.add("acme", "stream");
     const auto reader = ring.add("acme", "read");
@@ -144,7 +144,7 @@ TEST_SUITE("auth server") {
     }
   }
 
-  TEST_CASE("the right key streams, beside refused clients, exactly the finals of an unauthenticated loopback server (the default)") {
+  TEST_CASE("the right key streams beside refused clients exactly the finals of an unauthenticated loopback server (the default)") {
     const auto frames = call_channel_frames(0);
     std::vector<std::string> reference;
     {
@@ -184,7 +184,7 @@ TEST_SUITE("auth server") {
     CHECK(st.finals() == reference);
   }
 
-  TEST_CASE("tenants see only their own streams in /v1/actors; admin sees all; no text in /metrics or info logs") {
+  TEST_CASE("tenants see only their own streams in /v1/actors - admin sees all - no text in /metrics or info logs") {
     keyring ring;
     const auto acme = ring.add("acme", "stream,read");
     const auto globex = ring.add("globex", "stream,read");
@@ -289,7 +289,7 @@ TEST_SUITE("auth server") {
     CHECK_MESSAGE(received, "the page shows text the stream never got: " << shown);
   }
 
-  TEST_CASE("auth.metrics_open: /metrics without a key for Prometheus, every other route still needs one") {
+  TEST_CASE("auth.metrics_open: /metrics without a key for Prometheus while every other route still needs one") {
     keyring ring;
     ring.add("acme", "read");
     served s(with_keys(ring, true));
@@ -302,7 +302,7 @@ TEST_SUITE("auth server") {
     CHECK(ws.open("/v1/stream", {}) == 401);
   }
 
-  TEST_CASE("a non-loopback address without keys refuses to start; allow_insecure_public or keys let it") {
+  TEST_CASE("a non-loopback address without keys refuses to start - allow_insecure_public or keys let it") {
     served s;
     config::sluice_config cfg;
     cfg.server.host = "0.0.0.0";

@@ -290,7 +290,7 @@ TEST_SUITE("keys") {
     CHECK(sluice_cli("keys revoke " + id + " --file " + file, tmp).status == 1);
   }
 
-  TEST_CASE("sluice keys: bad tenants, scopes and missing files are clear errors") {
+  TEST_CASE("sluice keys: bad tenants and scopes and missing files are clear errors") {
     sluice::test::temp_dir tmp;
     const std::string file = tmp.file("keys");
     auto bad_scope = sluice_cli("keys add --tenant acme --scopes stream,write --file " + file, tmp);
