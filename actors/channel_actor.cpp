@@ -57,6 +57,7 @@ struct channel {
   bool ended = false;
   actor_meter meter;
   std::string latest_text;  // the newest partial or final text, for the dashboard
+  std::string tenant;       // reported with the text: net/ shows it only to this tenant
 };
 
 using self_ptr = caf::event_based_actor*;
@@ -228,11 +229,13 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
 
 caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
-                            caf::actor subscriber, caf::actor batcher, caf::actor metrics, caf::actor supervisor) {
+                            std::string tenant, caf::actor subscriber, caf::actor batcher, caf::actor metrics,
+                            caf::actor supervisor) {
   auto st = std::make_shared<channel>(channel{res, id, std::move(pipeline), partials, std::move(subscriber),
                                               std::move(batcher), std::move(metrics), std::move(supervisor),
                                               dsp::streaming_fbank(res->fbank), {}, 0, {}, 0, 0, -1, false, 0, false,
                                               actor_meter("channel/" + std::to_string(id), "channel")});
+  st->tenant = std::move(tenant);
   if (st->metrics) self->delayed_send(self, std::chrono::milliseconds(res->cfg.engine.report_ms), report_atom::value);
   auto samples_in = [self, st](const std::vector<float>& x) {
     if (st->ended) {
@@ -312,6 +315,7 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
         if (st->metrics) {
           auto r = st->meter.take(static_cast<int64_t>(self->mailbox().size()));
           r.text = st->latest_text;
+          r.tenant = st->tenant;
           self->send(st->metrics, std::move(r));
         }
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);

@@ -19,6 +19,8 @@
 ///                                            are reported lost, the channel goes on
 /// Messages out: (transcript_event) to the subscriber; after end_atom, once every utterance
 /// has its final, (drained_atom, channel_id) to the subscriber and the supervisor.
+/// Its reports to the metrics actor carry the newest text and `tenant` (net/ shows a channel
+/// only to its tenant).
 /// Bad audio gets a transcript_event with `error` set; the channel keeps running.
 
 #include <caf/all.hpp>
@@ -32,6 +34,7 @@ namespace sluice::actors {
 
 caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
-                            caf::actor subscriber, caf::actor batcher, caf::actor metrics, caf::actor supervisor);
+                            std::string tenant, caf::actor subscriber, caf::actor batcher, caf::actor metrics,
+                            caf::actor supervisor);
 
 }  // namespace sluice::actors

@@ -121,6 +121,7 @@ struct actor_report {
   std::vector<std::vector<int64_t>> hists;
   std::vector<double> hist_sums;  ///< ms, per histogram
   std::string text;               ///< channels: the newest partial or final text
+  std::string tenant;             ///< channels: whose stream it is (empty: no tenant)
   bool gone = false;  ///< the actor has stopped: drop it from the live view
 };
 
@@ -139,6 +140,7 @@ struct channel_request {
   std::string codec = "f32";     ///< f32 (samples_atom) | pcm_s16le | mulaw | alaw | opus (audio_atom)
   std::vector<std::string> hotwords;  ///< "phrase" or "phrase weight"
   bool partials = true;
+  std::string tenant;  ///< who the stream belongs to (net/auth); empty: no tenant (in-process)
 };
 
 // -- inspect ---------------------------------------------------------------------------------
@@ -164,7 +166,7 @@ typename Inspector::result_type inspect(Inspector& f, transcript_event& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
   return f(caf::meta::type_name("actor_report"), x.name, x.kind, x.mailbox, x.messages, x.busy_ns, x.interval_ns,
-           x.keys, x.counts, x.gauge_keys, x.gauges, x.hist_keys, x.hists, x.hist_sums, x.text, x.gone);
+           x.keys, x.counts, x.gauge_keys, x.gauges, x.hist_keys, x.hists, x.hist_sums, x.text, x.tenant, x.gone);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, open_reply& x) {
@@ -172,7 +174,8 @@ typename Inspector::result_type inspect(Inspector& f, open_reply& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, channel_request& x) {
-  return f(caf::meta::type_name("channel_request"), x.label, x.sample_rate, x.codec, x.hotwords, x.partials);
+  return f(caf::meta::type_name("channel_request"), x.label, x.sample_rate, x.codec, x.hotwords, x.partials,
+           x.tenant);
 }
 
 // Shared buffers: written out by value, read back into fresh buffers. An absent buffer is

@@ -23,6 +23,7 @@ struct actor_record {
   std::map<std::string, double> counters;  // since the actor started
   std::map<std::string, double> gauges;
   std::string text;
+  std::string tenant;  // channels: whose stream (net/ filters on it)
 };
 
 struct kind_totals {
@@ -66,7 +67,8 @@ std::string snapshot(const metrics& m) {
                       {"busy", r.busy},
                       {"counters", r.counters},
                       {"gauges", r.gauges},
-                      {"text", r.text}});
+                      {"text", r.text},
+                      {"tenant", r.tenant}});
   j["actors"] = actors;
   json kinds = json::object();
   for (const auto& [kind, t] : m.kinds) {
@@ -136,6 +138,7 @@ caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_nam
         rec.kind = r.kind;
         rec.mailbox = r.mailbox;
         rec.text = r.text;
+        rec.tenant = r.tenant;
         const double interval_s = static_cast<double>(r.interval_ns) * 1e-9;
         rec.messages_per_s = ratio(static_cast<double>(r.messages), interval_s);
         rec.busy = ratio(static_cast<double>(r.busy_ns), static_cast<double>(r.interval_ns));

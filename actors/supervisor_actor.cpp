@@ -137,7 +137,8 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         if (!pipe) return refuse(pipe.error().message);
         const channel_id id = st->next_channel++;
         auto ch = self->spawn(channel_actor, st->res, id, std::make_shared<channel_pipeline>(std::move(*pipe)),
-                              req.partials, subscriber, st->batcher, st->metrics, caf::actor_cast<caf::actor>(self));
+                              req.partials, req.tenant, subscriber, st->batcher, st->metrics,
+                              caf::actor_cast<caf::actor>(self));
         self->monitor(ch);
         st->channels.emplace(id, ch);
         st->meter.count("opened");

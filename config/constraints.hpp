@@ -37,6 +37,7 @@ inline std::string constraint_problem(const std::string& v, const one_of& o) {
 inline std::string constraint_problem(const std::string& v, const non_empty&) {
   return v.empty() ? "must not be empty" : std::string{};
 }
+inline std::string constraint_problem(const std::string&, const any_string&) { return {}; }
 inline std::string constraint_problem(bool, const any_bool&) { return {}; }
 inline std::string constraint_problem(const std::string& v, const name_list&) {
   bool in_name = false, gap = false;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/audio_config.hpp"
+#include "config/auth_config.hpp"
 #include "config/decoder_config.hpp"
 #include "config/engine_config.hpp"
 #include "config/error.hpp"
@@ -34,6 +35,7 @@ struct sluice_config {
   engine_config engine;
   server_config server;
   upload_config upload;
+  auth_config auth;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -49,6 +51,7 @@ struct sluice_config {
     v("engine", engine);
     v("server", server);
     v("upload", upload);
+    v("auth", auth);
   }
 };
 

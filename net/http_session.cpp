@@ -18,6 +18,7 @@
 #include "net/json_fields.hpp"
 #include "net/prometheus.hpp"
 #include "net/request_policy.hpp"
+#include "net/auth/tenant_view.hpp"
 #include "net/ws_session.hpp"
 
 namespace sluice::net {
@@ -113,9 +114,30 @@ class http_session : public std::enable_shared_from_this<http_session> {
     parser_->body_limit(static_cast<std::uint64_t>(st_->cfg.max_body_bytes));
     parser_->header_limit(16 * 1024);
     stream_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->guarded("read", [&] { self->on_read(ec); });
+    http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->guarded("read header", [&] { self->on_header(ec); });
     });
+  }
+
+  // Host/Origin (request_policy.hpp), then access (net/auth/gate.hpp), are decided on the header:
+  // 403/401 before any route or WebSocket upgrade runs, and a refused client's body is never read.
+  void on_header(beast::error_code ec) {
+    if (!ec) {
+      const auto& h = parser_->get();
+      if (auto why = st_->policy.refusal(h[http::field::host], h[http::field::origin]); !why.empty()) {
+        spdlog::info("http {}: refused: {}", id_, why);
+        write(make_response(http::status::forbidden, "application/json", error_body(why), h.version(), false));
+        return;
+      }
+      auto admitted = st_->gate->admit(h);
+      if (!admitted) return write(auth::gate::response(admitted.error(), h.version()));
+      who_ = std::move(*admitted);
+      if (!parser_->is_done())
+        return http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code e, std::size_t) {
+          self->guarded("read", [&] { self->on_read(e); });
+        });
+    }
+    on_read(ec);
   }
 
   static http::response<http::string_body> make_response(http::status status, const std::string& type, std::string body,
@@ -148,12 +170,6 @@ class http_session : public std::enable_shared_from_this<http_session> {
       return;
     }
     auto req = parser_->release();
-    // Host and Origin first: a refused page learns nothing else.
-    if (auto why = st_->policy.refusal(req[http::field::host], req[http::field::origin]); !why.empty()) {
-      spdlog::info("http {}: refused: {}", id_, why);
-      write(make_response(http::status::forbidden, "application/json", error_body(why), req.version(), false));
-      return;
-    }
     if (websocket::is_upgrade(req)) {
       const std::string target(req.target());
       const std::string path = target.substr(0, target.find('?'));
@@ -161,7 +177,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
       if (path == "/v1/stream" || path == "/funasr" || path == "/") {
         stream_.expires_never();
         run_ws_session(stream_.release_socket(), std::move(req), st_,
-                       path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_, id_);
+                       path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_, id_, who_);
         return;
       }
       write(make_response(http::status::not_found, "application/json", error_body("no WebSocket at this path"),
@@ -189,7 +205,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
         auto snap = st_->engine->snapshot();
         return snap.empty() ? reply(http::status::service_unavailable, "application/json",
                                     error_body("the metrics actor did not answer"))
-                            : reply(http::status::ok, "application/json", std::move(snap));
+                            : reply(http::status::ok, "application/json", auth::snapshot_for(snap, who_));
       }
       if (path == "/metrics")
         return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
@@ -270,6 +286,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
   std::shared_ptr<connection_slot> slot_;
   std::optional<http::request_parser<http::string_body>> parser_;
   uint64_t id_;
+  auth::principal who_;  // who the current request acts as (set by the gate)
 };
 
 }  // namespace

@@ -67,12 +67,17 @@ void run_io(asio::io_context& ioc) {
 
 }  // namespace
 
-result<std::unique_ptr<server>> server::start(actors::engine& engine, const config::server_config& cfg) {
+result<std::unique_ptr<server>> server::start(actors::engine& engine, const config::server_config& cfg,
+                                             const config::auth_config& auth) {
+  // Access policy first: a host it forbids is never bound.
+  auto gate = auth::gate::create(cfg, auth);
+  if (!gate) return tl::unexpected(gate.error());
   std::unique_ptr<server> s(new server());
   s->state_ = std::make_shared<server_state>();
   s->state_->engine = &engine;
   s->state_->cfg = cfg;
   s->state_->policy = request_policy(cfg);
+  s->state_->gate = std::move(*gate);
   s->ioc_ = std::make_unique<asio::io_context>(cfg.io_threads);
   beast::error_code ec;
   const auto address = asio::ip::make_address(cfg.host, ec);

@@ -15,6 +15,7 @@
 /// Every request is first checked for its Host and Origin (request_policy.hpp): 403 otherwise.
 /// No exception leaves a handler: each is caught, logged with the connection id, and ends
 /// that connection only (500 / close 1011); the I/O threads also catch and go on.
+/// Access ([auth]): API keys per tenant with scopes, checked on every route (net/auth/gate.hpp).
 
 #include <atomic>
 #include <cstdint>
@@ -27,8 +28,10 @@
 
 #include "actors/engine.hpp"
 #include "config/error.hpp"
+#include "config/auth_config.hpp"
 #include "config/server_config.hpp"
 #include "net/request_policy.hpp"
+#include "net/auth/gate.hpp"
 
 namespace sluice::net {
 
@@ -41,12 +44,17 @@ struct server_state {
   std::atomic<uint64_t> next_connection_id{1};  ///< ids in the logs of connections and streams
   std::atomic<int64_t> ws_sessions{0};
   std::atomic<bool> draining{false};
+  /// Who may make which request (net/auth/gate.hpp); never null once started.
+  std::shared_ptr<const auth::gate> gate;
 };
 
 class server {
  public:
-  /// Binds [server] host:port (port 0: any free port). errc::io when it cannot listen.
-  static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg);
+  /// Binds [server] host:port (port 0: any free port). errc::io when it cannot listen;
+  /// errc::invalid_config (and the key store's errors) when [auth] forbids serving that host
+  /// or its keys file cannot be used (net/auth/gate.hpp).
+  static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg,
+                                               const config::auth_config& auth = {});
   ~server();
 
   uint16_t port() const { return port_; }

@@ -76,6 +76,8 @@ class session : public std::enable_shared_from_this<session> {
     }
   }
 
+  void set_tenant(std::string tenant) { tenant_ = std::move(tenant); }
+
   // -- called on the strand by the bridge ----------------------------------------------------
   void on_open(const actors::open_reply& r) {
     if (closing_) {
@@ -280,6 +282,7 @@ class session : public std::enable_shared_from_this<session> {
       end_requested_ = r->end_requested;
       funasr_.emplace(std::move(r->mode), std::move(r->wav_name));
     }
+    req.tenant = tenant_;  // auth: whose stream (net/auth/tenant_view.hpp)
     state_ = state::opening;
     bridge_ = st_->engine->system().spawn(bridge_actor, weak_from_this(), st_->engine->supervisor());
     caf::anon_send(bridge_, actors::open_atom::value, req);
@@ -395,6 +398,7 @@ class session : public std::enable_shared_from_this<session> {
   std::vector<std::vector<uint8_t>> early_audio_;
   std::optional<funasr_replies> funasr_;
   std::shared_ptr<session> keep_alive_;  ///< set while half-closed (see on_readable)
+  std::string tenant_;  // auth: the admitted key's tenant; empty without keys
 };
 
 // Posts `f` onto the session's strand, guarded there. Never throws into the actor.
@@ -444,8 +448,10 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> 
 }  // namespace
 
 void run_ws_session(asio::ip::tcp::socket socket, http::request<http::string_body> req, std::shared_ptr<server_state> st,
-                    ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id) {
-  std::make_shared<session>(std::move(socket), std::move(st), dialect, std::move(slot), id)->run(std::move(req));
+                    ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
+  auto s = std::make_shared<session>(std::move(socket), std::move(st), dialect, std::move(slot), id);
+  s->set_tenant(std::move(who.tenant));  // auth: the stream's channel carries its tenant
+  s->run(std::move(req));
 }
 
 }  // namespace sluice::net

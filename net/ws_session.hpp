@@ -39,6 +39,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http.hpp>
 
+#include "net/auth/principal.hpp"
 #include "net/server.hpp"
 
 namespace sluice::net {
@@ -46,8 +47,9 @@ namespace sluice::net {
 enum class ws_dialect { sluice, funasr };
 
 /// Takes over an upgraded connection; `slot` keeps the connection counted until it closes;
-/// `id` names it in the logs.
+/// `id` names it in the logs; `who` was admitted by the gate, its tenant goes with the stream's channel.
 void run_ws_session(boost::asio::ip::tcp::socket socket, boost::beast::http::request<boost::beast::http::string_body> req,
-                    std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id);
+                    std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id,
+                    auth::principal who);
 
 }  // namespace sluice::net

@@ -9,7 +9,7 @@ build_pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   libcaf-dev libboost1.81-dev libopus-dev libopusfile-dev libspdlog-dev libfmt-dev
   doctest-dev libsoxr-dev libspeexdsp-dev libtomlplusplus-dev nlohmann-json3-dev
-  libexpected-dev libopenblas-dev libopenblas0-pthread libsqlite3-dev
+  libexpected-dev libopenblas-dev libopenblas0-pthread libsqlite3-dev libssl-dev
 )
 # Tools the test suite uses to make real audio at test time.
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican

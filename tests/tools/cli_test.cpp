@@ -247,3 +247,63 @@ TEST_SUITE("accuracy") {
     }
   }
 }
+
+TEST_SUITE("keys") {
+  TEST_CASE("sluice keys add prints a key once and stores only its salted SHA-256 (checked with Python's hashlib)") {
+    sluice::test::temp_dir tmp;
+    const std::string file = tmp.file("keys");
+    auto added = sluice_cli("keys add --tenant acme --scopes stream,read --file " + file, tmp);
+    REQUIRE_MESSAGE(added.status == 0, added.err);
+    REQUIRE(added.out.size() == 3 + 16 + 1 + 64 + 1);  // sk_<id>_<secret>\n
+    const std::string key = added.out.substr(0, added.out.size() - 1);
+    const std::string id = key.substr(3, 16), secret = key.substr(20);
+    CHECK(added.err.find(id) != std::string::npos);
+    CHECK(added.err.find(secret) == std::string::npos);
+    auto bytes = sluice::test::read_bytes(file);
+    const std::string stored(bytes.begin(), bytes.end());
+    CHECK(stored.find(secret) == std::string::npos);
+    CHECK(stored.find(key) == std::string::npos);
+    // The stored line: id tenant scopes salt hash, hash = SHA-256(salt || key).
+    const std::string check_py = tmp.file("check.py");
+    const std::string py =
+        "import hashlib,sys\nid_,tenant,scopes,salt,h=open(sys.argv[1]).read().split()\n"
+        "print(id_, tenant, scopes, hashlib.sha256(bytes.fromhex(salt)+sys.argv[2].encode()).hexdigest()==h)\n";
+    sluice::test::write_bytes(check_py, std::vector<uint8_t>(py.begin(), py.end()));
+    FILE* p = popen(("/usr/bin/python3 " + check_py + " " + file + " " + key).c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 256> buf{};
+    std::string out;
+    while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+    pclose(p);
+    CHECK(out == id + " acme stream,read True\n");
+
+    auto second = sluice_cli("--auth.keys_file=" + file + " keys add --tenant globex --scopes admin", tmp);
+    REQUIRE(second.status == 0);
+    CHECK(second.out != added.out);
+    auto list = sluice_cli("keys list --file " + file, tmp);
+    REQUIRE(list.status == 0);
+    const std::string id2 = second.out.substr(3, 16);
+    CHECK(list.out.find(id + " acme stream,read\n") != std::string::npos);
+    CHECK(list.out.find(id2 + " globex admin\n") != std::string::npos);
+    REQUIRE(sluice_cli("keys revoke " + id + " --file " + file, tmp).status == 0);
+    CHECK(sluice_cli("keys list --file " + file, tmp).out == id2 + " globex admin\n");
+    CHECK(sluice_cli("keys revoke " + id + " --file " + file, tmp).status == 1);
+  }
+
+  TEST_CASE("sluice keys: bad tenants and scopes and missing files are clear errors") {
+    sluice::test::temp_dir tmp;
+    const std::string file = tmp.file("keys");
+    auto bad_scope = sluice_cli("keys add --tenant acme --scopes stream,write --file " + file, tmp);
+    CHECK(bad_scope.status == 2);
+    CHECK(bad_scope.err.find("unknown scope \"write\"") != std::string::npos);
+    auto bad_tenant = sluice_cli("keys add --tenant a/b --scopes read --file " + file, tmp);
+    CHECK(bad_tenant.status == 2);
+    CHECK(bad_tenant.err.find("tenant \"a/b\"") != std::string::npos);
+    auto no_file = sluice_cli("keys add --tenant acme --scopes read", tmp);
+    CHECK(no_file.status == 2);
+    CHECK(no_file.err.find("auth.keys_file") != std::string::npos);
+    CHECK(sluice_cli("keys list --file " + tmp.file("missing"), tmp).status == 1);
+    CHECK(sluice_cli("keys frobnicate --file " + file, tmp).status == 2);
+    CHECK(sluice::test::read_bytes(file).empty());  // nothing was written by the refused adds
+  }
+}

@@ -26,6 +26,7 @@ int cmd_config(invocation& inv);
 int cmd_devices(invocation& inv);
 int cmd_serve(invocation& inv);
 int cmd_stream(invocation& inv);
+int cmd_keys(invocation& inv);
 
 /// True when `flag` (e.g. "--json") is among the args; removes it.
 bool take_flag(std::vector<std::string>& args, const std::string& flag);

@@ -34,7 +34,7 @@ int cmd_serve(invocation& inv) {
     return exit_failure;
   }
   auto eng = actors::engine::start(*res);
-  auto srv = net::server::start(*eng, inv.cfg.server);
+  auto srv = net::server::start(*eng, inv.cfg.server, inv.cfg.auth);
   if (!srv) {
     std::fprintf(stderr, "sluice serve: %s\n", srv.error().message.c_str());
     return exit_failure;
@@ -47,6 +47,9 @@ int cmd_serve(invocation& inv) {
               "  metrics     %s/metrics\n",
               inv.cfg.model.dir.c_str(), url.c_str(), inv.cfg.server.host.c_str(), (*srv)->port(),
               inv.cfg.server.host.c_str(), (*srv)->port(), url.c_str(), url.c_str());
+  if (!inv.cfg.auth.keys_file.empty())
+    std::printf("  auth        API keys from %s: send Authorization: Bearer <key> (dashboard: /?token=<key>)\n",
+                inv.cfg.auth.keys_file.c_str());
   std::fflush(stdout);
   while (!stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   spdlog::info("stopping: draining open streams");

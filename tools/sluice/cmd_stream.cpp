@@ -40,6 +40,7 @@ constexpr int frame_ms = 100;
 
 struct stream_args {
   std::string file, host = "127.0.0.1", port = "8080", path = "/v1/stream";
+  std::string token;  // API key, sent as Authorization: Bearer (empty: none)
   int concurrency = 1, channel = 0, stagger_ms = 100;
   double speed = 1.0;
 };
@@ -66,10 +67,19 @@ class session : public std::enable_shared_from_this<session> {
     beast::error_code ec;
     auto eps = r.resolve(args_.host, args_.port, ec);
     if (!ec) asio::connect(ws_.next_layer(), eps, ec);
-    if (!ec) ws_.handshake(args_.host + ":" + args_.port, args_.path, ec);
+    if (!args_.token.empty())
+      ws_.set_option(websocket::stream_base::decorator([t = args_.token](websocket::request_type& req) {
+        req.set(beast::http::field::authorization, "Bearer " + t);
+      }));
+    websocket::response_type res;
+    if (!ec) ws_.handshake(res, args_.host + ":" + args_.port, args_.path, ec);
     if (ec) {
+      // A refused upgrade (401/403 without a valid --token) says why in its body.
+      const std::string why = ec == websocket::error::upgrade_declined
+                                  ? std::to_string(res.result_int()) + " " + res.body()
+                                  : ec.message();
       std::fprintf(stderr, "sluice stream: cannot connect to %s:%s%s: %s\n", args_.host.c_str(), args_.port.c_str(),
-                   args_.path.c_str(), ec.message().c_str());
+                   args_.path.c_str(), why.c_str());
       ++stats_.errors;
       return;
     }
@@ -192,6 +202,7 @@ int cmd_stream(invocation& inv) {
       else if (s == "--speed") a.speed = std::stod(value());
       else if (s == "--channel") a.channel = std::stoi(value());
       else if (s == "--stagger-ms") a.stagger_ms = std::stoi(value());
+      else if (s == "--token") a.token = value();
       else if (s.rfind("--", 0) == 0) {
         std::fprintf(stderr, "sluice stream: unknown option %s\n", s.c_str());
         return exit_usage;
@@ -202,7 +213,8 @@ int cmd_stream(invocation& inv) {
     }
   }
   if (a.file.empty() || a.concurrency < 1) {
-    std::fprintf(stderr, "usage: sluice stream FILE [--url ws://host:port/v1/stream] [--concurrency N] [--speed X]\n");
+    std::fprintf(stderr, "usage: sluice stream FILE [--url ws://host:port/v1/stream] [--concurrency N] [--speed X]\n"
+                         "       [--token KEY]\n");
     return exit_usage;
   }
   auto audio = dsp::decode_audio_file(a.file);

@@ -27,7 +27,9 @@ commands:
   serve                HTTP/WebSocket server: dashboard, /v1/stream, /funasr, /v1/transcribe,
                        /metrics ([server] host/port, e.g. --server.port=9000)
   stream FILE          stream a file to a server in real time, print partials and finals
-                       [--url ws://127.0.0.1:8080/v1/stream] [--concurrency N] [--speed X]
+                       [--url ws://127.0.0.1:8080/v1/stream] [--concurrency N] [--speed X] [--token KEY]
+  keys add|list|revoke API keys for serve: keys add --tenant NAME --scopes stream,read prints a
+                       new key once and stores its hash in auth.keys_file [--file PATH]
 
 global options:
   --config FILE              load a TOML config (see config/sluice.toml)
@@ -49,6 +51,7 @@ constexpr command commands[] = {
     {"devices", cli::cmd_devices},
     {"serve", cli::cmd_serve},
     {"stream", cli::cmd_stream},
+    {"keys", cli::cmd_keys},
 };
 
 int usage_error(const std::string& msg) {

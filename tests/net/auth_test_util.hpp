@@ -1,0 +1,139 @@
+#pragma once
+// Clients for the auth tests: HTTP requests and WebSocket handshakes with headers, the
+// response's status and challenge, and a stream the test drives step by step.
+#include "tests/net/net_test_util.hpp"
+
+#include <utility>
+
+namespace sluice::test {
+
+using headers = std::vector<std::pair<std::string, std::string>>;
+
+struct auth_reply {
+  int status = 0;
+  std::string body;
+  std::string www_authenticate;
+};
+
+inline auth_reply request_with(uint16_t port, http::verb verb, const std::string& target, const headers& hs,
+                               std::string body = {}) {
+  asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> req{verb, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  for (const auto& [k, v] : hs) req.set(k, v);
+  req.body() = std::move(body);
+  req.prepare_payload();
+  http::write(stream, req);
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 << 20);
+  http::read(stream, buf, parser);
+  auto res = parser.release();
+  beast::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  return {static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::www_authenticate])};
+}
+
+inline headers bearer(const std::string& key) { return {{"Authorization", "Bearer " + key}}; }
+
+// A WebSocket stream driven step by step. open() returns the handshake's HTTP status (101 when
+// upgraded); a refused upgrade leaves the response in `refusal`.
+class stepped_stream {
+ public:
+  explicit stepped_stream(uint16_t port) : ws_(ioc_), port_(port) {}
+
+  int open(const std::string& target, const headers& hs) {
+    ws_.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    ws_.set_option(websocket::stream_base::decorator([hs](websocket::request_type& req) {
+      for (const auto& [k, v] : hs) req.set(k, v);
+    }));
+    beast::error_code ec;
+    ws_.handshake(refusal, "127.0.0.1", target, ec);
+    return static_cast<int>(refusal.result_int());
+  }
+  void send_text(const std::string& t) {
+    ws_.text(true);
+    ws_.write(asio::buffer(t));
+  }
+  void send_binary(const std::vector<uint8_t>& b) {
+    ws_.binary(true);
+    ws_.write(asio::buffer(b));
+  }
+  // Reads until a final with text arrives (true) or the stream ends (false).
+  bool read_until_final_with_text() {
+    for (;;) {
+      auto m = read_one();
+      if (!m) return false;
+      if (m->value("type", "") == "final" && !m->value("text", "").empty()) return true;
+    }
+  }
+  // Reads every message until the server closes; the close code, -1 when not a clean close.
+  int read_to_close() {
+    while (read_one()) {
+    }
+    return close_code_;
+  }
+  const std::vector<json>& messages() const { return messages_; }
+  std::vector<std::string> finals() const {
+    std::vector<std::string> out;
+    for (const auto& m : messages_)
+      if (m.value("type", "") == "final") out.push_back(m["text"]);
+    return out;
+  }
+
+  websocket::response_type refusal;
+
+ private:
+  std::optional<json> read_one() {
+    beast::flat_buffer buf;
+    beast::error_code ec;
+    ws_.read(buf, ec);
+    if (ec) {
+      if (ec == websocket::error::closed) close_code_ = ws_.reason().code;
+      return std::nullopt;
+    }
+    auto j = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
+    if (j.is_discarded()) return json::object();
+    messages_.push_back(j);
+    return j;
+  }
+
+  asio::io_context ioc_;
+  websocket::stream<tcp::socket> ws_;
+  uint16_t port_;
+  std::vector<json> messages_;
+  int close_code_ = -1;
+};
+
+// A shell command's stdout.
+inline std::string capture_stdout(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// Channel `ch` of the bundled call as 8 kHz PCM16 in 100 ms frames.
+inline std::vector<std::vector<uint8_t>> call_channel_frames(int ch) {
+  auto a = dsp::decode_audio_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav");
+  REQUIRE(a.has_value());
+  const auto& x = a->channels[static_cast<std::size_t>(ch)];
+  std::vector<std::vector<uint8_t>> frames;
+  for (std::size_t i = 0; i < x.size(); i += 800) {
+    std::vector<uint8_t> f;
+    for (std::size_t j = i; j < std::min(x.size(), i + 800); ++j) {
+      const auto v = static_cast<int16_t>(std::lround(std::clamp(x[j], -1.0f, 1.0f) * 32767.0f));
+      f.push_back(static_cast<uint8_t>(v & 0xFF));
+      f.push_back(static_cast<uint8_t>((v >> 8) & 0xFF));
+    }
+    frames.push_back(std::move(f));
+  }
+  return frames;
+}
+
+}  // namespace sluice::test
