@@ -1,16 +1,20 @@
 # sluice: two commands do everything on a fresh Debian 12 machine.
 #   make run    install what is missing, build, run sluice (probe, segment, transcribe) on the bundled sample call
 #   make test   install what is missing, build, run every test
-# Also: make build | debug | asan | bench | clean
+# Also: make build | debug | asan | tsan | fuzz | fuzz-ci | ci | bench | clean
 
 JOBS      ?= $(shell nproc)
 BUILD     ?= build/release
 DEBUG_DIR ?= build/debug
 ASAN_DIR  ?= build/asan
+TSAN_DIR  ?= build/tsan
+FUZZ_DIR  ?= build/fuzz
+FUZZ_SECONDS    ?= 300
+FUZZ_CI_SECONDS ?= 25
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SAMPLE    ?= tests/data/sample_call_8k_mulaw_stereo.wav
 
-.PHONY: all setup build debug run test asan bench clean
+.PHONY: all setup build debug run test asan tsan fuzz-build fuzz fuzz-ci ci bench clean
 
 all: build
 
@@ -47,6 +51,32 @@ asan: setup
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
+
+# ThreadSanitizer over the suites with threads of their own: actors (CAF's scheduler) and net
+# (Beast's io threads). Only those two binaries are built. tests/tsan.supp silences races inside
+# third-party frames only (each entry says why); a race in our code fails the run.
+tsan: setup
+	cmake -S . -B $(TSAN_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_TSAN=ON -DSLUICE_CUDA=OFF
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target sluice_actors_tests sluice_net_tests
+	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --output-on-failure -j $(JOBS) -R '^(actors|net)/'
+
+# libFuzzer targets (tests/fuzz), built with clang, ASan and UBSan in their own folder:
+# `make fuzz` runs each for FUZZ_SECONDS, `make fuzz-ci` for FUZZ_CI_SECONDS (what CI does).
+fuzz-build: setup
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSLUICE_FUZZ=ON -DSLUICE_TESTS=OFF -DSLUICE_CUDA=OFF
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target sluice_fuzz
+
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+fuzz-ci: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_CI_SECONDS)
+
+# What CI runs (.ci/run): the suite, then the sanitizer suites, then a short run of every fuzzer.
+ci:
+	.ci/run
 
 # Benchmarks (never part of the tests): the model forward in C++ vs PyTorch eager, and the whole
 # `sluice transcribe` pipeline vs a PyTorch reference, same model, same audio, same threads.

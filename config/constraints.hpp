@@ -3,7 +3,9 @@
 /// fields and cross-field rules. Used by the loader and by modules that take one section
 /// directly (dsp::vad, moe::beam_search_decoder, ...), so every path applies the same rules.
 
+#include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -15,9 +17,11 @@ namespace sluice::config {
 
 /// Shortest round-trip text of a number ("9", "12.5", "1e-05").
 inline std::string format_number(double d) {
-  std::ostringstream os;
-  os << d;
-  return os.str();
+  // std::to_chars without a precision gives the shortest text that reads back as exactly `d`
+  // (an ostream's default 6 significant digits would not).
+  char buf[std::numeric_limits<double>::max_digits10 + sizeof "-.e-308"];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
+  return ec == std::errc{} ? std::string(buf, end) : std::string("?");
 }
 
 /// Why `v` violates the constraint ("is out of range: allowed 1 .. 40"); empty when allowed.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -22,7 +23,33 @@ std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
 std::string show(bool b) { return b ? "true" : "false"; }
 std::string show(int i) { return std::to_string(i); }
 std::string show(double d) { return format_number(d); }
-std::string show(const std::string& s) { return quote(s); }
+// A TOML basic string: quote, backslash and control characters escaped, so that to_toml prints
+// every string value as apply_toml will read it back (TOML 1.0, "String").
+std::string toml_string(std::string_view s) {
+  constexpr unsigned char first_printable = 0x20, del = 0x7F;
+  std::string out = "\"";
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < first_printable || c == del) {
+          char buf[sizeof "\\u0000"];
+          std::snprintf(buf, sizeof buf, "\\u%04X", c);
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+std::string show(const std::string& s) { return toml_string(s); }
 
 const char* type_name(bool) { return "a boolean"; }
 const char* type_name(int) { return "an integer"; }
@@ -95,6 +122,35 @@ std::optional<double> from_text(std::string_view t, double*) {
   return v;
 }
 std::optional<std::string> from_text(std::string_view t, std::string*) { return std::string(t); }
+
+// Whether `t` is well-formed UTF-8 (RFC 3629: shortest form, no surrogates, at most U+10FFFF).
+// TOML documents are UTF-8, so a string from the command line that is not could be printed by
+// to_toml but never read back.
+bool valid_utf8(std::string_view t) {
+  constexpr unsigned char cont_mask = 0xC0, cont_tag = 0x80;
+  std::size_t i = 0;
+  while (i < t.size()) {
+    const auto c = static_cast<unsigned char>(t[i]);
+    std::size_t len = 0;
+    unsigned char lo = cont_tag, hi = 0xBF;  // allowed range of the second byte
+    if (c < 0x80) len = 1;
+    else if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;            // no overlong 3-byte forms
+    else if (c == 0xED) len = 3, hi = 0x9F;            // no surrogates
+    else if (c >= 0xE1 && c <= 0xEF) len = 3;
+    else if (c == 0xF0) len = 4, lo = 0x90;            // no overlong 4-byte forms
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) len = 4, hi = 0x8F;            // nothing above U+10FFFF
+    else return false;
+    if (t.size() - i < len) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(t[i + k]);
+      if (k == 1 ? (b < lo || b > hi) : (b & cont_mask) != cont_tag) return false;
+    }
+    i += len;
+  }
+  return true;
+}
 
 std::string join_keys(const std::vector<std::string>& keys) {
   std::string out;
@@ -203,6 +259,11 @@ result<void> apply_override(sluice_config& cfg, std::string_view assignment) {
       if (k != key) return;
       found_key = true;
       using T = std::decay_t<decltype(field)>;
+      if (!valid_utf8(text)) {  // the bytes are not echoed: they could not be printed
+        err = error{errc::invalid_config,
+                    std::string(assignment.substr(0, eq)) + ": the value is not valid UTF-8 text"};
+        return;
+      }
       auto v = from_text(text, static_cast<T*>(nullptr));
       if (!v) {
         err = bad(assignment.substr(0, eq), quote(text), std::string("is not ") + type_name(T{}));

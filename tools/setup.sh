@@ -10,6 +10,7 @@ build_pkgs=(
   libcaf-dev libboost1.81-dev libopus-dev libopusfile-dev libspdlog-dev libfmt-dev
   doctest-dev libsoxr-dev libspeexdsp-dev libtomlplusplus-dev nlohmann-json3-dev
   libexpected-dev libopenblas-dev libopenblas0-pthread libsqlite3-dev libssl-dev
+  clang libclang-rt-14-dev  # make fuzz: libFuzzer (clang 14's runtime)
 )
 # Tools the test suite uses to make real audio at test time.
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican

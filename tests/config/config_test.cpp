@@ -153,4 +153,58 @@ TEST_SUITE("config") {
     CHECK(b.log.level == "debug");
     CHECK(to_toml(b) == text);
   }
+
+  // Found by tests/fuzz/config_toml_fuzz (its seed corpus/config_toml/literal.toml): to_toml
+  // printed strings between quotes without escaping, so a backslash or a quote in a value gave a
+  // document that apply_toml reads differently or refuses.
+  TEST_CASE("printing round-trips strings with backslashes, quotes and control characters") {
+    const std::string crashing_input = "[model]\ndir = 'C:\\\\models'\n";  // the fuzzer's bytes
+    sluice_config a;
+    auto r = apply_toml(a, crashing_input, "fuzz.toml");
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    REQUIRE(a.model.dir == "C:\\\\models");
+    sluice_config b;
+    auto again = apply_toml(b, to_toml(a), "printed");
+    REQUIRE_MESSAGE(again.has_value(), again.error().message);
+    CHECK(b.model.dir == a.model.dir);
+
+    const std::string nasty = "a\"b\\c\nd\te\x01 \xc3\xa9";  // quote, backslash, controls, é
+    sluice_config c;
+    c.model.dir = nasty;
+    sluice_config d;
+    auto printed = apply_toml(d, to_toml(c), "printed");
+    REQUIRE_MESSAGE(printed.has_value(), printed.error().message);
+    CHECK(d.model.dir == nasty);
+  }
+
+  // Found by tests/fuzz/config_toml_fuzz: an override value that is not UTF-8 was accepted, and
+  // to_toml then printed a document that no TOML reader accepts.
+  TEST_CASE("an override value that is not valid UTF-8 is refused without echoing it") {
+    const std::string bad_bytes = "model.dir=\x88\xc7y";  // the fuzzer's line
+    sluice_config cfg;
+    auto r = apply_override(cfg, bad_bytes);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "model.dir"));
+    CHECK(contains(r.error().message, "not valid UTF-8"));
+    CHECK_FALSE(contains(r.error().message, "\x88"));
+    CHECK(cfg.model.dir == sluice_config{}.model.dir);
+    for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
+      CAPTURE(std::string(bad));
+      CHECK_FALSE(apply_override(cfg, std::string("model.dir=") + bad).has_value());
+    }
+    REQUIRE(apply_override(cfg, "model.dir=caf\xc3\xa9/\xf0\x9f\x8e\xa7").has_value());
+    sluice_config again;
+    auto reread = apply_toml(again, to_toml(cfg), "printed");
+    REQUIRE_MESSAGE(reread.has_value(), reread.error().message);
+    CHECK(again.model.dir == "caf\xc3\xa9/\xf0\x9f\x8e\xa7");
+  }
+
+  TEST_CASE("printing keeps every digit of a number") {
+    sluice_config a;
+    REQUIRE(apply_override(a, "vad.threshold_db=6.123456789").has_value());
+    sluice_config b;
+    auto r = apply_toml(b, to_toml(a), "printed");
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    CHECK(b.vad.threshold_db == a.vad.threshold_db);  // exact: the text must round-trip
+  }
 }
