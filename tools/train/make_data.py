@@ -218,7 +218,10 @@ def process_shard(job: dict) -> dict:
     for u in plan:
         wav = os.path.join(tmp, u["id"] + ".wav")
         engine = u["voice"].split(":", 1)[0]
-        if engine == "espeak":
+        if "path" in u["tts"]:
+            # A real recording (real_data.py): its "tts" parameters name the file.
+            shutil.copyfile(u["tts"]["path"], wav)
+        elif engine == "espeak":
             voices.synth_espeak(job["espeak_root"], u["voice"], u["tts"], u["tts_text"], wav)
         elif engine == "flite":
             voices.synth_flite(u["voice"], u["tts"], u["tts_text"], wav)
@@ -228,9 +231,6 @@ def process_shard(job: dict) -> dict:
             voices.synth_pico(u["voice"], u["tts"], u["tts_text"], wav)
         elif engine == "mbrola":
             voices.synth_mbrola(u["voice"], u["tts"], u["tts_text"], wav)
-        elif engine == "file":
-            # A real recording (real_data.py): its "tts" parameters name the file.
-            shutil.copyfile(u["tts"]["path"], wav)
         else:
             festival_jobs.setdefault(u["voice"], []).append((u["tts_text"], u["tts"], wav))
     for v, items in sorted(festival_jobs.items()):
