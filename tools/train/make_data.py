@@ -80,6 +80,8 @@ def parse_args(argv=None):
     p.add_argument("--mix", choices=sorted(voices.MIXES), default="formant",
                    help="engine shares: formant (the first default model's) or human "
                         "(recording-based voices, formant voices a small share)")
+    p.add_argument("--commercial-only", action="store_true",
+                   help="leave out voices whose data licence is non-commercial (voices.NONCOMMERCIAL_VOICES)")
     p.add_argument("--feat-dtype", choices=["float32", "float16"], default="float32")
     p.add_argument("--no-feats", action="store_true", help="audio only")
     p.add_argument("--list-voices", action="store_true", help="print the voice split and exit")
@@ -97,7 +99,8 @@ class Planner:
     def __init__(self, args, fortunes, flite_voices, festival_ok):
         self.args = args
         self.sources = {s: corpus.SentenceSource(fortunes, s) for s in ("train", "dev", "test")}
-        self.inventories = {c: voices.Inventory(c, flite_voices, festival_ok, args.mix)
+        self.inventories = {c: voices.Inventory(c, flite_voices, festival_ok, args.mix,
+                                                        args.commercial_only)
                             for c in ("train", "dev", "test")}
         self._fixed: dict[str, list] = {}
 
@@ -416,10 +419,10 @@ def check_espeak(espeak_root: str) -> None:
         f.write(key + "\n")
 
 
-def voice_report(flite_voices, festival_ok, mix: str = "formant") -> dict:
+def voice_report(flite_voices, festival_ok, mix: str = "formant", commercial_only: bool = False) -> dict:
     rep = {}
     for c in ("train", "dev", "test"):
-        inv = voices.Inventory(c, flite_voices, festival_ok, mix)
+        inv = voices.Inventory(c, flite_voices, festival_ok, mix, commercial_only)
         esp = inv.espeak_voices()
         rep[c] = {"flite": inv.flite, "festival": inv.festival,
                   "espeak_accents": sorted({v.split(":")[1].split("+")[0] for v in esp}),
@@ -439,7 +442,7 @@ def main(argv=None) -> int:
     festival_ok = voices.festival_available()
     if not festival_ok:
         print("make_data: festival not found: festival voices are left out", file=sys.stderr)
-    report = voice_report(flite_voices, festival_ok, args.mix)
+    report = voice_report(flite_voices, festival_ok, args.mix, args.commercial_only)
     if args.list_voices:
         print(json.dumps(report, indent=1))
         return 0

@@ -21,13 +21,13 @@ import voices  # noqa: E402
 ALL_FLITE = list(voices.FLITE_VOICES)
 
 
-def _inventory(voice_class: str, mix: str) -> voices.Inventory:
+def _inventory(voice_class: str, mix: str, commercial_only: bool = False) -> voices.Inventory:
     # Pretend every recording-based voice is installed, so the test does not depend on the
     # machine's packages.
     with mock.patch.object(voices, "rhvoice_available", return_value=sorted(voices.RHVOICE_VOICES)), \
          mock.patch.object(voices, "pico_available", return_value=list(voices.PICO_VOICES)), \
          mock.patch.object(voices, "mbrola_available", return_value=list(voices.MBROLA_VOICES)):
-        return voices.Inventory(voice_class, ALL_FLITE, True, mix)
+        return voices.Inventory(voice_class, ALL_FLITE, True, mix, commercial_only)
 
 
 class HumanMixTest(unittest.TestCase):
@@ -61,6 +61,15 @@ class HumanMixTest(unittest.TestCase):
         rng = random.Random(1)
         engines = {inv.draw(rng).split(":", 1)[0] for _ in range(2000)}
         self.assertEqual(engines, {"espeak", "flite", "festival"})
+
+    def test_commercial_only_drops_non_commercial_voices(self):
+        rng = random.Random(3)
+        full = {_inventory("train", "human").draw(rng) for _ in range(3000)}
+        self.assertTrue(voices.NONCOMMERCIAL_VOICES <= full)
+        inv = _inventory("train", "human", commercial_only=True)
+        drawn = {inv.draw(rng) for _ in range(3000)}
+        self.assertFalse(drawn & voices.NONCOMMERCIAL_VOICES)
+        self.assertIn("rhvoice:alan", drawn)
 
     def test_new_engines_have_parameters(self):
         rng = random.Random(2)

@@ -55,6 +55,9 @@ FESTIVAL_F0 = {"kal_diphone": 105.0, "ked_diphone": 105.0}
 RHVOICE_VOICES = {"alan": "train", "bdl": "train", "slt": "train", "evgeniy-eng": "train",
                   "lyubov": "train", "clb": "test"}
 RHVOICE_DIR = "/usr/share/RHVoice/voices"
+# Voice data under a non-commercial licence (CC BY-NC-ND 4.0, /usr/share/doc/rhvoice-english/
+# copyright); make_data.py --commercial-only leaves them out.
+NONCOMMERCIAL_VOICES = {"rhvoice:evgeniy-eng", "rhvoice:lyubov"}
 PICO_VOICES = {"en-US": "train", "en-GB": "test"}
 MBROLA_VOICES = {"us1": "train", "us3": "train", "en1": "train", "us2": "test"}
 MBROLA_DIR = "/usr/share/mbrola"
@@ -258,7 +261,7 @@ class Inventory:
     ENGINE_WEIGHTS = MIXES["formant"]
 
     def __init__(self, voice_class: str, flite_available: list[str], festival_ok: bool,
-                 mix: str = "formant"):
+                 mix: str = "formant", commercial_only: bool = False):
         self.voice_class = voice_class
         variants = shipped_variants() + generated_variant_names()
         self.accents = list(ESPEAK_ACCENTS)
@@ -270,6 +273,9 @@ class Inventory:
             "pico": [v for v in pico_available() if PICO_VOICES[v] == voice_class],
             "mbrola": [v for v in mbrola_available() if MBROLA_VOICES[v] == voice_class],
         }
+        if commercial_only:
+            self.recorded = {e: [v for v in names if f"{e}:{v}" not in NONCOMMERCIAL_VOICES]
+                             for e, names in self.recorded.items()}
         weights = dict(MIXES[mix][voice_class])
         if not self.flite:
             weights.pop("flite", None)
