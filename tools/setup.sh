@@ -18,8 +18,15 @@ test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortun
 train_pkgs=(
   python3 python3-torch python3-torchaudio python3-numpy python3-soundfile
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts fortunes fortunes-min wamerican
-  asterisk-core-sounds-en asterisk-core-sounds-en-wav pocketsphinx-testdata  # real human speech for eval
+  asterisk-core-sounds-en asterisk-core-sounds-en-wav asterisk-core-sounds-en-g722  # real human speech
+  pocketsphinx-testdata  # independent evaluation only: never train or tune on it
+  # TTS voices built from human recordings (contrib / non-free: see enable_train_components).
+  rhvoice rhvoice-english libttspico-utils
+  mbrola mbrola-us1 mbrola-us2 mbrola-us3 mbrola-en1
 )
+# contrib and non-free hold the MBROLA voices, RHVoice and pico. Only the training set-up enables
+# them, in a file of their own, so the engine's run-time packages still come from main alone.
+train_sources=/etc/apt/sources.list.d/sluice-train-contrib-nonfree.sources
 
 want=( "${build_pkgs[@]}" "${test_pkgs[@]}" )
 [[ "${1:-}" == "--train" ]] && want+=( "${train_pkgs[@]}" )
@@ -40,6 +47,16 @@ echo "setup: installing ${missing[*]}" >&2
 sudo_cmd=()
 [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
+if [[ "${1:-}" == "--train" && ! -f "$train_sources" ]]; then
+  echo "setup: enabling contrib and non-free for the training voices ($train_sources)" >&2
+  "${sudo_cmd[@]}" tee "$train_sources" >/dev/null <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: contrib non-free
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "setup: done" >&2

@@ -28,11 +28,15 @@ def text_to_ids(text: str, tokens: list[str]) -> list[int]:
 
 
 class FeatureSet:
+    """split may name several splits, comma-separated (e.g. 'train,train_real')."""
+
     def __init__(self, root: str, split: str, tokens: list[str], max_seconds: float = 20.0):
         self.root = root
         self.tokens = tokens
         self.utts = []
-        for rec_path in sorted(glob.glob(os.path.join(root, "shards", split, "*.json"))):
+        paths = [p for sp in split.split(",") if sp
+                 for p in sorted(glob.glob(os.path.join(root, "shards", sp, "*.json")))]
+        for rec_path in paths:
             with open(rec_path) as f:
                 rec = json.load(f)
             for u in rec["utts"]:

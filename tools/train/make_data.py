@@ -77,6 +77,11 @@ def parse_args(argv=None):
                    help="extra grammar sentences in text/lm_corpus.txt")
     p.add_argument("--splits", default=",".join(SPLITS),
                    help="comma-separated subset of: " + ",".join(SPLITS))
+    p.add_argument("--mix", choices=sorted(voices.MIXES), default="formant",
+                   help="engine shares: formant (the first default model's) or human "
+                        "(recording-based voices, formant voices a small share)")
+    p.add_argument("--commercial-only", action="store_true",
+                   help="leave out voices whose data licence is non-commercial (voices.NONCOMMERCIAL_VOICES)")
     p.add_argument("--feat-dtype", choices=["float32", "float16"], default="float32")
     p.add_argument("--no-feats", action="store_true", help="audio only")
     p.add_argument("--list-voices", action="store_true", help="print the voice split and exit")
@@ -94,7 +99,8 @@ class Planner:
     def __init__(self, args, fortunes, flite_voices, festival_ok):
         self.args = args
         self.sources = {s: corpus.SentenceSource(fortunes, s) for s in ("train", "dev", "test")}
-        self.inventories = {c: voices.Inventory(c, flite_voices, festival_ok)
+        self.inventories = {c: voices.Inventory(c, flite_voices, festival_ok, args.mix,
+                                                        args.commercial_only)
                             for c in ("train", "dev", "test")}
         self._fixed: dict[str, list] = {}
 
@@ -215,10 +221,19 @@ def process_shard(job: dict) -> dict:
     for u in plan:
         wav = os.path.join(tmp, u["id"] + ".wav")
         engine = u["voice"].split(":", 1)[0]
-        if engine == "espeak":
+        if "path" in u["tts"]:
+            # A real recording (real_data.py): its "tts" parameters name the file.
+            shutil.copyfile(u["tts"]["path"], wav)
+        elif engine == "espeak":
             voices.synth_espeak(job["espeak_root"], u["voice"], u["tts"], u["tts_text"], wav)
         elif engine == "flite":
             voices.synth_flite(u["voice"], u["tts"], u["tts_text"], wav)
+        elif engine == "rhvoice":
+            voices.synth_rhvoice(u["voice"], u["tts"], u["tts_text"], wav)
+        elif engine == "pico":
+            voices.synth_pico(u["voice"], u["tts"], u["tts_text"], wav)
+        elif engine == "mbrola":
+            voices.synth_mbrola(u["voice"], u["tts"], u["tts_text"], wav)
         else:
             festival_jobs.setdefault(u["voice"], []).append((u["tts_text"], u["tts"], wav))
     for v, items in sorted(festival_jobs.items()):
@@ -404,10 +419,10 @@ def check_espeak(espeak_root: str) -> None:
         f.write(key + "\n")
 
 
-def voice_report(flite_voices, festival_ok) -> dict:
+def voice_report(flite_voices, festival_ok, mix: str = "formant", commercial_only: bool = False) -> dict:
     rep = {}
     for c in ("train", "dev", "test"):
-        inv = voices.Inventory(c, flite_voices, festival_ok)
+        inv = voices.Inventory(c, flite_voices, festival_ok, mix, commercial_only)
         esp = inv.espeak_voices()
         rep[c] = {"flite": inv.flite, "festival": inv.festival,
                   "espeak_accents": sorted({v.split(":")[1].split("+")[0] for v in esp}),
@@ -415,6 +430,7 @@ def voice_report(flite_voices, festival_ok) -> dict:
                                                      and not v.split("+")[1].startswith("sluice_g")}),
                   "espeak_generated_variants": sorted({v.split("+")[1] for v in esp if "+" in v
                                                        and v.split("+")[1].startswith("sluice_g")}),
+                  "recorded": inv.recorded, "engine_weights": dict(zip(inv.engines, inv.weights)),
                   "n_espeak_voices": len(esp)}
     return rep
 
@@ -426,7 +442,7 @@ def main(argv=None) -> int:
     festival_ok = voices.festival_available()
     if not festival_ok:
         print("make_data: festival not found: festival voices are left out", file=sys.stderr)
-    report = voice_report(flite_voices, festival_ok)
+    report = voice_report(flite_voices, festival_ok, args.mix, args.commercial_only)
     if args.list_voices:
         print(json.dumps(report, indent=1))
         return 0

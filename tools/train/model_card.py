@@ -2,7 +2,12 @@
 """Write MODEL_CARD.md for an exported model from the evaluation report and the training log.
 
   /usr/bin/python3 tools/train/model_card.py --eval eval.json --log runs/default/log.jsonl \
-      --data data --out models/default/MODEL_CARD.md [--status "interim: ..."]
+      --data data --out models/default/MODEL_CARD.md [--status "interim: ..."] \
+      [--baseline old_eval.json --training-note "..."]
+
+With --baseline (evaluate.py's report for the previous model on the same data), the results table
+shows both models side by side. The data section counts hours per source and split from the
+shard records of --data.
 """
 from __future__ import annotations
 
@@ -16,8 +21,39 @@ CONDITIONS = [
     ("test_unseen", "unseen voices, clean"),
     ("test_unseen_phone", "unseen voices, phone channel + noise"),
     ("dev_unseen", "dev voices never trained on, clean"),
-    ("real_asterisk", "REAL human speech: Debian asterisk-core-sounds-en prompts (one female US speaker, 8 kHz)"),
+    ("test_real", "REAL human speech, held-out asterisk prompt sets (one female US speaker, 8 kHz recordings)"),
+    ("test_real_phone", "REAL human speech, same held-out prompts through a phone codec + noise"),
+    ("real_asterisk", "every asterisk prompt (includes prompts the fine-tuned model trained on: not a hold-out for it)"),
 ]
+SPLIT_ORDER = ["train", "train_real", "dev", "dev_unseen", "test_clean", "test_phone", "test_unseen",
+               "test_unseen_phone", "test_real", "test_real_phone"]
+SOURCES = {
+    "rhvoice": "RHVoice alan, bdl, slt, clb (held out) under LGPL-2.1+ (CMU ARCTIC recordings), evgeniy-eng and lyubov under CC BY-NC-ND 4.0 (non-commercial: drop them from voices.RHVOICE_VOICES for a commercial build); Debian non-free rhvoice, rhvoice-english",
+    "mbrola": "MBROLA us1/us2/us3/en1 through espeak-ng mb-* (Debian contrib/non-free mbrola-*; the diphone databases may be used with the MBROLA program and may not be sold or incorporated into a product that is sold without the owner's permission)",
+    "pico": "SVOX pico en-US / en-GB (Debian non-free libttspico-data; Apache-2.0 code, voice data under its own licence)",
+    "flite": "flite kal, kal16, awb, slt, rms (Debian main; BSD-like)",
+    "festival": "festival kal/ked diphones, cmu_us_slt_arctic_hts (Debian main; free)",
+    "espeak": "espeak-ng formant voices incl. generated variants (Debian main; GPL-3+)",
+    "asterisk": "asterisk-core-sounds-en-wav, real speech of one speaker, Allison Smith (Debian main; CC BY-SA 3.0)",
+}
+
+
+def source_hours(data: str) -> dict:
+    """{split: {engine: (hours, utterances, voices)}} from the shard records under data/shards."""
+    import glob
+    out: dict = {}
+    for split in SPLIT_ORDER:
+        per: dict = {}
+        for path in sorted(glob.glob(os.path.join(data, "shards", split, "*.json"))):
+            with open(path) as f:
+                for u in json.load(f)["utts"]:
+                    e = u["voice"].split(":", 1)[0]
+                    h, n, v = per.get(e, (0.0, 0, set()))
+                    v.add(u["voice"])
+                    per[e] = (h + u["duration"] / 3600, n + 1, v)
+        if per:
+            out[split] = {e: (h, n, len(v)) for e, (h, n, v) in per.items()}
+    return out
 
 
 def main() -> None:
@@ -27,6 +63,10 @@ def main() -> None:
     ap.add_argument("--data", default="data")
     ap.add_argument("--out", required=True)
     ap.add_argument("--status", default="")
+    ap.add_argument("--baseline", default="", help="evaluate.py report of the previous model")
+    ap.add_argument("--baseline-name", default="previous default")
+    ap.add_argument("--training-note", default="", help="a paragraph on how this model was trained")
+    ap.add_argument("--data-note", default="", help="a paragraph on how the data was made")
     args = ap.parse_args()
     ev = json.load(open(args.eval))
     log = [json.loads(l) for l in open(args.log) if l.strip()]
@@ -42,6 +82,7 @@ def main() -> None:
     ]
     if args.status:
         lines += [f"**Status: {args.status}**", ""]
+    base = json.load(open(args.baseline)) if args.baseline else None
     lines += [
         "## What it is",
         f"- Parameters: {p['total'] / 1e6:.2f} M total, {p['active'] / 1e6:.2f} M active per frame "
@@ -56,22 +97,60 @@ def main() -> None:
         "## Training",
         f"- Checkpoint: epoch {ev['epoch']}, step {ev['step']}, {ev['train_hours']:.2f} h of training on 2 CPU cores "
         "(Debian's python3-torch 1.13, OpenBLAS pthread).",
-        "- Data: tools/train/make_data.py --hours 10 --seed 1: synthetic speech from every English voice Debian "
-        "ships (espeak-ng accents x variants incl. 240 generated ones, flite, festival), call-center grammar and "
-        "fortunes text, noise/reverb/speed/pitch and phone-channel (G.711, GSM, AMR-NB, Opus) augmentation.",
     ]
-    for split, st in stats.items():
-        if isinstance(st, dict) and "hours" in st:
-            lines.append(f"- {split}: {st.get('utts', '?')} utterances, {st['hours']:.2f} h, "
-                         f"{st.get('voices', '?')} voices")
+    if args.training_note:
+        lines.append("- " + args.training_note)
+    if args.data_note:
+        lines.append("- Data: " + args.data_note)
+    else:
+        lines.append("- Data: tools/train/make_data.py --hours 10 --seed 1: synthetic speech from every English "
+                     "voice Debian ships (espeak-ng accents x variants incl. 240 generated ones, flite, festival), "
+                     "call-center grammar and fortunes text, noise/reverb/speed/pitch and phone-channel (G.711, GSM, "
+                     "AMR-NB, Opus) augmentation.")
+    hours = source_hours(args.data)
+    if hours:
+        lines += ["", "Hours per source and split (utterances, distinct voices):", "",
+                  "| split | " + " | ".join(sorted(SOURCES)) + " | total |",
+                  "|---|" + "---|" * (len(SOURCES) + 1)]
+        for split, per in hours.items():
+            cells = []
+            for e in sorted(SOURCES):
+                h = per.get(e)
+                cells.append(f"{h[0]:.2f} h ({h[1]}, {h[2]})" if h else "")
+            lines.append(f"| {split} | " + " | ".join(cells) + f" | {sum(h[0] for h in per.values()):.2f} h |")
+        lines += ["", "Sources and licences:", ""]
+        used = {e for per in hours.values() for e in per}
+        lines += [f"- {e}: {SOURCES[e]}" for e in sorted(used) if e in SOURCES]
+        lines.append("")
+    else:
+        for split, st in stats.items():
+            if isinstance(st, dict) and "hours" in st:
+                lines.append(f"- {split}: {st.get('utts', '?')} utterances, {st['hours']:.2f} h, "
+                             f"{st.get('voices', '?')} voices")
     if devs:
         lines.append("- Dev CER by epoch: " + ", ".join(f"{r['epoch']}: {r['dev']['cer']:.3f}" for r in devs))
-    lines += ["", "## Held-out results (greedy CTC decoding, no LM)", "",
-              "| condition | utterances | CER | WER |", "|---|---|---|---|"]
+    lines += ["", "## Held-out results (greedy CTC decoding, no LM)", ""]
+    if base:
+        lines += ["Same test sets for both models. \"not in word list\": share of output words missing from "
+                  "/usr/share/dict/american-english (run-together or misspelt words).", "",
+                  f"| condition | utterances | CER ({args.baseline_name}) | CER (this) | WER ({args.baseline_name}) "
+                  f"| WER (this) | not in word list ({args.baseline_name}) | not in word list (this) |",
+                  "|---|---|---|---|---|---|---|---|"]
+    else:
+        lines += ["| condition | utterances | CER | WER | not in word list |", "|---|---|---|---|---|"]
+
+    def pct(c, k):
+        return f"{c[k] * 100:.1f}%" if c and k in c else "-"
     for key, desc in CONDITIONS:
         c = ev["conditions"].get(key)
-        if c:
-            lines.append(f"| {desc} | {c['utts']} | {c['cer'] * 100:.1f}% | {c['wer'] * 100:.1f}% |")
+        if not c:
+            continue
+        if base:
+            b = base["conditions"].get(key)
+            lines.append(f"| {desc} | {c['utts']} | {pct(b, 'cer')} | {pct(c, 'cer')} | {pct(b, 'wer')} | "
+                         f"{pct(c, 'wer')} | {pct(b, 'oov_rate')} | {pct(c, 'oov_rate')} |")
+        else:
+            lines.append(f"| {desc} | {c['utts']} | {pct(c, 'cer')} | {pct(c, 'wer')} | {pct(c, 'oov_rate')} |")
     lines += ["", "Examples (reference / hypothesis):", ""]
     for key, _ in CONDITIONS:
         c = ev["conditions"].get(key)
@@ -82,8 +161,8 @@ def main() -> None:
               "max/mean tokens per routed expert, per layer, over the test sets: " +
               ", ".join(f"{b:.2f}" for b in ev["balance_max_mean"]), "",
               "## What it is not good at yet", "",
-              "- It has only heard synthetic voices: real human speech (the asterisk row) is far worse than "
-              "synthetic speech, and unseen synthetic voices are worse than seen ones.",
+              "- Real human speech in training is one speaker (asterisk prompts): the real-speech rows measure "
+              "held-out prompts of that voice, not unseen people; no multi-speaker real corpus was used.",
               "- English only; characters only (no punctuation, casing or inverse text normalisation: "
               "numbers come out as words).",
               "- Overlapping speech, music on hold and far-field audio are not in the training data.",

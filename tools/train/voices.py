@@ -9,6 +9,10 @@ A voice id names one synthetic speaker:
                                 written to <out>/espeak/espeak-ng-data/voices/!v/.
   flite:<voice>                 kal (8 kHz diphone), kal16, awb, rms, slt
   festival:<voice>              kal_diphone, ked_diphone, cmu_us_slt_arctic_hts
+  rhvoice:<voice>               RHVoice (non-free): alan, bdl, clb, slt, ... (recorded speakers)
+  pico:<lang>                   SVOX pico (non-free): en-US, en-GB
+  mbrola:<voice>                MBROLA diphones through espeak-ng's mb-<voice>: us1, us2, us3, en1
+Every engine but espeak-ng is built from recordings of a human speaker.
 Unseen-voice hold-out: a voice is 'test' or 'dev' when its engine voice, its espeak accent or its
 espeak variant is held out for that split; such voices are never used in train.
 """
@@ -45,6 +49,18 @@ FLITE_F0 = {"kal": 95.0, "kal16": 95.0, "awb": 130.0, "slt": 175.0, "rms": 104.0
 FESTIVAL_VOICES = {"kal_diphone": "train", "cmu_us_slt_arctic_hts": "train",
                    "ked_diphone": "test"}
 FESTIVAL_F0 = {"kal_diphone": 105.0, "ked_diphone": 105.0}
+# Recording-based voices of the non-free / contrib packages (tools/setup.sh --train). One speaker
+# of each engine is held out whole for the unseen-voice test sets. slt recurs in flite/festival
+# (train there too), so the held-out RHVoice speaker is clb, whom no other engine has.
+RHVOICE_VOICES = {"alan": "train", "bdl": "train", "slt": "train", "evgeniy-eng": "train",
+                  "lyubov": "train", "clb": "test"}
+RHVOICE_DIR = "/usr/share/RHVoice/voices"
+# Voice data under a non-commercial licence (CC BY-NC-ND 4.0, /usr/share/doc/rhvoice-english/
+# copyright); make_data.py --commercial-only leaves them out.
+NONCOMMERCIAL_VOICES = {"rhvoice:evgeniy-eng", "rhvoice:lyubov"}
+PICO_VOICES = {"en-US": "train", "en-GB": "test"}
+MBROLA_VOICES = {"us1": "train", "us3": "train", "en1": "train", "us2": "test"}
+MBROLA_DIR = "/usr/share/mbrola"
 
 
 def generated_variant_names() -> list[str]:
@@ -197,31 +213,79 @@ def voice_split(voice: str) -> str:
         return FLITE_VOICES[name]
     if engine == "festival":
         return FESTIVAL_VOICES[name]
+    if engine == "rhvoice":
+        return RHVOICE_VOICES[name]
+    if engine == "pico":
+        return PICO_VOICES[name]
+    if engine == "mbrola":
+        return MBROLA_VOICES[name]
     accent, _, variant = name.partition("+")
     parts = {variant_split(variant or None),
              "test" if accent in TEST_ACCENTS else "dev" if accent in DEV_ACCENTS else "train"}
     return "test" if "test" in parts else "dev" if "dev" in parts else "train"
 
 
+# Engine shares per hold-out class. "formant" is the mix of the first default model (mostly
+# espeak-ng formant voices); "human" builds around voices recorded from people and keeps the
+# formant voices a small share (they sound least human of all: see shared/DATA-SOURCES.md).
+MIXES = {
+    "formant": {"train": {"espeak": 0.6, "flite": 0.25, "festival": 0.15},
+                "dev": {"espeak": 1.0},
+                "test": {"espeak": 0.5, "flite": 0.25, "festival": 0.25}},
+    "human": {"train": {"espeak": 0.1, "rhvoice": 0.3, "mbrola": 0.15, "pico": 0.1, "flite": 0.2,
+                        "festival": 0.15},
+              "dev": {"espeak": 1.0},
+              "test": {"rhvoice": 0.25, "mbrola": 0.2, "pico": 0.2, "flite": 0.2, "festival": 0.15}},
+}
+
+
+def rhvoice_available() -> list[str]:
+    if shutil.which("RHVoice-test") is None or not os.path.isdir(RHVOICE_DIR):
+        return []
+    return sorted(v for v in os.listdir(RHVOICE_DIR) if v in RHVOICE_VOICES)
+
+
+def pico_available() -> list[str]:
+    return list(PICO_VOICES) if shutil.which("pico2wave") else []
+
+
+def mbrola_available() -> list[str]:
+    if shutil.which("mbrola") is None:
+        return []
+    return [v for v in MBROLA_VOICES if os.path.exists(os.path.join(MBROLA_DIR, v, v))]
+
+
 class Inventory:
     """All voices of one hold-out class, with sampling weights by engine."""
 
-    ENGINE_WEIGHTS = {"train": {"espeak": 0.6, "flite": 0.25, "festival": 0.15},
-                      "dev": {"espeak": 1.0},
-                      "test": {"espeak": 0.5, "flite": 0.25, "festival": 0.25}}
+    ENGINE_WEIGHTS = MIXES["formant"]
 
-    def __init__(self, voice_class: str, flite_available: list[str], festival_ok: bool):
+    def __init__(self, voice_class: str, flite_available: list[str], festival_ok: bool,
+                 mix: str = "formant", commercial_only: bool = False):
         self.voice_class = voice_class
         variants = shipped_variants() + generated_variant_names()
         self.accents = list(ESPEAK_ACCENTS)
         self.variants = variants
         self.flite = [v for v, s in FLITE_VOICES.items() if s == voice_class and v in flite_available]
         self.festival = [v for v, s in FESTIVAL_VOICES.items() if s == voice_class] if festival_ok else []
-        weights = dict(self.ENGINE_WEIGHTS[voice_class])
+        self.recorded = {
+            "rhvoice": [v for v in rhvoice_available() if RHVOICE_VOICES[v] == voice_class],
+            "pico": [v for v in pico_available() if PICO_VOICES[v] == voice_class],
+            "mbrola": [v for v in mbrola_available() if MBROLA_VOICES[v] == voice_class],
+        }
+        if commercial_only:
+            self.recorded = {e: [v for v in names if f"{e}:{v}" not in NONCOMMERCIAL_VOICES]
+                             for e, names in self.recorded.items()}
+        weights = dict(MIXES[mix][voice_class])
         if not self.flite:
             weights.pop("flite", None)
         if not self.festival:
             weights.pop("festival", None)
+        for engine, names in self.recorded.items():
+            if not names:
+                weights.pop(engine, None)
+        if not weights:
+            raise RuntimeError(f"no voice installed for the {voice_class} class of mix {mix}")
         self.engines = sorted(weights)
         self.weights = [weights[e] for e in self.engines]
 
@@ -236,7 +300,8 @@ class Inventory:
 
     def all_voices(self) -> list[str]:
         return (self.espeak_voices() + ["flite:" + v for v in self.flite]
-                + ["festival:" + v for v in self.festival])
+                + ["festival:" + v for v in self.festival]
+                + [e + ":" + v for e, names in sorted(self.recorded.items()) for v in names])
 
     def draw(self, rng: random.Random) -> str:
         engine = rng.choices(self.engines, self.weights)[0]
@@ -244,6 +309,8 @@ class Inventory:
             return "flite:" + rng.choice(self.flite)
         if engine == "festival":
             return "festival:" + rng.choice(self.festival)
+        if engine in self.recorded:
+            return engine + ":" + rng.choice(self.recorded[engine])
         for _ in range(10000):
             accent = rng.choice(self.accents)
             r = rng.random()
@@ -269,6 +336,12 @@ def draw_tts_params(voice: str, rng: random.Random) -> dict:
         return {"stretch": round(rng.uniform(0.8, 1.3), 3),
                 "f0_mean": round(FLITE_F0[name] * rng.uniform(0.75, 1.35), 1),
                 "f0_std_scale": round(rng.uniform(0.5, 1.8), 2)}
+    if engine == "rhvoice":
+        return {"rate": rng.randint(-25, 35), "pitch": rng.randint(-25, 25)}
+    if engine == "pico":
+        return {"tempo": round(rng.uniform(0.85, 1.2), 3), "pitch_cents": rng.randint(-200, 200)}
+    if engine == "mbrola":
+        return {"wpm": rng.randint(130, 200), "pitch": rng.randint(25, 75)}
     if name == "cmu_us_slt_arctic_hts":
         return {"speed": round(rng.uniform(0.8, 1.25), 3)}
     return {"stretch": round(rng.uniform(0.85, 1.4), 3),
@@ -310,6 +383,39 @@ def synth_flite(voice: str, params: dict, text: str, out: str) -> bool:
     return _run(["flite", "-voice", name, "--setf", f"duration_stretch={params['stretch']}",
                  "--setf", f"int_f0_target_mean={params['f0_mean']}",
                  "--setf", f"int_f0_target_stddev={std:.1f}", "-t", text, "-o", out])
+
+
+def synth_rhvoice(voice: str, params: dict, text: str, out: str) -> bool:
+    """RHVoice-test reads the text on stdin; rate/pitch in -100..100 (0 = the voice's own)."""
+    name = voice.split(":", 1)[1]
+    try:
+        r = subprocess.run(["RHVoice-test", "-p", name, "-r", str(100 + params["rate"]),
+                            "-t", str(100 + params["pitch"]), "-o", out],
+                           input=text.encode(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=120)
+        return r.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def synth_pico(voice: str, params: dict, text: str, out: str) -> bool:
+    """pico2wave has no rate or pitch control: sox changes tempo and pitch afterwards."""
+    name = voice.split(":", 1)[1]
+    raw = out + ".pico.wav"
+    ok = _run(["pico2wave", "-l", name, "-w", raw, text])
+    if ok:
+        ok = _run(["sox", "-R", "-V1", raw, out, "tempo", "-s", str(params["tempo"]),
+                   "pitch", str(params["pitch_cents"])])
+    if os.path.exists(raw):
+        os.remove(raw)
+    return ok
+
+
+def synth_mbrola(voice: str, params: dict, text: str, out: str) -> bool:
+    """espeak-ng's front end with the MBROLA diphone voice mb-<name> (system data dir)."""
+    name = voice.split(":", 1)[1]
+    return _run(["espeak-ng", "-v", "mb-" + name, "-s", str(params["wpm"]),
+                 "-p", str(params["pitch"]), "-w", out, text])
 
 
 def _scheme_str(s: str) -> str:
