@@ -6,7 +6,7 @@ using namespace sluice;
 using namespace sluice::actors;
 
 TEST_SUITE("engine") {
-  TEST_CASE("abort: the channel exits normally without finishing its audio or sending drained; the engine goes on") {
+  TEST_CASE("abort: the channel exits normally without finishing its audio or sending drained, the engine goes on") {
     auto cfg = test::base_config();
     cfg.engine.max_channels = 1;
     auto e = engine::start(test::resources(cfg));

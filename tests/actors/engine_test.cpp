@@ -203,7 +203,7 @@ TEST_SUITE("engine") {
     CHECK(gauge_of(snap, "spillway/0", "replicas") == 4.0 * model->arch().n_layers);
   }
 
-  TEST_CASE("an expert killed mid-stream is restarted; every channel still gets the exact text") {
+  TEST_CASE("an expert killed mid-stream is restarted, every channel still gets the exact text") {
     auto cfg = test::base_config();
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
@@ -263,7 +263,7 @@ TEST_SUITE("engine") {
     CHECK(texts == expected_texts()[0]);
   }
 
-  TEST_CASE("overload: past max_channels new channels are refused with the reason; admitted ones finish exactly") {
+  TEST_CASE("overload: past max_channels new channels are refused with the reason, admitted ones finish exactly") {
     auto cfg = test::base_config();
     cfg.engine.max_channels = 2;
     auto e = engine::start(test::resources(cfg));
@@ -363,7 +363,7 @@ TEST_SUITE("engine") {
           static_cast<int64_t>(finals.size()));
   }
 
-  TEST_CASE("bad input gets a clear error and the channel goes on; bad requests are refused") {
+  TEST_CASE("bad input gets a clear error and the channel goes on, bad requests are refused") {
     auto cfg = test::base_config();
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};

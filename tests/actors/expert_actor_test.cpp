@@ -139,7 +139,7 @@ TEST_SUITE("expert_actor") {
     CHECK(rep2.hists == rep.hists);
   }
 
-  TEST_CASE("an expert actor replies exactly what its shard computes; FP8 within the bound") {
+  TEST_CASE("an expert actor replies exactly what its shard computes, FP8 within the bound") {
     engine_system_config cfg(2);
     caf::actor_system sys{cfg};
     const auto lb = make_blocks();

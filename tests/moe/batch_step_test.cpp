@@ -243,7 +243,7 @@ TEST_SUITE("batch") {
 }
 
 TEST_SUITE("batch") {
-  TEST_CASE("an aborted step releases and resets its streams; a dropped micro-batch aborts itself") {
+  TEST_CASE("an aborted step releases and resets its streams, a dropped micro-batch aborts itself") {
     auto model = sluice::test::tiny_model();
     auto fb = sluice::test::golden_fbank("synthetic0");
     const int64_t mels = model->arch().n_mels;

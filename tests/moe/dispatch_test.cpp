@@ -67,7 +67,7 @@ architecture hand_arch() {
 }  // namespace
 
 TEST_SUITE("batch") {
-  TEST_CASE("dispatch: a full shard keeps its heaviest pairs; reroute picks the next-best expert with room") {
+  TEST_CASE("dispatch: a full shard keeps its heaviest pairs, reroute picks the next-best expert with room") {
     const routing r = hand_routing();
     const auto placement = expert_placement::same_in_every_layer(hand_arch(), {{0, 1}, {2, 3}});
     REQUIRE(placement.has_value());

@@ -36,7 +36,7 @@ bool strict_utf8(const std::string& s) {
 }  // namespace
 
 TEST_SUITE("json fields") {
-  TEST_CASE("get_int: absent gives the default; integers in range pass; integral floats pass") {
+  TEST_CASE("get_int: absent gives the default, integers in range pass, integral floats pass") {
     CHECK(get_int(obj("{}"), "n", 7, 0, 10).value() == 7);
     CHECK(get_int(obj(R"({"n":10})"), "n", 7, 0, 10).value() == 10);
     CHECK(get_int(obj(R"({"n":-3})"), "n", 7, -5, 10).value() == -3);
@@ -95,7 +95,7 @@ TEST_SUITE("json fields") {
     CHECK(back["error"] == "not found: /\xEF\xBF\xBD\xEF\xBF\xBD\"x");
   }
 
-  TEST_CASE("valid_utf8 keeps valid text and replaces each invalid byte; close reasons fit 123 bytes") {
+  TEST_CASE("valid_utf8 keeps valid text and replaces each invalid byte, close reasons fit 123 bytes") {
     CHECK(valid_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80") == "caf\xC3\xA9 \xF0\x9F\x98\x80");
     for (const char* bad : {"\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE2\x82", "\x80", "\xFE"}) {
       CAPTURE(bad);

@@ -32,7 +32,7 @@ TEST_SUITE("request policy") {
     CHECK(host_of("127.0.0.1") == "127.0.0.1");
   }
 
-  TEST_CASE("default on 127.0.0.1: loopback names only; no Host header (HTTP/1.0) is served") {
+  TEST_CASE("default on 127.0.0.1: loopback names only, no Host header (HTTP/1.0) is served") {
     const auto p = policy("127.0.0.1");
     for (const char* h : {"127.0.0.1:8080", "localhost", "LOCALHOST:1", "[::1]:8080", "127.0.0.2", ""}) {
       CAPTURE(h);
@@ -45,7 +45,7 @@ TEST_SUITE("request policy") {
     }
   }
 
-  TEST_CASE("bound to another address or to every address; allowed_hosts adds names, * allows any") {
+  TEST_CASE("bound to another address or to every address, allowed_hosts adds names, * allows any") {
     CHECK(allowed(policy("10.1.2.3"), "10.1.2.3:8080"));
     CHECK_FALSE(allowed(policy("10.1.2.3"), "10.9.9.9"));
     CHECK(allowed(policy("0.0.0.0"), "10.9.9.9:8080"));
@@ -55,7 +55,7 @@ TEST_SUITE("request policy") {
     CHECK(allowed(policy("127.0.0.1", "*"), "anything.example"));
   }
 
-  TEST_CASE("Origin: none is not a browser; same-host and loopback pages pass; others, and null, get a reason") {
+  TEST_CASE("Origin: none is not a browser, same-host and loopback pages pass, others, and null, get a reason") {
     const auto p = policy("127.0.0.1", "", "https://ops.example.com");
     CHECK(allowed(p, "127.0.0.1:8080", ""));
     CHECK(allowed(p, "127.0.0.1:8080", "http://127.0.0.1:8080"));
@@ -76,7 +76,7 @@ TEST_SUITE("request policy") {
     CHECK(why.find("\xEF\xBF\xBD.example") != std::string::npos);
   }
 
-  TEST_CASE("query parameters: UTF-8 only; integers whole and in range") {
+  TEST_CASE("query parameters: UTF-8 only, integers whole and in range") {
     auto q = query_params("/v1/transcribe?sample_rate=8000&encoding=mulaw&flag");
     REQUIRE(q.has_value());
     CHECK(q->at("sample_rate") == "8000");

@@ -233,7 +233,7 @@ TEST_SUITE("server") {
     CHECK(expert_pairs);
   }
 
-  TEST_CASE("hostile input: each bad client gets its own clear error; a good stream alongside is untouched") {
+  TEST_CASE("hostile input: each bad client gets its own clear error, a good stream alongside is untouched") {
     config::sluice_config cfg;
     cfg.server.max_message_bytes = 64 * 1024;
     cfg.server.max_body_bytes = 256 * 1024;

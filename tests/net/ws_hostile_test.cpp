@@ -251,7 +251,7 @@ TEST_SUITE("ws hostile") {
     CHECK_MESSAGE(departed < static_cast<double>(copies * ref.size()), "departed clients got " << departed << " finals");
   }
 
-  TEST_CASE("Host and Origin: other host names and foreign browser pages get 403; loopback and same-host pages are served") {
+  TEST_CASE("Host and Origin: other host names and foreign browser pages get 403, loopback and same-host pages are served") {
     config::sluice_config cfg;
     cfg.server.allowed_origins = "https://ops.example.com";
     served s(cfg);

@@ -93,7 +93,7 @@ TEST_SUITE("cli") {
     CHECK(file.status == 0);
   }
 
-  TEST_CASE("a corrupt file is a clear error for that file; the others are still processed") {
+  TEST_CASE("a corrupt file is a clear error for that file, the others are still processed") {
     sluice::test::temp_dir tmp;
     auto bytes = sluice::test::read_bytes(sample_call);
     bytes.resize(30);  // cut inside the fmt chunk
