@@ -240,9 +240,19 @@ TEST_SUITE("ws hostile") {
       // Beast's close() returns once the server has answered the close frame.
       stream_and_leave(s.port, copies, [](auto& ws) { ws.close(websocket::close_code::normal); });
     });
-    const auto snap = snapshot_when(s, [](const json& j) { return j["summary"]["channels_live"].get<double>() == 0; });
-    REQUIRE(snap["summary"]["channels_live"].get<double>() == 0);
-    CHECK(counter_of(snap, "channel", "aborted") == 2);
+    // Done when both aborts are counted (an aborted channel sends its figures as it stops)
+    // and no channel is left, neither in the metrics (so the honest channel's last finals are
+    // in) nor at the supervisor. A channel busy with its backlog sends no report, so the
+    // metrics alone could look empty too early.
+    const auto settled = [](const json& j) {
+      double supervised = -1;
+      for (const auto& a : j["actors"])
+        if (a["kind"] == "supervisor" && a["gauges"].contains("channels")) supervised = a["gauges"]["channels"].get<double>();
+      return counter_of(j, "channel", "aborted") == 2 && j["summary"]["channels_live"].get<double>() == 0 &&
+             supervised == 0;
+    };
+    const auto snap = snapshot_when(s, settled);
+    REQUIRE_MESSAGE(settled(snap), "not settled within 60 s: " << snap.dump());
     // Finals of the reference run and the honest stream, plus whatever the two departed
     // channels finished before their abort; each would have made copies x ref.size() in full.
     const double departed = snap["summary"]["finals"].get<double>() - 2.0 * static_cast<double>(ref.size());
