@@ -314,3 +314,42 @@ TEST_SUITE("ws hostile") {
     });
   }
 }
+
+TEST_SUITE("ws hostile") {
+  TEST_CASE("a client waiting for its finals after its end is not idle, however long the engine takes") {
+    config::sluice_config cfg;
+    cfg.server.idle_timeout_s = 1;
+    served s(cfg);
+    asio::io_context ioc;
+    websocket::stream<tcp::socket> ws(ioc);
+    ws.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
+    ws.handshake("127.0.0.1", "/v1/stream");
+    ws.text(true);
+    ws.write(asio::buffer(honest_start));
+    ws.binary(true);
+    // Ten copies of the call (4.5 min of audio) at once: a backlog the engine needs more than
+    // the one-second idle timeout to work off after the end.
+    const auto frames = call_pcm16_frames();
+    for (int k = 0; k < 10; ++k)
+      for (const auto& f : frames) ws.write(asio::buffer(f));
+    ws.text(true);
+    ws.write(asio::buffer(end_msg));
+    const auto sent_end = std::chrono::steady_clock::now();
+    std::vector<json> messages;
+    beast::error_code ec;
+    for (;;) {
+      beast::flat_buffer b;
+      ws.read(b, ec);
+      if (ec) break;
+      messages.push_back(json::parse(beast::buffers_to_string(b.data()), nullptr, false));
+    }
+    const auto waited = std::chrono::steady_clock::now() - sent_end;
+    CHECK_MESSAGE(ec == websocket::error::closed, ec.message());
+    CHECK(ws.reason().code == websocket::close_code::normal);
+    REQUIRE_FALSE(messages.empty());
+    CHECK(messages.back().value("type", std::string()) == "end");
+    for (const auto& m : messages) CHECK(m.value("code", std::string()) != "idle");
+    if (waited < std::chrono::seconds(cfg.server.idle_timeout_s))
+      MESSAGE("not exercised: the finals came within the idle timeout");
+  }
+}
