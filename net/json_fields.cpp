@@ -84,7 +84,10 @@ result<int64_t> get_int(const json& obj, std::string_view key, int64_t def, int6
   if (it->is_number_float()) {
     // 8000.0 (what some JSON writers make of an integer) is accepted; 8000.5 is not.
     const double v = it->get<double>();
-    if (!std::isfinite(v) || std::floor(v) != v || v < static_cast<double>(lo) || v > static_cast<double>(hi))
+    // 2^63 is the first double an int64 cannot hold (hi = INT64_MAX rounds up to it).
+    constexpr double int64_end = 9223372036854775808.0;
+    if (!std::isfinite(v) || std::floor(v) != v || v < static_cast<double>(lo) || v > static_cast<double>(hi) ||
+        v >= int64_end)
       return refuse();
     return static_cast<int64_t>(v);
   }

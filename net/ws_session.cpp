@@ -164,12 +164,15 @@ class session : public std::enable_shared_from_this<session> {
   // that has sent its end is waiting for finals, not idle.
   void arm_idle_timer() {
     if (state_ == state::ending) return;
+    // The generation tells a stale expiry (one already queued when a message came in, which
+    // cancel() cannot take back) from a real one.
+    const uint64_t generation = ++idle_generation_;
     idle_timer_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
-    idle_timer_.async_wait([w = weak_from_this()](beast::error_code e) {
+    idle_timer_.async_wait([w = weak_from_this(), generation](beast::error_code e) {
       auto s = w.lock();
       if (!s || e) return;
       s->guarded("idle timer", [&] {
-        if (s->closing_ || s->state_ == state::ending) return;
+        if (generation != s->idle_generation_ || s->closing_ || s->state_ == state::ending) return;
         s->fail("idle", "no message for " + std::to_string(s->st_->cfg.idle_timeout_s) + " s (server.idle_timeout_s)",
                 websocket::close_code::going_away);
       });
@@ -177,6 +180,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_read(beast::error_code ec) {
+    ++idle_generation_;
     idle_timer_.cancel();
     if (ec) {
       if (ec == websocket::error::message_too_big) {
@@ -399,6 +403,7 @@ class session : public std::enable_shared_from_this<session> {
   std::optional<funasr_replies> funasr_;
   std::shared_ptr<session> keep_alive_;  ///< set while half-closed (see on_readable)
   std::string tenant_;  // auth: the admitted key's tenant; empty without keys
+  uint64_t idle_generation_ = 0;         ///< see arm_idle_timer
 };
 
 // Posts `f` onto the session's strand, guarded there. Never throws into the actor.

@@ -2,6 +2,7 @@
 // errors that name the field; to_wire never throws and always yields valid JSON and UTF-8.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "net/json_fields.hpp"
@@ -41,6 +42,9 @@ TEST_SUITE("json fields") {
     CHECK(get_int(obj(R"({"n":10})"), "n", 7, 0, 10).value() == 10);
     CHECK(get_int(obj(R"({"n":-3})"), "n", 7, -5, 10).value() == -3);
     CHECK(get_int(obj(R"({"n":8000.0})"), "n", 0, 0, 9000).value() == 8000);
+    // At the int64 limit a double rounds up to 2^63, which no int64 holds.
+    CHECK_FALSE(get_int(obj(R"({"n":9.3e18})"), "n", 0, 0, INT64_MAX).has_value());
+    CHECK_FALSE(get_int(obj(R"({"n":9223372036854775808.0})"), "n", 0, 0, INT64_MAX).has_value());
   }
 
   TEST_CASE("get_int refuses fractions, out-of-range values, values past 64 bits and other types, naming the field") {
