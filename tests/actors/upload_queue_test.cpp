@@ -58,7 +58,7 @@ TEST_SUITE("upload_queue") {
     CHECK(l.channels_per_client == 1);
   }
 
-  TEST_CASE("submit: a full queue refuses with 503 on the caller's thread; each upload is answered once; places come back") {
+  TEST_CASE("submit: a full queue refuses with 503 on the caller's thread, each upload is answered once, places come back") {
     auto cfg = base_config();
     cfg.upload.workers = 1;
     cfg.upload.queue_depth = 1;

@@ -158,7 +158,7 @@ TEST_SUITE("upload") {
     CHECK(s.engine->uploads().in_flight() == 0);
   }
 
-  TEST_CASE("a full upload queue answers 503 with Retry-After; once answered, its place is free again") {
+  TEST_CASE("a full upload queue answers 503 with Retry-After, and once the first is answered its place is free again") {
     config::sluice_config cfg;
     cfg.upload.workers = 1;
     cfg.upload.queue_depth = 0;  // one upload at a time
@@ -229,7 +229,7 @@ TEST_SUITE("upload") {
     CHECK(gate->calls == 2);
   }
 
-  TEST_CASE("channel share: more channels than one upload may open is 413; a client past its share is 429, another client is served") {
+  TEST_CASE("channel share: more channels than one upload may open is 413, a client past its share is 429, another client is served") {
     config::sluice_config cfg;
     cfg.engine.max_channels = 8;
     cfg.upload.channel_share = 0.25;         // 2 channels per upload
