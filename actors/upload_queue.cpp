@@ -45,7 +45,11 @@ std::string seconds_text(double s) {
 // Reads the headers and checks every limit that needs no decoding. Answers and returns false
 // when the upload is refused; otherwise fills `w` for a worker.
 bool admit(upload_work& w, const upload_limits& lim, std::map<std::string, int>& client_channels) {
-  auto& done = w.req.done;
+  // Every refusal is logged with its client and status; the reason goes to the client.
+  auto done = [&w](upload_reply r) {
+    spdlog::info("upload: refused from {}: status {}", w.req.client, r.status);
+    w.req.done(std::move(r));
+  };
   if (w.req.raw) {
     auto enc = parse_encoding(w.req.raw->encoding);
     if (!enc) {
@@ -105,7 +109,9 @@ bool admit(upload_work& w, const upload_limits& lim, std::map<std::string, int>&
   }
   held += channels;
   // Decode no more than the limits allow, whatever the stream turns out to hold.
-  const double budget_s = std::min<double>(lim.max_seconds, static_cast<double>(lim.max_channel_seconds) / channels);
+  const double per_channel_s = static_cast<double>(lim.max_channel_seconds) / channels;
+  const double budget_s = std::min<double>(lim.max_seconds, per_channel_s);
+  if (per_channel_s < lim.max_seconds) w.budget_key = "upload.max_channel_seconds";
   w.max_input_frames = static_cast<std::size_t>(budget_s * info->sample_rate);
   return true;
 }

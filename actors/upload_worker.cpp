@@ -37,7 +37,7 @@ void run(upload_work& w, const caf::actor& supervisor, caf::actor_system& sys, c
   if (!decoded) {
     const bool limit = decoded.error().code == errc::limit_exceeded;
     return done({status_of(decoded.error().code),
-                 upload_error_json(decoded.error().message, limit ? "upload.max_seconds" : nullptr), 0});
+                 upload_error_json(decoded.error().message, limit ? w.budget_key : nullptr), 0});
   }
   auto speech = dsp::prepare_audio(std::move(*decoded), cfg);
   if (!speech) return done({status_unprocessable, upload_error_json(speech.error().message), 0});

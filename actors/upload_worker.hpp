@@ -26,6 +26,7 @@ struct upload_work {
   std::optional<dsp::raw_format> raw;
   dsp::audio_info info;                ///< from the headers
   std::size_t max_input_frames = 0;    ///< decoding budget per channel at info.sample_rate
+  const char* budget_key = "upload.max_seconds";  ///< the config key that set the budget
 };
 using upload_work_ptr = std::shared_ptr<upload_work>;
 

@@ -21,6 +21,7 @@ namespace {
 const std::string start_8k = R"({"type":"start","sample_rate":8000,"encoding":"pcm_s16le","channels":1})";
 const std::string end_msg = R"({"type":"end"})";
 constexpr auto wait_limit = std::chrono::seconds(120);  // a failure guard, never a synchronisation
+constexpr auto refusal_limit = std::chrono::seconds(30);  // the same, for answers due at once
 
 std::vector<std::string> finals_of(const ws_result& r) {
   std::vector<std::string> out;
@@ -41,8 +42,10 @@ struct upload_answer {
 };
 
 // POSTs `body` to `target` from the local address `from` (any 127.x.y.z reaches the server).
+// Status 0 when no answer comes within `deadline` (a failure guard: an upload wrongly queued
+// behind a held worker would otherwise hang the test instead of failing it).
 upload_answer post_upload(uint16_t port, const std::string& target, std::string body,
-                          const std::string& from = "127.0.0.1") {
+                          const std::string& from = "127.0.0.1", std::chrono::seconds deadline = wait_limit) {
   asio::io_context ioc;
   tcp::socket socket(ioc);
   socket.open(tcp::v4());
@@ -57,9 +60,13 @@ upload_answer post_upload(uint16_t port, const std::string& target, std::string 
   beast::flat_buffer buf;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64 << 20);
-  http::read(stream, buf, parser);
-  auto res = parser.release();
+  beast::error_code ec;
+  stream.expires_after(deadline);
+  http::async_read(stream, buf, parser, [&](beast::error_code e, std::size_t) { ec = e; });
+  ioc.run();
   upload_answer a;
+  if (ec) return a;
+  auto res = parser.release();
   a.status = static_cast<int>(res.result_int());
   a.body = json::parse(res.body(), nullptr, false);
   a.retry_after = std::string(res[http::field::retry_after]);
@@ -151,7 +158,7 @@ TEST_SUITE("upload") {
     CHECK(s.engine->uploads().in_flight() == 0);
   }
 
-  TEST_CASE("a full upload queue answers 503 with Retry-After, once answered, its place is free again") {
+  TEST_CASE("a full upload queue answers 503 with Retry-After, and once the first is answered its place is free again") {
     config::sluice_config cfg;
     cfg.upload.workers = 1;
     cfg.upload.queue_depth = 0;  // one upload at a time
@@ -164,7 +171,7 @@ TEST_SUITE("upload") {
     auto first = std::async(std::launch::async, [&] { return post_upload(s.port, target, mulaw_silence(1)); });
     REQUIRE(gate->entered.wait_for(wait_limit) == std::future_status::ready);
 
-    const auto refused = post_upload(s.port, target, mulaw_silence(1));
+    const auto refused = post_upload(s.port, target, mulaw_silence(1), "127.0.0.1", refusal_limit);
     CHECK(refused.status == 503);
     CHECK(refused.retry_after == "7");
     REQUIRE(refused.body.is_object());
@@ -246,7 +253,8 @@ TEST_SUITE("upload") {
     auto held = std::async(std::launch::async, [&] { return post_upload(s.port, stereo, mulaw_silence(1, 2)); });
     REQUIRE(gate->entered.wait_for(wait_limit) == std::future_status::ready);
     // Its 2 channels are this client's share: one more channel is refused for now...
-    const auto busy = post_upload(s.port, "/v1/transcribe?sample_rate=8000&encoding=mulaw", mulaw_silence(1));
+    const auto busy =
+        post_upload(s.port, "/v1/transcribe?sample_rate=8000&encoding=mulaw", mulaw_silence(1), "127.0.0.1", refusal_limit);
     CHECK(busy.status == 429);
     CHECK(busy.retry_after == "3");
     REQUIRE(busy.body.is_object());
