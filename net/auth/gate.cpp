@@ -1,5 +1,7 @@
 #include "net/auth/gate.hpp"
 
+#include <cctype>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <nlohmann/json.hpp>
