@@ -18,13 +18,16 @@ struct job {
   dsp::file_speech speech;
   std::function<void(upload_reply)> done;
   int retry_after_s = 0;
+  std::string tenant;
   std::map<channel_id, std::size_t> channel_of;
   std::vector<std::vector<transcript_event>> finals;
   std::vector<std::string> errors;
   std::size_t drained = 0, opened = 0;
 };
 
-std::string error_json(const std::string& why) { return json{{"error", why}}.dump(); }
+std::string error_json(const std::string& why) {
+  return json{{"error", why}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 void finish(job& j) {
   json channels = json::array();
@@ -45,7 +48,7 @@ void finish(job& j) {
   }
   json out{{"duration_s", j.speech.duration_s}, {"sample_rate", j.speech.input_sample_rate}, {"channels", channels}};
   if (!j.errors.empty()) out["errors"] = j.errors;
-  j.done({200, out.dump(), 0});
+  j.done({200, out.dump(-1, ' ', false, json::error_handler_t::replace), 0});
 }
 
 caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, caf::actor supervisor) {
@@ -53,6 +56,7 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
   for (std::size_t c = 0; c < j->speech.channels.size(); ++c) {
     channel_request req;
     req.partials = false;
+    req.tenant = j->tenant;
     self->request(supervisor, std::chrono::seconds(10), open_atom::value, req, caf::actor_cast<caf::actor>(self))
         .then(
             [=](open_reply& r) {
@@ -99,11 +103,13 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
 }  // namespace
 
 void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
-                         std::function<void(upload_reply)> done, int retry_after_s) {
+                         std::function<void(upload_reply)> done, int retry_after_s,
+                         std::string tenant) {
   auto j = std::make_shared<job>();
   j->speech = std::move(speech);
   j->done = std::move(done);
   j->retry_after_s = retry_after_s;
+  j->tenant = std::move(tenant);
   j->finals.resize(j->speech.channels.size());
   sys.spawn(job_actor, j, supervisor);
 }

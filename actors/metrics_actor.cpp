@@ -112,7 +112,7 @@ std::string snapshot(const metrics& m) {
       {"restarts", counter("supervisor", "restarts")},
       {"refused", counter("supervisor", "refused")},
   };
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ struct upload_request {
   std::string body;                     ///< the file, moved in: never copied on the way
   std::optional<raw_audio_format> raw;  ///< unset: the body is a WAV or Ogg Opus file
   std::string client;                   ///< the client's address: its concurrent uploads share channels
+  std::string tenant;                   ///< whose upload (auth); its channels carry it
   std::function<void(upload_reply)> done;
 };
 

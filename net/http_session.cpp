@@ -248,6 +248,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
       up.body = std::move(body);
       up.raw = std::move(raw);
       up.client = peer_ec ? std::string("unknown") : peer.address().to_string();
+      up.tenant = who_.tenant;
       up.done = [self = shared_from_this(), v, ka](actors::upload_reply r) {
         asio::post(self->stream_.get_executor(), [self, v, ka, r = std::move(r)]() mutable {
           self->guarded("transcribe reply", [&] {
