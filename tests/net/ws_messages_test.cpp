@@ -123,7 +123,7 @@ TEST_SUITE("ws messages") {
     }
   }
 
-  TEST_CASE("end messages: only {\"type\":\"end\"} / {\"is_speaking\":false}; anything else is an error") {
+  TEST_CASE("end messages: only {\"type\":\"end\"} / {\"is_speaking\":false}, anything else is an error") {
     CHECK(parse_sluice_end(R"({"type":"end"})").has_value());
     for (const char* text : {R"({"type":5})", R"({"type":null})", R"({"type":"pause"})", R"({})"})
       CHECK(parse_sluice_end(text).error().code == errc::invalid_argument);
