@@ -38,6 +38,7 @@ inline std::string constraint_problem(const std::string& v, const non_empty&) {
   return v.empty() ? "must not be empty" : std::string{};
 }
 inline std::string constraint_problem(bool, const any_bool&) { return {}; }
+inline std::string constraint_problem(const std::string&, const any_string&) { return {}; }
 
 /// The first field of `section` that violates its constraint, as "key = value why", or the
 /// section's cross-field problem; empty when the section is valid.

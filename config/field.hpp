@@ -25,6 +25,9 @@ struct one_of {
 /// A string field with no constraint other than being non-empty.
 struct non_empty {};
 
+/// A string field with no constraint (may be empty).
+struct any_string {};
+
 /// A bool field has no constraint.
 struct any_bool {};
 
