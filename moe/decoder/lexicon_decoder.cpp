@@ -15,6 +15,10 @@ constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 // The LM memo is dropped when it grows past this many entries (about 330 KiB with its buckets),
 // so a decoder's memory stays bounded however long the utterance.
 constexpr std::size_t max_lm_cache_entries = 1 << 13;
+// A token this far (ln) below the frame's best extends no hypothesis. CTC posteriors are peaky:
+// such a token is e^-8 ~ 3e-4 as likely as the frame's winner and its extensions are pruned
+// anyway, but each costs trie, lexicon and LM lookups; skipping them halves the decoder's time.
+constexpr float token_beam = 8.0f;
 
 double log_add(double a, double b) {
   if (a < b) std::swap(a, b);
@@ -68,9 +72,12 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   next_.clear();
   slot_.clear();
   const int32_t blank = tokens_->blank_id();
+  // select_tokens lists the frame's tokens best first.
+  const float token_floor = frame.empty() ? 0.0f : frame.front().log_prob - token_beam;
   for (const hypothesis& h : beams_) {
     const double any = h.acoustic();
     for (const token_log_prob& c : frame) {
+      if (c.log_prob < token_floor) break;
       if (c.token == blank) {
         hypothesis& s = next_[same(h)];
         s.log_blank = log_add(s.log_blank, any + c.log_prob);
