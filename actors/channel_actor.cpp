@@ -9,7 +9,7 @@
 
 #include "actors/actor_meter.hpp"
 #include "dsp/fbank.hpp"
-#include "moe/decoder/beam_search_decoder.hpp"
+#include "moe/decoder/ctc_decoder.hpp"
 
 namespace sluice::actors {
 
@@ -29,7 +29,7 @@ double ms_between(clock::time_point a, clock::time_point b) {
 struct utterance {
   int64_t start_sample = 0;
   int64_t end_sample = -1;  // known for a whole segment: its final ends there
-  std::optional<moe::beam_search_decoder> decoder;
+  std::optional<moe::ctc_decoder> decoder;
   std::string last_partial;
   int64_t fbank_frames_sent = 0;
   std::deque<std::pair<int64_t, clock::time_point>> sent;  // (fbank frames sent so far, when)
@@ -99,8 +99,7 @@ int64_t open_utterance(const state_ptr& st, int64_t start_sample) {
   const int64_t id = st->next_utterance++;
   auto& u = st->utterances[id];
   u.start_sample = start_sample;
-  auto dec = moe::beam_search_decoder::create(st->res->model->tokens(), st->res->decoder, st->res->lm.get(),
-                                              st->pipe->hotwords);
+  auto dec = st->pipe->make_decoder(*st->res);
   if (dec) u.decoder.emplace(std::move(*dec));
   st->fbank.reset();
   st->meter.count("utterances");

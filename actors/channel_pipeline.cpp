@@ -1,6 +1,7 @@
 #include "actors/channel_pipeline.hpp"
 
 #include <cstdlib>
+#include <sstream>
 
 namespace sluice::actors {
 
@@ -68,8 +69,24 @@ result<channel_pipeline> channel_pipeline::create(const engine_resources& res, c
   if (!hw) return tl::unexpected(hw.error());
   auto graph = moe::context_graph::build(*hw, res.model->tokens());
   if (!graph) return tl::unexpected(graph.error());
-  return channel_pipeline{codec, req.sample_rate, std::move(*rs), std::move(dn), std::move(*ep), std::move(opus),
-                          std::move(*graph), {}};
+  std::shared_ptr<const moe::word_lexicon> hotword_lexicon;
+  if (res.decoder_mode == moe::decoder_mode::lexicon && !hw->empty()) {
+    std::vector<std::string> words;
+    for (const auto& h : *hw) {
+      std::istringstream in(h.phrase);
+      for (std::string w; in >> w;) words.push_back(w);
+    }
+    hotword_lexicon = std::make_shared<const moe::word_lexicon>(
+        moe::word_lexicon::build(res.model->tokens(), res.lm.get(), words, /*with_lm_unigrams=*/false));
+  }
+  return channel_pipeline{codec,          req.sample_rate, std::move(*rs),    std::move(dn),
+                          std::move(*ep), std::move(opus), std::move(*graph), std::move(hotword_lexicon),
+                          {}};
+}
+
+result<moe::ctc_decoder> channel_pipeline::make_decoder(const engine_resources& res) const {
+  return moe::ctc_decoder::create(res.decoder_mode, res.model->tokens(), res.decoder, res.lm.get(),
+                                  moe::lexicon_view(res.lexicon.get(), hotword_lexicon.get()), hotwords);
 }
 
 result<std::vector<float>> channel_pipeline::decode(const std::vector<uint8_t>& bytes) {

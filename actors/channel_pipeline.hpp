@@ -19,6 +19,7 @@
 #include "dsp/pcm.hpp"
 #include "dsp/resampler.hpp"
 #include "moe/decoder/context_graph.hpp"
+#include "moe/decoder/word_lexicon.hpp"
 
 namespace sluice::actors {
 
@@ -38,6 +39,8 @@ struct channel_pipeline {
   dsp::endpointer endpoint;
   std::optional<dsp::opus_decoder> opus;
   moe::context_graph hotwords;
+  /// The hotwords' words, which join the lexicon decoder's vocabulary for this channel.
+  std::shared_ptr<const moe::word_lexicon> hotword_lexicon;
   std::vector<uint8_t> partial_sample;  ///< bytes of a sample split across packets (PCM codecs)
 
   /// errc::invalid_argument naming what is wrong (rate, codec, a hotword line).
@@ -50,6 +53,9 @@ struct channel_pipeline {
   result<std::vector<float>> to_model_rate(const std::vector<float>& samples);
   /// What the resampler and denoiser still hold, at the end of the stream.
   result<std::vector<float>> flush();
+  /// A decoder for one utterance of this channel: the engine's mode, LM and vocabulary plus this
+  /// channel's hotwords.
+  result<moe::ctc_decoder> make_decoder(const engine_resources& res) const;
 };
 
 }  // namespace sluice::actors

@@ -8,7 +8,19 @@ namespace sluice::actors {
 
 namespace {
 constexpr const char* lm_file_name = "lm.arpa";
+constexpr const char* lexicon_file_name = "lexicon.txt";
+
+// decoder.lexicon_file, relative to the model directory; else <model dir>/lexicon.txt if present.
+std::string lexicon_path(const config::sluice_config& cfg) {
+  const std::filesystem::path dir(cfg.model.dir);
+  if (!cfg.decoder.lexicon_file.empty()) {
+    const std::filesystem::path p(cfg.decoder.lexicon_file);
+    return (p.is_absolute() ? p : dir / p).string();
+  }
+  const auto fallback = dir / lexicon_file_name;
+  return std::filesystem::exists(fallback) ? fallback.string() : std::string{};
 }
+}  // namespace
 
 result<std::shared_ptr<const engine_resources>> engine_resources::create(
     const config::sluice_config& cfg, std::shared_ptr<const moe::acoustic_model> model, bool use_lm) {
@@ -29,9 +41,22 @@ result<std::shared_ptr<const engine_resources>> engine_resources::create(
     if (!loaded) return tl::unexpected(loaded.error());
     lm = std::make_shared<const moe::arpa_lm>(std::move(*loaded));
   }
+  const std::string lexicon_file = lexicon_path(cfg);
+  auto mode = moe::resolve_mode(cfg.decoder.mode, lm || !lexicon_file.empty());
+  if (!mode) return tl::unexpected(mode.error());
+  std::shared_ptr<const moe::word_lexicon> lexicon;
+  if (*mode == moe::decoder_mode::lexicon) {
+    std::vector<std::string> words;
+    if (!lexicon_file.empty()) {
+      auto read = moe::word_lexicon::read_words(lexicon_file);
+      if (!read) return tl::unexpected(read.error());
+      words = std::move(*read);
+    }
+    lexicon = std::make_shared<const moe::word_lexicon>(moe::word_lexicon::build(model->tokens(), lm.get(), words));
+  }
   auto res = std::make_shared<engine_resources>(engine_resources{
       cfg, model, std::move(*placement), std::make_shared<const dsp::fbank_computer>(std::move(*fbank)), std::move(lm),
-      cfg.decoder, moe::attention_window{arch.chunk_frames, arch.left_chunks}, {}});
+      cfg.decoder, *mode, std::move(lexicon), moe::attention_window{arch.chunk_frames, arch.left_chunks}, {}});
   // Word times: one decoder frame is the model's fbank shift times its subsampling.
   res->decoder.frame_ms = model->manifest().features.frame_shift_ms * arch.subsampling;
   return std::shared_ptr<const engine_resources>(std::move(res));

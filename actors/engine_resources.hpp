@@ -12,7 +12,9 @@
 #include "moe/attention.hpp"
 #include "moe/compute.hpp"
 #include "moe/decoder/arpa_lm.hpp"
+#include "moe/decoder/ctc_decoder.hpp"
 #include "moe/decoder/decoder_options.hpp"
+#include "moe/decoder/word_lexicon.hpp"
 #include "moe/expert_placement.hpp"
 
 namespace sluice::actors {
@@ -24,11 +26,15 @@ struct engine_resources {
   std::shared_ptr<const dsp::fbank_computer> fbank;  ///< the model's own fbank settings
   std::shared_ptr<const moe::arpa_lm> lm;            ///< null: no word LM
   moe::decoder_options decoder;                      ///< [decoder] with frame_ms from the model
+  moe::decoder_mode decoder_mode = moe::decoder_mode::beam;  ///< [decoder] mode, "auto" resolved
+  std::shared_ptr<const moe::word_lexicon> lexicon;  ///< the lexicon decoder's vocabulary; null unless lexicon mode
   moe::attention_window window;                      ///< the trained streaming window
   moe::compute_options compute;
 
-  /// Loads the word LM from <model dir>/lm.arpa when `use_lm` and it exists. Errors: a
-  /// placement that does not fit (more shards than experts), a bad LM, fbank settings.
+  /// Loads the word LM from <model dir>/lm.arpa when `use_lm` and it exists, resolves the decoder
+  /// mode and, for the lexicon decoder, builds its vocabulary (the LM's words and the lexicon
+  /// file's). Errors: a placement that does not fit (more shards than experts), a bad LM or
+  /// lexicon file, lexicon mode with no vocabulary, fbank settings.
   static result<std::shared_ptr<const engine_resources>> create(const config::sluice_config& cfg,
                                                                 std::shared_ptr<const moe::acoustic_model> model,
                                                                 bool use_lm = true);

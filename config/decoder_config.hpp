@@ -1,5 +1,6 @@
 #pragma once
-/// [decoder]: the CTC decoders (greedy and prefix beam search) and word-LM fusion.
+/// [decoder]: the CTC decoders (greedy, prefix beam search, lexicon-constrained prefix beam
+/// search) and word-LM fusion.
 /// Log probabilities are natural logs (ln). moe::decoder_options is this struct.
 
 #include <string>
@@ -9,6 +10,30 @@
 namespace sluice::config {
 
 struct decoder_config {
+  /// Which decoder turns the model's output into words: "greedy" (best path), "beam" (prefix beam
+  /// search, word boundaries where the model emits <space>), "lexicon" (prefix beam search over
+  /// the words of the LM, the lexicon file and the hotwords; boundaries from the vocabulary), or
+  /// "auto": lexicon when the model directory has an LM or a lexicon is configured, else beam.
+  std::string mode = "auto";
+  /// Extra words for the lexicon decoder, one per line (anything after the first white space is
+  /// ignored; '#' starts a comment). Relative paths are relative to the model directory. Empty:
+  /// <model dir>/lexicon.txt when it exists, else none.
+  std::string lexicon_file;
+  /// Lexicon decoder: hypotheses kept after every frame (several segmentations of one spelling
+  /// compete, so it wants more than beam_size).
+  int lexicon_beam_size = 16;
+  /// Lexicon decoder: weight of the word LM's ln probability.
+  double lexicon_lm_weight = 0.8;
+  /// Lexicon decoder: score added per word (> 0 favours more, shorter words). 0 was best of -1, 0,
+  /// 1, 2 on half of the asterisk prompts (a positive bonus reads unclear audio as strings of
+  /// one-letter words).
+  double lexicon_word_bonus = 0.0;
+  /// Lexicon decoder: score taken away for spelling a word outside the vocabulary letter by letter
+  /// (it then also gets the LM's unknown-word probability). Larger: fewer, clearer unknown words.
+  double oov_penalty = 8.0;
+  /// Lexicon decoder: score taken away per letter of an out-of-vocabulary word (so one long OOV
+  /// word is not a cheaper reading of a stretch of audio than the vocabulary words in it).
+  double oov_letter_penalty = 1.5;
   /// Duration of one decoder frame (ms): the model's 4x subsampling of 10 ms fbank frames.
   double frame_ms = 40.0;
   /// Prefix beam search: hypotheses kept after every frame.
@@ -30,6 +55,14 @@ struct decoder_config {
 
   template <class V>
   void visit(V&& v) {
+    v("mode", mode, one_of{{"auto", "greedy", "beam", "lexicon"}}, "greedy, beam, lexicon, or auto");
+    v("lexicon_file", lexicon_file, any_string{}, "extra words for the lexicon decoder (one per line)");
+    v("lexicon_beam_size", lexicon_beam_size, range{1, 1024}, "lexicon decoder: hypotheses kept per frame");
+    v("lexicon_lm_weight", lexicon_lm_weight, range{0, 100}, "lexicon decoder: weight of the LM's ln probability");
+    v("lexicon_word_bonus", lexicon_word_bonus, range{-100, 100}, "lexicon decoder: score added per word");
+    v("oov_penalty", oov_penalty, range{0, 1000}, "lexicon decoder: score taken away per out-of-vocabulary word");
+    v("oov_letter_penalty", oov_letter_penalty, range{0, 100},
+      "lexicon decoder: score taken away per letter of an out-of-vocabulary word");
     v("frame_ms", frame_ms, range{1, 1000}, "duration of one decoder frame (ms)");
     v("beam_size", beam_size, range{1, 1024}, "hypotheses kept per frame");
     v("max_tokens_per_frame", max_tokens_per_frame, range{1, 65536},

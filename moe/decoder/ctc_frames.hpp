@@ -42,6 +42,10 @@ class frame_store {
   int32_t size() const { return static_cast<int32_t>(offsets_.size()) - 1; }
   std::span<const token_log_prob> frame(int32_t t) const;
   void clear();
+  /// Heap bytes held.
+  std::size_t memory_bytes() const {
+    return entries_.capacity() * sizeof(token_log_prob) + offsets_.capacity() * sizeof(std::size_t);
+  }
 
  private:
   std::vector<token_log_prob> entries_;

@@ -15,6 +15,11 @@ int64_t to_ms(int64_t frame, double frame_ms) {
 
 decode_result make_result(std::span<const aligned_token> alignment, const token_table& tokens,
                           const frame_timing& timing, double score) {
+  return make_result(alignment, tokens, timing, score, {});
+}
+
+decode_result make_result(std::span<const aligned_token> alignment, const token_table& tokens,
+                          const frame_timing& timing, double score, std::span<const bool> ends_word) {
   decode_result out;
   out.score = score;
   out.tokens.reserve(alignment.size());
@@ -30,7 +35,8 @@ decode_result make_result(std::span<const aligned_token> alignment, const token_
     open = false;
   };
 
-  for (const aligned_token& a : alignment) {
+  for (std::size_t i = 0; i < alignment.size(); ++i) {
+    const aligned_token& a = alignment[i];
     out.tokens.push_back(a.token);
     if (a.token == tokens.space_id()) {
       close_word();
@@ -46,6 +52,7 @@ decode_result make_result(std::span<const aligned_token> alignment, const token_
     current.word += tokens.text(a.token);
     current.end_ms = to_ms(end, timing.frame_ms);
     current.confidence = std::min(current.confidence, a.posterior);
+    if (i < ends_word.size() && ends_word[i]) close_word();
   }
   close_word();
   return out;

@@ -55,4 +55,10 @@ struct frame_timing {
 decode_result make_result(std::span<const aligned_token> alignment, const token_table& tokens,
                           const frame_timing& timing, double score);
 
+/// As above, and a word also ends after every token i with ends_word[i] (the lexicon decoder's
+/// boundaries, which the model need not have marked with <space>). ends_word.size() equals
+/// alignment.size().
+decode_result make_result(std::span<const aligned_token> alignment, const token_table& tokens,
+                          const frame_timing& timing, double score, std::span<const bool> ends_word);
+
 }  // namespace sluice::moe

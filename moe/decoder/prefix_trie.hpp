@@ -47,6 +47,14 @@ class prefix_trie {
     return {out.rbegin(), out.rend()};
   }
 
+  /// Heap bytes held: the nodes, and the child index (a map node holds the pair and a next
+  /// pointer; the bucket array one pointer per bucket).
+  std::size_t memory_bytes() const {
+    return nodes_.capacity() * sizeof(node) +
+           children_.size() * (sizeof(std::pair<const uint64_t, int32_t>) + sizeof(void*)) +
+           children_.bucket_count() * sizeof(void*);
+  }
+
   void clear() {
     nodes_.assign(1, {-1, -1});
     children_.clear();

@@ -18,7 +18,7 @@
 #include "actors/messages.hpp"
 #include "config/sluice_config.hpp"
 #include "dsp/file_speech.hpp"
-#include "moe/decoder/beam_search_decoder.hpp"
+#include "moe/decoder/ctc_decoder.hpp"
 #include "moe/forward.hpp"
 
 namespace sluice::test {
@@ -79,13 +79,15 @@ inline std::vector<segment_audio> call_segments() {
 }
 
 // What `sluice transcribe` computes for one segment on one thread, without any actor: fbank,
-// offline forward, beam search with the LM; the model's own expert choices (no capacity).
+// offline forward, the engine's decoder (its mode, LM and vocabulary; no hotwords); the model's
+// own expert choices (no capacity).
 inline std::string reference_text(const actors::engine_resources& res, const std::vector<float>& samples16) {
   auto feats = res.fbank->compute(samples16);
   const auto n = static_cast<int64_t>(feats.size() / res.fbank->num_mels());
   auto fwd = moe::forward_offline(*res.model, feats.data(), n);
   REQUIRE(fwd.has_value());
-  auto dec = moe::beam_search_decoder::create(res.model->tokens(), res.decoder, res.lm.get());
+  auto dec = moe::ctc_decoder::create(res.decoder_mode, res.model->tokens(), res.decoder, res.lm.get(),
+                                      moe::lexicon_view(res.lexicon.get(), nullptr));
   REQUIRE(dec.has_value());
   if (fwd->n_frames > 0) REQUIRE(dec->accept(fwd->logits, static_cast<int32_t>(fwd->n_frames)).has_value());
   return dec->finalize().text;

@@ -269,6 +269,27 @@ TEST_SUITE("accuracy") {
     CHECK(wer <= phone_wer_target);
   }
 
+  TEST_CASE("decoder modes: lexicon (the default with an LM) and beam both give the exact text; greedy runs") {
+    sluice::test::temp_dir tmp;
+    const std::string wav = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
+    auto want = sluice::test::read_bytes(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt");
+    for (const std::string mode : {"lexicon", "beam"}) {
+      CAPTURE(mode);
+      auto r = sluice_cli("transcribe " + model + "--decoder.mode=" + mode + " " + wav, tmp);
+      REQUIRE(r.status == 0);
+      CHECK(r.out == std::string(want.begin(), want.end()));
+    }
+    auto greedy = sluice_cli("transcribe " + model + "--decoder.mode=greedy " + wav, tmp);
+    CHECK(greedy.status == 0);
+    CHECK(!greedy.out.empty());
+    auto no_vocabulary = sluice_cli("transcribe " + model + "--decoder.mode=lexicon --no-lm " + wav, tmp);
+    CHECK(no_vocabulary.status == 1);
+    CHECK(no_vocabulary.err.find("needs a vocabulary") != std::string::npos);
+    auto no_lexicon = sluice_cli("transcribe " + model + "--decoder.lexicon_file=/nonexistent/words.txt " + wav, tmp);
+    CHECK(no_lexicon.status == 1);
+    CHECK(no_lexicon.err.find("cannot open lexicon file /nonexistent/words.txt") != std::string::npos);
+  }
+
   TEST_CASE("hotwords: rare names are recognised only with biasing, and an unrelated hotword changes nothing") {
     sluice::test::temp_dir tmp;
     for (const std::string name : {"karpinski", "quisenberry", "okonkwo", "castellanos"}) {

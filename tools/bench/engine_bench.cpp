@@ -4,7 +4,7 @@
 //
 // 1. Offline throughput: every channel's VAD utterances pushed as fast as possible (the
 //    `sluice transcribe` path), against the same work done single-threaded without actors in
-//    the same run (forward_offline + beam search per utterance): audio seconds per second of
+//    the same run (forward_offline + the engine's decoder per utterance): audio seconds per second of
 //    each, and the ratio; min and median of R repeats. Variants: f32 blocks with the two-half
 //    overlap, without it, and FP8 blocks (bytes per dispatched token of each).
 // 2. Live: N channels fed 20 ms packets of 8 kHz PCM16 paced in real time (the call repeated,
@@ -30,7 +30,7 @@
 #include "actors/engine.hpp"
 #include "dsp/audio_file.hpp"
 #include "dsp/file_speech.hpp"
-#include "moe/decoder/beam_search_decoder.hpp"
+#include "moe/decoder/ctc_decoder.hpp"
 #include "moe/forward.hpp"
 
 using namespace sluice;
@@ -61,7 +61,8 @@ double reference_run(const actors::engine_resources& res, const std::vector<utte
   for (const auto& u : utts) {
     auto f = res.fbank->compute(u.samples);
     auto fwd = moe::forward_offline(*res.model, f.data(), static_cast<int64_t>(f.size() / res.fbank->num_mels()), {}, &ws);
-    auto dec = moe::beam_search_decoder::create(res.model->tokens(), res.decoder, res.lm.get());
+    auto dec = moe::ctc_decoder::create(res.decoder_mode, res.model->tokens(), res.decoder, res.lm.get(),
+                                        moe::lexicon_view(res.lexicon.get(), nullptr));
     if (fwd->n_frames > 0) (void)dec->accept(fwd->logits, static_cast<int32_t>(fwd->n_frames));
     (void)dec->finalize();
   }

@@ -1,5 +1,6 @@
 // sluice transcribe FILE...: decode -> resample to 16 kHz -> optional denoise -> VAD slicing ->
-// fbank -> acoustic model -> CTC prefix beam search (+ word LM when the model ships one,
+// fbank -> acoustic model -> CTC decoder ([decoder] mode: by default the lexicon-constrained beam
+// search over the LM's words when the model ships lm.arpa, else the plain prefix beam search;
 // + hotwords) -> text/JSON/SRT/VTT, all through the actor engine: each channel of each file is an engine
 // channel, batched together with all the others.
 
@@ -147,6 +148,8 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
     return exit_failure;
   }
   if ((*res)->lm) spdlog::info("word LM: order {}", (*res)->lm->order());
+  spdlog::info("decoder: {}{}", moe::to_string((*res)->decoder_mode),
+               (*res)->lexicon ? " (" + std::to_string((*res)->lexicon->words()) + " words)" : std::string());
   auto eng = actors::engine::start(*res);
   caf::scoped_actor self{eng->system()};
   int status = exit_ok;

@@ -13,6 +13,13 @@ that package, which a model trained by real_data.py has partly heard (the first 
 not). Decoding is greedy CTC (the engine's beam search + LM is measured by `sluice transcribe`).
 Per condition: CER, WER, and oov_rate, the fraction of output words not in
 /usr/share/dict/american-english (words run together or misspelt come out as non-words).
+
+With --engine build/release/tools/sluice (no --ckpt needed), the real asterisk recordings go through
+the C++ engine instead, once per decoder (`sluice transcribe --format json --decoder.mode=M`, M in
+--decoders, default greedy,beam,lexicon), with the model directory of --model-dir (default
+models/default):
+
+  /usr/bin/python3 tools/train/evaluate.py --engine build/release/tools/sluice [--json out.json]
 Expert balance is max/mean tokens per routed expert, per layer, over all test utterances.
 """
 from __future__ import annotations
@@ -115,11 +122,63 @@ def score(model: AcousticModel, items, tokens: list[str], loads: list[torch.Tens
     return out
 
 
+def read_json_stream(text: str) -> list[dict]:
+    """The concatenated JSON documents `sluice transcribe --format json` prints, one per file."""
+    out, dec, i = [], json.JSONDecoder(), 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return out
+        doc, i = dec.raw_decode(text, i)
+        out.append(doc)
+
+
+def engine_eval(args) -> dict:
+    """CER/WER of the real asterisk prompts decoded by the C++ engine, per decoder mode."""
+    import subprocess
+    items = []
+    if os.path.exists(ASTERISK_TEXT):
+        with gzip.open(ASTERISK_TEXT, "rt", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = re.match(r"^([A-Za-z0-9_\-]+):\s*(.+)$", line.strip())
+                wav = os.path.join(ASTERISK_DIR, m.group(1) + ".wav") if m else ""
+                if not m or not os.path.exists(wav):
+                    continue
+                try:
+                    text = text_norm.to_transcript(m.group(2))
+                except Exception:
+                    continue
+                if text and text_norm.in_vocabulary(text) and len(text.split()) >= 2:
+                    items.append((os.path.realpath(wav), text))
+    items = items[: args.max_utts]
+    report: dict = {"engine": args.engine, "model_dir": args.model_dir, "conditions": {}}
+    if not items:
+        print("no asterisk recordings found: nothing to evaluate", flush=True)
+        return report
+    for mode in args.decoders.split(","):
+        # No load shedding: an evaluation waits for every file however busy the machine is.
+        cmd = [args.engine, "transcribe", "--model.dir=" + args.model_dir, "--decoder.mode=" + mode,
+               "--engine.max_queue_wait_ms=600000", "--format", "json"] + [w for w, _ in items]
+        run = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        hyps = {os.path.realpath(d["file"]): " ".join(s["text"] for c in d["channels"] for s in c["segments"]
+                                                      if s["text"])
+                for d in read_json_stream(run.stdout)}
+        rates = ctc_metrics.ErrorRates()
+        for wav, ref in items:
+            rates.add(hyps.get(wav, ""), ref)
+        report["conditions"]["real_asterisk/" + mode] = {"utts": len(items), "cer": rates.cer(), "wer": rates.wer()}
+        print(f"real_asterisk {mode}: utts {len(items)} CER {rates.cer():.3f} WER {rates.wer():.3f}", flush=True)
+    return report
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    src = ap.add_mutually_exclusive_group(required=True)
+    src = ap.add_mutually_exclusive_group()
     src.add_argument("--ckpt", help="a train.py checkpoint")
     src.add_argument("--model-dir", help="an exported model directory (export.py)")
+    ap.add_argument("--engine", default="", help="the sluice binary: evaluate the C++ engine's decoders")
+    ap.add_argument("--decoders", default="greedy,beam,lexicon")
     ap.add_argument("--splits", default=",".join(SPLITS), help="comma-separated conditions")
     ap.add_argument("--all-asterisk", action="store_true",
                     help="also every asterisk prompt (real_asterisk; see above)")
@@ -128,6 +187,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-utts", type=int, default=400)
     args = ap.parse_args()
+    if args.engine:
+        if not args.model_dir:
+            args.model_dir = "models/default"
+        report = engine_eval(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=2)
+        return
+    if not args.ckpt and not args.model_dir:
+        ap.error("give --ckpt or --model-dir (or --engine)")
     torch.set_num_threads(args.threads)
     if args.ckpt:
         ck = torch.load(args.ckpt)

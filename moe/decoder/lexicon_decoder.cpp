@@ -1,0 +1,285 @@
+#include "moe/decoder/lexicon_decoder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "moe/decoder/ctc_alignment.hpp"
+
+namespace sluice::moe {
+
+namespace {
+
+constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+// The LM memo is dropped when it grows past this many entries (about 330 KiB with its buckets),
+// so a decoder's memory stays bounded however long the utterance.
+constexpr std::size_t max_lm_cache_entries = 1 << 13;
+// A token this far (ln) below the frame's best extends no hypothesis. CTC posteriors are peaky:
+// such a token is e^-8 ~ 3e-4 as likely as the frame's winner and its extensions are pruned
+// anyway, but each costs trie, lexicon and LM lookups; skipping them halves the decoder's time.
+constexpr float token_beam = 8.0f;
+
+double log_add(double a, double b) {
+  if (a < b) std::swap(a, b);
+  if (b == neg_inf) return a;
+  return a + std::log1p(std::exp(b - a));
+}
+
+}  // namespace
+
+double lexicon_decoder::hypothesis::acoustic() const { return log_add(log_blank, log_token); }
+
+result<lexicon_decoder> lexicon_decoder::create(const token_table& tokens, const decoder_options& opts,
+                                                lexicon_view lexicon, const arpa_lm* lm, context_graph hotwords) {
+  if (auto ok = validate(opts); !ok) return tl::unexpected(ok.error());
+  return lexicon_decoder(tokens, opts, lexicon, lm, std::move(hotwords));
+}
+
+lexicon_decoder::lexicon_decoder(const token_table& tokens, const decoder_options& opts, lexicon_view lexicon,
+                                 const arpa_lm* lm, context_graph hotwords)
+    : tokens_(&tokens), opts_(opts), lexicon_(lexicon), lm_(lm), hotwords_(std::move(hotwords)), vocab_(tokens.size()) {
+  start_utterance();
+}
+
+void lexicon_decoder::start_utterance() {
+  trie_.clear();
+  frames_.clear();
+  hypothesis root;
+  root.node = prefix_trie::root;
+  root.log_blank = 0;
+  root.log_token = neg_inf;
+  root.context = hotwords_.start();
+  root.lm_state = lm_ ? lm_->begin_state() : 0;
+  beams_.assign(1, root);
+}
+
+result<void> lexicon_decoder::accept(std::span<const float> logits, int32_t n_frames) {
+  if (auto ok = check_logits(logits, n_frames, vocab_); !ok) return ok;
+  row_.resize(static_cast<std::size_t>(vocab_));
+  for (int32_t t = 0; t < n_frames; ++t) {
+    log_softmax(logits.subspan(static_cast<std::size_t>(t) * row_.size(), row_.size()), row_);
+    select_tokens(row_, opts_.max_tokens_per_frame, static_cast<float>(opts_.token_min_log_prob), candidates_);
+    frames_.append(candidates_);
+    advance(candidates_);
+  }
+  return {};
+}
+
+// The CTC recursion is beam_search_decoder's; only what a token may extend a hypothesis into
+// differs (extend()).
+void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
+  next_.clear();
+  slot_.clear();
+  const int32_t blank = tokens_->blank_id();
+  // select_tokens lists the frame's tokens best first.
+  const float token_floor = frame.empty() ? 0.0f : frame.front().log_prob - token_beam;
+  for (const hypothesis& h : beams_) {
+    const double any = h.acoustic();
+    for (const token_log_prob& c : frame) {
+      if (c.log_prob < token_floor) break;
+      if (c.token == blank) {
+        hypothesis& s = next_[same(h)];
+        s.log_blank = log_add(s.log_blank, any + c.log_prob);
+      } else if (c.token == h.token) {
+        const std::size_t stay = same(h);
+        next_[stay].log_token = log_add(next_[stay].log_token, h.log_token + c.log_prob);
+        extend(h, c.token, h.log_blank + c.log_prob);
+      } else {
+        extend(h, c.token, any + c.log_prob);
+      }
+    }
+  }
+  // Keep the best lexicon_beam_size (ties: the earlier candidate, so chunking cannot matter)
+  // within beam_log_threshold of the best.
+  if (next_.empty()) return;
+  order_.resize(next_.size());
+  for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  auto better = [&](std::size_t a, std::size_t b) {
+    const double sa = next_[a].total(), sb = next_[b].total();
+    return sa != sb ? sa > sb : a < b;
+  };
+  const std::size_t keep = std::min(order_.size(), static_cast<std::size_t>(opts_.lexicon_beam_size));
+  std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep), order_.end(), better);
+  beams_.clear();
+  const double floor = next_[order_[0]].total() - opts_.beam_log_threshold;
+  for (std::size_t i = 0; i < keep; ++i) {
+    hypothesis& h = next_[order_[i]];
+    if (h.total() < floor) break;
+    if (h.node < 0) h.node = trie_.add(h.parent, h.label);
+    beams_.push_back(h);
+  }
+}
+
+std::size_t lexicon_decoder::same(const hypothesis& h) {
+  auto [it, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.label), next_.size());
+  if (inserted) {
+    next_.push_back(h);
+    next_.back().log_blank = neg_inf;
+    next_.back().log_token = neg_inf;
+  }
+  return it->second;
+}
+
+// Returns the slot of h + label, or null when it is new (then `index` is where it goes and the
+// caller fills it). A reading's terms depend on the labels alone, so computing them once is exact.
+lexicon_decoder::hypothesis* lexicon_decoder::slot_for(const hypothesis& h, int32_t label, std::size_t& index) {
+  auto [it, inserted] = slot_.try_emplace(prefix_trie::key(h.node, label), next_.size());
+  index = it->second;
+  return inserted ? nullptr : &next_[index];
+}
+
+void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p) {
+  const int32_t space = tokens_->space_id();
+  const double w = opts_.lexicon_lm_weight;
+  auto add = [&](kind k, auto&& fill) {
+    const int32_t label = token + vocab_ * static_cast<int32_t>(k);
+    std::size_t index = 0;
+    if (hypothesis* e = slot_for(h, label, index)) {
+      e->log_token = log_add(e->log_token, p);
+      return;
+    }
+    hypothesis e;
+    e.parent = h.node;
+    e.label = label;
+    e.token = token;
+    e.node = trie_.find(h.node, label);
+    e.log_blank = neg_inf;
+    e.log_token = p;
+    e.bonus = h.bonus;
+    e.context = h.context;
+    e.lm_state = h.lm_state;
+    fill(e);
+    next_.push_back(e);
+  };
+  auto step_hotwords = [&](hypothesis& e, int32_t t) {
+    const context_step s = hotwords_.step(e.context, t);
+    e.context = s.next;
+    e.bonus += s.delta;
+  };
+  // A word end steps a <space> through the hotword graph, so hotwords match whole words.
+  auto end_word = [&](hypothesis& e, int32_t lm_word) {
+    e.bonus += close_word(lm_word, e.lm_state);
+    if (space >= 0) step_hotwords(e, space);
+    e.where = place::boundary;
+    e.lex = {};
+    e.lookahead = 0;
+  };
+
+  if (token == space) {
+    // Only between words: a vocabulary or OOV word in progress takes no <space>.
+    if (h.where == place::boundary) add(kind::letter, [](hypothesis&) {});
+    return;
+  }
+  // The word spelled so far plus this letter, in the vocabulary's trie (dead when off it); OOV
+  // words track it too, to know when they spell a vocabulary word.
+  const lexicon_cursor next = lexicon_.step(h.where == place::boundary ? lexicon_cursor{} : h.lex, token);
+  if (h.where != place::in_oov && !next.dead()) {
+    if (lexicon_.has_children(next))
+      add(kind::letter, [&](hypothesis& e) {
+        step_hotwords(e, token);
+        e.where = place::in_word;
+        e.lex = next;
+        e.lookahead = w * lexicon_.lookahead(next);
+      });
+    if (lexicon_.is_word(next))
+      add(kind::word_end, [&](hypothesis& e) {
+        step_hotwords(e, token);
+        end_word(e, lexicon_.lm_word(next));
+      });
+  }
+  if (h.where == place::in_word) return;  // an OOV word starts only at a word start
+  // The OOV path: this letter continues (or starts) an OOV word, or ends it, unless the word it
+  // ends is a vocabulary word (that reading exists already, without the penalty).
+  const double entry = (h.where == place::boundary ? -opts_.oov_penalty : 0.0) - opts_.oov_letter_penalty;
+  add(kind::oov_letter, [&](hypothesis& e) {
+    e.bonus += entry;
+    step_hotwords(e, token);
+    e.where = place::in_oov;
+    e.lex = next;
+  });
+  if (!next.dead() && lexicon_.is_word(next)) return;
+  add(kind::oov_end, [&](hypothesis& e) {
+    e.bonus += entry;
+    step_hotwords(e, token);
+    end_word(e, -1);
+  });
+}
+
+double lexicon_decoder::close_word(int32_t lm_word, int32_t& lm_state) const {
+  double s = opts_.lexicon_word_bonus;
+  if (lm_) {
+    // Every frame asks for the same few (history, word) pairs again; the memo saves the backoff
+    // walk through the LM's large tables, which dominated the decoder's time.
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(lm_state)) << 32) |
+                         static_cast<uint32_t>(lm_word + 1);
+    auto it = lm_cache_.find(key);
+    if (it == lm_cache_.end()) {
+      if (lm_cache_.size() >= max_lm_cache_entries) lm_cache_.clear();
+      it = lm_cache_.emplace(key, lm_->score(lm_state, lm_word)).first;
+    }
+    lm_state = it->second.next;
+    s += opts_.lexicon_lm_weight * it->second.log_prob;
+  }
+  return s;
+}
+
+double lexicon_decoder::end_bonus(const hypothesis& h) const {
+  double bonus = 0;
+  int32_t state = h.lm_state;
+  // A word in progress, vocabulary or OOV, would have been closed by its last letter's other
+  // reading; that reading is the result.
+  if (h.where != place::boundary) return neg_inf;
+  bonus += hotwords_.finish(h.context);
+  if (lm_ && opts_.lm_end_of_sentence) bonus += opts_.lexicon_lm_weight * lm_->end_of_sentence(state);
+  return bonus;
+}
+
+decode_result lexicon_decoder::result_of(const hypothesis& h, double score) const {
+  const std::vector<int32_t> labels = trie_.labels(h.node);
+  std::vector<int32_t> tokens(labels.size());
+  // Not a vector<bool>: make_result reads the flags as a contiguous span.
+  const auto ends = std::make_unique<bool[]>(labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    tokens[i] = labels[i] % vocab_;
+    const auto k = static_cast<kind>(labels[i] / vocab_);
+    ends[i] = k == kind::word_end || k == kind::oov_end;
+  }
+  const std::span<const bool> ends_word(ends.get(), labels.size());
+  const frame_timing timing{frame_offset_, opts_.frame_ms};
+  auto alignment = align_labels(frames_, tokens, tokens_->blank_id(), vocab_);
+  if (alignment) return make_result(*alignment, *tokens_, timing, score, ends_word);
+  // Unreachable: a hypothesis only grows by tokens of the stored frames, so a path exists.
+  std::vector<aligned_token> untimed;
+  for (int32_t t : tokens) untimed.push_back({t, 0, 0, 0.0f});
+  return make_result(untimed, *tokens_, timing, score, ends_word);
+}
+
+decode_result lexicon_decoder::partial() const { return result_of(beams_.front(), beams_.front().total()); }
+
+decode_result lexicon_decoder::finalize() {
+  // The best hypothesis that can end here; should none (every survivor mid-word), the best one.
+  std::size_t best = 0;
+  double best_score = neg_inf;
+  for (std::size_t i = 0; i < beams_.size(); ++i) {
+    const double s = beams_[i].total() + end_bonus(beams_[i]);
+    if (s > best_score) best = i, best_score = s;
+  }
+  if (best_score == neg_inf) best_score = beams_[best].total();
+  decode_result r = result_of(beams_[best], best_score);
+  frame_offset_ += frames_.size();
+  start_utterance();
+  return r;
+}
+
+std::size_t lexicon_decoder::memory_bytes() const {
+  return frames_.memory_bytes() + trie_.memory_bytes() +
+         (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
+         slot_.size() * (sizeof(std::pair<const uint64_t, std::size_t>) + sizeof(void*)) +
+         slot_.bucket_count() * sizeof(void*) + order_.capacity() * sizeof(std::size_t) +
+         row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) +
+         lm_cache_.size() * (sizeof(std::pair<const uint64_t, lm_step>) + sizeof(void*)) +
+         lm_cache_.bucket_count() * sizeof(void*);
+}
+
+}  // namespace sluice::moe

@@ -1,0 +1,140 @@
+#pragma once
+/// Lexicon-constrained streaming CTC prefix beam search: hypotheses spell words of a vocabulary
+/// (word_lexicon.hpp) one character token at a time, and word boundaries come from the vocabulary,
+/// not from the model: a word may end and the next begin with no <space> in between.
+///
+/// A hypothesis is a sequence of labels, each a token plus how it was read:
+///  - a letter inside a vocabulary word being spelled (the word's letters so far are a prefix of
+///    some vocabulary word);
+///  - a letter that completes a vocabulary word: the word is closed there. Its score:
+///      lexicon_lm_weight * ln P(word | previous words) + lexicon_word_bonus,
+///    and the next letter starts a new word. A letter that completes "thank" may be read both
+///    ways, so "thank" + "you" and "thankyou" (when listed) compete as two hypotheses;
+///  - a letter of an out-of-vocabulary (OOV) word, spelled freely: only at a word start may a
+///    hypothesis enter this path, paying oov_penalty at once and oov_letter_penalty per letter
+///    (without it one long OOV word would be the cheapest reading of any stretch of audio). Like a vocabulary word's, any OOV
+///    letter may also be read as the word's last: the OOV word is closed there and scores as the
+///    LM's unknown word plus the word bonus, unless it spells a vocabulary word (that reading
+///    exists already, without the penalty). So an OOV word ends where the search finds the next
+///    word starting or the model's <space>, not only at a <space> (the model often omits them), and
+///    an unknown name comes out when the model spells it clearly enough to pay the penalty;
+///  - a <space>: only between words (after a completed word, or at the start). It costs only its
+///    acoustic probability, so the model's <space> is evidence for a boundary but never required.
+///    A word in progress cannot take a <space>.
+/// While a word is being spelled its score also holds a provisional look-ahead,
+/// lexicon_lm_weight * (best unigram ln probability of a vocabulary word it may become), replaced
+/// by the true LM term when the word is completed. Hotwords (context_graph.hpp) are walked letter
+/// by letter with a <space> stepped at every word end, so they match whole words; their words join
+/// the vocabulary through the per-request lexicon of the lexicon_view.
+///
+/// CTC merging, pruning (lexicon_beam_size, beam_log_threshold; per-frame token pruning as in
+/// decoder_options), partial and final results, word times and confidences are as in
+/// beam_search_decoder.hpp. At finalize(), a hypothesis in the middle of a word is not a result
+/// (unless no other hypothesis is left; its closed reading is), unfinished hotwords are taken back and, with lm_end_of_sentence, ln P(</s> | history) is added.
+///
+/// One decoder per stream, not thread-safe. The token_table, the lexicons and the LM must outlive
+/// the decoder; the hotword graph is owned. Memory grows with the utterance: the pruned frames and
+/// <= lexicon_beam_size label-trie nodes per frame (memory_bytes() reports it).
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config/error.hpp"
+#include "moe/decoder/arpa_lm.hpp"
+#include "moe/decoder/context_graph.hpp"
+#include "moe/decoder/ctc_frames.hpp"
+#include "moe/decoder/decode_result.hpp"
+#include "moe/decoder/decoder_options.hpp"
+#include "moe/decoder/prefix_trie.hpp"
+#include "moe/decoder/word_lexicon.hpp"
+#include "moe/tokens.hpp"
+
+namespace sluice::moe {
+
+class lexicon_decoder {
+ public:
+  /// `lm` may be null (then words score only their bonus). errc::invalid_config when `opts` fails
+  /// validate().
+  static result<lexicon_decoder> create(const token_table& tokens, const decoder_options& opts, lexicon_view lexicon,
+                                        const arpa_lm* lm = nullptr, context_graph hotwords = {});
+
+  /// Consumes `n_frames` frames of logits (f32 [n_frames, tokens.size()]). errc::invalid_argument
+  /// on a size mismatch or a non-finite value (then nothing of this chunk is consumed).
+  result<void> accept(std::span<const float> logits, int32_t n_frames);
+
+  /// The best hypothesis so far by its running score (a word in progress shows its letters).
+  decode_result partial() const;
+
+  /// The best hypothesis once the utterance's end is scored; then starts the next utterance.
+  decode_result finalize();
+
+  int64_t frame_offset() const { return frame_offset_; }
+  /// Only between utterances (after create() or finalize()).
+  void set_frame_offset(int64_t frame) { frame_offset_ = frame; }
+  int32_t frames() const { return frames_.size(); }
+  int32_t hypotheses() const { return static_cast<int32_t>(beams_.size()); }
+  /// Heap bytes this stream's decoder holds now (frames, label trie, hypotheses, scratch).
+  std::size_t memory_bytes() const;
+
+ private:
+  /// How a label was read (see above); a label is token + vocab * kind.
+  enum class kind : int32_t { letter = 0, word_end = 1, oov_letter = 2, oov_end = 3 };
+  enum class place : uint8_t { boundary, in_word, in_oov };
+
+  struct hypothesis {
+    int32_t parent = -1;  ///< trie node of the labels minus the last (-1: this is the root)
+    int32_t label = -1;   ///< last label (token + vocab * kind); -1: none
+    int32_t token = -1;   ///< last label's token (what CTC repeats compare)
+    int32_t node = -1;    ///< trie node of the labels; -1 until it survives pruning
+    double log_blank;
+    double log_token;
+    double bonus = 0;      ///< settled terms: LM and bonus of closed words, OOV penalties, hotwords
+    double lookahead = 0;  ///< provisional LM look-ahead of the word being spelled
+    context_state context;
+    int32_t lm_state = 0;
+    lexicon_cursor lex;    ///< the word being spelled (root at a boundary; dead for an OOV word off the trie)
+    place where = place::boundary;
+    double acoustic() const;
+    double total() const { return acoustic() + bonus + lookahead; }
+  };
+
+  lexicon_decoder(const token_table& tokens, const decoder_options& opts, lexicon_view lexicon, const arpa_lm* lm,
+                  context_graph hotwords);
+  void start_utterance();
+  void advance(std::span<const token_log_prob> frame);
+  /// Adds `p` to the ln probability of every reading of h + token (through its token or blank end).
+  void extend(const hypothesis& h, int32_t token, double p);
+  std::size_t same(const hypothesis& h);
+  /// The hypothesis h + label when this frame made it already (else null; `index` is its slot).
+  hypothesis* slot_for(const hypothesis& h, int32_t label, std::size_t& index);
+  /// ln-score terms of closing a word: LM (word -1: unknown) and word bonus; advances lm_state.
+  double close_word(int32_t lm_word, int32_t& lm_state) const;
+  /// The score change of ending the utterance in `h` (-inf when it cannot end there).
+  double end_bonus(const hypothesis& h) const;
+  decode_result result_of(const hypothesis& h, double score) const;
+
+  const token_table* tokens_;
+  decoder_options opts_;
+  lexicon_view lexicon_;
+  const arpa_lm* lm_;
+  context_graph hotwords_;
+  int32_t vocab_;
+
+  prefix_trie trie_;
+  frame_store frames_;
+  std::vector<hypothesis> beams_;  ///< survivors of the last frame, best first
+  int64_t frame_offset_ = 0;
+
+  // Per-frame scratch, kept to reuse its memory.
+  std::vector<hypothesis> next_;
+  std::unordered_map<uint64_t, std::size_t> slot_;
+  std::vector<std::size_t> order_;
+  std::vector<float> row_;
+  std::vector<token_log_prob> candidates_;
+  mutable std::unordered_map<uint64_t, lm_step> lm_cache_;  ///< (history, word + 1) -> LM step
+};
+
+}  // namespace sluice::moe

@@ -1,0 +1,142 @@
+#include "moe/decoder/word_lexicon.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <limits>
+
+namespace sluice::moe {
+
+namespace {
+
+constexpr float no_lookahead = -std::numeric_limits<float>::infinity();
+
+uint64_t child_key(int32_t node, int32_t token) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(node)) << 32) | static_cast<uint32_t>(token);
+}
+
+bool is_special(std::string_view w) {
+  return w == arpa_lm::begin_sentence || w == arpa_lm::end_sentence || w == arpa_lm::unknown_word;
+}
+
+}  // namespace
+
+word_lexicon::word_lexicon() { nodes_.push_back({-1, no_lookahead, false, false}); }
+
+word_lexicon word_lexicon::build(const token_table& tokens, const arpa_lm* lm, std::span<const std::string> words,
+                                 bool with_lm_unigrams) {
+  word_lexicon lex;
+  std::vector<int32_t> spelling;
+  auto add_word = [&](std::string_view w, int32_t lm_word) {
+    spelling.clear();
+    for (char ch : w) {
+      // A word is spelled one character per token; a space or a character the model cannot
+      // emit makes the word unreachable, so it is left out rather than half-spelled.
+      int32_t id = ch == ' ' ? -1 : tokens.id_of(std::string_view(&ch, 1));
+      if (id < 0 && ch != ' ') {  // case-folded as the hotword graph does
+        const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        id = tokens.id_of(std::string_view(&lower, 1));
+      }
+      if (id < 0 || id == tokens.blank_id() || id == tokens.space_id()) {
+        ++lex.n_skipped_;
+        return;
+      }
+      spelling.push_back(id);
+    }
+    if (spelling.empty()) return;
+    // The unigram ln probability a word would get with no history: the same number score() gives
+    // for an unknown word when the LM does not list it.
+    const float unigram = lm ? lm->score(lm->null_state(), lm_word).log_prob : 0.0f;
+    lex.add(spelling, lm_word, unigram);
+  };
+  if (lm && with_lm_unigrams)
+    for (int32_t id = 0; id < lm->vocab_size(); ++id)
+      if (!is_special(lm->word(id))) add_word(lm->word(id), id);
+  for (const std::string& w : words) add_word(w, lm ? lm->word_id(w) : -1);
+  if (!lm)
+    for (node& n : lex.nodes_) n.lookahead = 0;
+  return lex;
+}
+
+void word_lexicon::add(std::span<const int32_t> spelling, int32_t lm_word, float unigram) {
+  int32_t n = root;
+  nodes_[root].lookahead = std::max(nodes_[root].lookahead, unigram);
+  for (int32_t token : spelling) {
+    auto [it, inserted] = children_.try_emplace(child_key(n, token), static_cast<int32_t>(nodes_.size()));
+    if (inserted) nodes_.push_back({-1, no_lookahead, false, false});
+    nodes_[static_cast<std::size_t>(n)].has_children = true;
+    n = it->second;
+    nodes_[static_cast<std::size_t>(n)].lookahead = std::max(nodes_[static_cast<std::size_t>(n)].lookahead, unigram);
+  }
+  node& end = nodes_[static_cast<std::size_t>(n)];
+  if (!end.is_word) ++n_words_;
+  end.is_word = true;
+  if (lm_word >= 0) end.lm_word = lm_word;
+}
+
+result<std::vector<std::string>> word_lexicon::read_words(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return fail(errc::io, "cannot open lexicon file " + path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto last = line.find_first_of(" \t\r", first);
+    out.push_back(line.substr(first, last == std::string::npos ? std::string::npos : last - first));
+  }
+  return out;
+}
+
+int32_t word_lexicon::child(int32_t node, int32_t token) const {
+  auto it = children_.find(child_key(node, token));
+  return it == children_.end() ? -1 : it->second;
+}
+
+bool word_lexicon::contains(std::span<const int32_t> word) const {
+  int32_t n = root;
+  for (int32_t token : word)
+    if ((n = child(n, token)) < 0) return false;
+  return !word.empty() && is_word(n);
+}
+
+std::size_t word_lexicon::memory_bytes() const {
+  // An unordered_map node holds the pair and a next pointer; the bucket array one pointer each.
+  constexpr std::size_t map_node_bytes = sizeof(std::pair<const uint64_t, int32_t>) + sizeof(void*);
+  return nodes_.capacity() * sizeof(node) + children_.size() * map_node_bytes +
+         children_.bucket_count() * sizeof(void*);
+}
+
+lexicon_cursor lexicon_view::step(lexicon_cursor c, int32_t token) const {
+  lexicon_cursor out{-1, -1};
+  if (base_ && c.base >= 0) out.base = base_->child(c.base, token);
+  if (extra_ && c.extra >= 0) out.extra = extra_->child(c.extra, token);
+  return out;
+}
+
+bool lexicon_view::is_word(lexicon_cursor c) const {
+  return (base_ && c.base >= 0 && base_->is_word(c.base)) || (extra_ && c.extra >= 0 && extra_->is_word(c.extra));
+}
+
+bool lexicon_view::has_children(lexicon_cursor c) const {
+  return (base_ && c.base >= 0 && base_->has_children(c.base)) ||
+         (extra_ && c.extra >= 0 && extra_->has_children(c.extra));
+}
+
+int32_t lexicon_view::lm_word(lexicon_cursor c) const {
+  if (base_ && c.base >= 0 && base_->is_word(c.base) && base_->lm_word(c.base) >= 0) return base_->lm_word(c.base);
+  if (extra_ && c.extra >= 0 && extra_->is_word(c.extra)) return extra_->lm_word(c.extra);
+  return -1;
+}
+
+float lexicon_view::lookahead(lexicon_cursor c) const {
+  float best = no_lookahead;
+  if (base_ && c.base >= 0) best = std::max(best, base_->lookahead(c.base));
+  if (extra_ && c.extra >= 0) best = std::max(best, extra_->lookahead(c.extra));
+  return best;
+}
+
+bool lexicon_view::contains(std::span<const int32_t> word) const {
+  return (base_ && base_->contains(word)) || (extra_ && extra_->contains(word));
+}
+
+}  // namespace sluice::moe

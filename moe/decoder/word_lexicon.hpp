@@ -1,0 +1,108 @@
+#pragma once
+/// The decoding vocabulary of the lexicon decoder as a character trie over the model's tokens:
+/// every word is spelled token by token from the root; a node where a word ends carries the word's
+/// LM id (-1 when the LM does not list it, so it scores as an unknown word) and every node carries
+/// a look-ahead: the best unigram ln probability of the words below it (0 without an LM), which the
+/// search adds provisionally while a word is being spelled so that half-spelled words and finished
+/// words compete on comparable scores.
+///
+/// Sources: the LM's unigrams (not <s>, </s>, <unk>), a user lexicon file (one word per line,
+/// optionally followed by anything after white space, as in a pronunciation lexicon; '#' starts a
+/// comment line), the request's hotwords. Words holding a character the model has no token for, or
+/// a space, are skipped and counted; letters the model lacks are case-folded first. Read-only after building; share one between streams.
+///
+/// A lexicon_view walks a shared base lexicon and a small per-request one (the hotwords' words)
+/// together, so a request's words join the vocabulary without copying the base.
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "config/error.hpp"
+#include "moe/decoder/arpa_lm.hpp"
+#include "moe/tokens.hpp"
+
+namespace sluice::moe {
+
+class word_lexicon {
+ public:
+  static constexpr int32_t root = 0;
+
+  /// An empty lexicon (root only).
+  word_lexicon();
+
+  /// `words`, plus the LM's unigrams when `lm` is given and `with_lm_unigrams`. LM ids and
+  /// look-aheads come from `lm` (none without).
+  static word_lexicon build(const token_table& tokens, const arpa_lm* lm, std::span<const std::string> words,
+                            bool with_lm_unigrams = true);
+
+  /// Words of a lexicon file (see above); errc::io when it cannot be read.
+  static result<std::vector<std::string>> read_words(const std::string& path);
+
+  /// The child of `node` by `token`, or -1.
+  int32_t child(int32_t node, int32_t token) const;
+  bool is_word(int32_t node) const { return nodes_[static_cast<std::size_t>(node)].is_word; }
+  /// The LM's id of the word ending at `node` (-1: unknown to the LM, or no word ends here).
+  int32_t lm_word(int32_t node) const { return nodes_[static_cast<std::size_t>(node)].lm_word; }
+  /// Whether a longer word continues from `node`.
+  bool has_children(int32_t node) const { return nodes_[static_cast<std::size_t>(node)].has_children; }
+  /// Best unigram ln probability of a word at or below `node` (0 without an LM).
+  float lookahead(int32_t node) const { return nodes_[static_cast<std::size_t>(node)].lookahead; }
+
+  /// True when `word` (token ids, no spaces) is in the lexicon.
+  bool contains(std::span<const int32_t> word) const;
+
+  int32_t words() const { return n_words_; }
+  int32_t skipped() const { return n_skipped_; }
+  int32_t nodes() const { return static_cast<int32_t>(nodes_.size()); }
+  /// Heap bytes held (nodes and the child index), for memory reports.
+  std::size_t memory_bytes() const;
+
+ private:
+  struct node {
+    int32_t lm_word = -1;
+    float lookahead = 0;
+    bool is_word = false;
+    bool has_children = false;
+  };
+  void add(std::span<const int32_t> spelling, int32_t lm_word, float unigram);
+
+  std::vector<node> nodes_;
+  std::unordered_map<uint64_t, int32_t> children_;  ///< (node << 32 | token) -> child
+  int32_t n_words_ = 0;
+  int32_t n_skipped_ = 0;
+};
+
+/// Where a hypothesis stands in a base lexicon and a per-request one at once (-1: not in that one).
+struct lexicon_cursor {
+  int32_t base = word_lexicon::root;
+  int32_t extra = word_lexicon::root;
+  bool operator==(const lexicon_cursor&) const = default;
+  bool dead() const { return base < 0 && extra < 0; }
+};
+
+/// A base lexicon plus an optional per-request one, read as one vocabulary.
+class lexicon_view {
+ public:
+  lexicon_view() = default;
+  lexicon_view(const word_lexicon* base, const word_lexicon* extra) : base_(base), extra_(extra) {}
+
+  /// The cursor after `token`; dead() when no word continues that way.
+  lexicon_cursor step(lexicon_cursor c, int32_t token) const;
+  bool is_word(lexicon_cursor c) const;
+  /// Whether a longer word continues from `c`.
+  bool has_children(lexicon_cursor c) const;
+  /// The LM id of the word ending at `c` (the base's, else the extra's; -1 when unknown to the LM).
+  int32_t lm_word(lexicon_cursor c) const;
+  float lookahead(lexicon_cursor c) const;
+  bool contains(std::span<const int32_t> word) const;
+
+ private:
+  const word_lexicon* base_ = nullptr;
+  const word_lexicon* extra_ = nullptr;
+};
+
+}  // namespace sluice::moe

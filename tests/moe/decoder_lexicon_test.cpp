@@ -1,0 +1,220 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "decoder_test_util.hpp"
+#include "moe/decoder/beam_search_decoder.hpp"
+#include "moe/decoder/ctc_decoder.hpp"
+#include "moe/decoder/lexicon_decoder.hpp"
+
+using namespace sluice;
+using namespace sluice::moe;
+using namespace sluice::moe::test;
+
+namespace {
+
+word_lexicon lexicon_of(std::vector<std::string> words, const arpa_lm* lm = nullptr) {
+  return word_lexicon::build(recipe_tokens(), lm, words, /*with_lm_unigrams=*/false);
+}
+
+decode_result lexicon_decode(const std::vector<float>& logits, const word_lexicon& lex, const arpa_lm* lm = nullptr,
+                             context_graph hotwords = {}, const word_lexicon* extra = nullptr,
+                             const decoder_options& o = {}) {
+  const auto& t = recipe_tokens();
+  auto dec = lexicon_decoder::create(t, o, lexicon_view(&lex, extra), lm, std::move(hotwords));
+  REQUIRE_MESSAGE(dec.has_value(), dec.error().message);
+  auto ok = dec->accept(logits, n_frames_of(t, logits));
+  REQUIRE_MESSAGE(ok.has_value(), ok.error().message);
+  return dec->finalize();
+}
+
+std::string beam_text(const std::vector<float>& logits) {
+  const auto& t = recipe_tokens();
+  auto dec = beam_search_decoder::create(t, {});
+  REQUIRE(dec.has_value());
+  REQUIRE(dec->accept(logits, n_frames_of(t, logits)).has_value());
+  return dec->finalize().text;
+}
+
+arpa_lm parse_lm(const std::string& text) {
+  auto lm = arpa_lm::parse(text, "test.arpa");
+  REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
+  return std::move(*lm);
+}
+
+// Bigrams "i see" and "the sea" are likely; every other pair backs off to unigrams of equal
+// probability. So after "i" the LM prefers "see", after "the" it prefers "sea".
+const char* see_sea_arpa = R"(\data\
+ngram 1=7
+ngram 2=2
+
+\1-grams:
+-1.0	</s>
+-99	<s>	0
+-2.0	<unk>
+-1.0	i	0
+-1.0	the	0
+-1.0	sea	0
+-1.0	see	0
+
+\2-grams:
+-0.1	i see
+-0.1	the sea
+
+\end\
+)";
+
+// Frames spelling `prefix`, then "se" and one frame torn between 'a' and 'e': "sea" and "see"
+// (e, blank, e) have exactly the same acoustic probability.
+std::vector<float> see_or_sea(std::string_view prefix) {
+  auto frames = peaky_frames(std::string(prefix) + "_s_e_");
+  frames.push_back({{{'a', 0.45f}, {'e', 0.45f}}});
+  frames.push_back({{{'_', peak_prob}}});
+  return make_logits(recipe_tokens(), frames);
+}
+
+}  // namespace
+
+TEST_SUITE("decoder") {
+  TEST_CASE("lexicon: words are split where the vocabulary says, without the model's <space>") {
+    // t h a n k y o u, one peaky frame per letter and blanks between; no <space> anywhere.
+    const auto logits = peaky_logits(recipe_tokens(), "_t_h_a_n_k_y_o_u_");
+    REQUIRE(beam_text(logits) == "thankyou");  // what the model's spaces alone give
+    const auto lex = lexicon_of({"thank", "thanks", "you", "your"});
+    const auto r = lexicon_decode(logits, lex);
+    CHECK(r.text == "thank you");
+    REQUIRE(r.words.size() == 2);
+    // Times from the spikes (40 ms frames): "thank" is frames 1..9, "you" frames 11..15.
+    CHECK(r.words[0] == word_info{"thank", 40, 400, peak_prob});
+    CHECK(r.words[1] == word_info{"you", 440, 640, peak_prob});
+  }
+
+  TEST_CASE("lexicon: the model's <space> is taken where it is, and never splits a word in two") {
+    const auto logits = peaky_logits(recipe_tokens(), "_t_h_a_n_k_ _y_o_u_");
+    const auto lex = lexicon_of({"thank", "you"});
+    CHECK(lexicon_decode(logits, lex).text == "thank you");
+  }
+
+  TEST_CASE("lexicon: the word LM decides between two spellings the audio cannot tell apart") {
+    const auto lm = parse_lm(see_sea_arpa);
+    const auto lex = word_lexicon::build(recipe_tokens(), &lm, {});
+    CHECK(lex.words() == 4);  // i, the, sea, see: <s>, </s>, <unk> are not words
+    CHECK(lexicon_decode(see_or_sea("_i_"), lex, &lm).text == "i see");
+    CHECK(lexicon_decode(see_or_sea("_t_h_e_"), lex, &lm).text == "the sea");
+  }
+
+  TEST_CASE("lexicon: a clearly spelled unknown word comes out through the OOV path, a weak one does not") {
+    const auto lex = lexicon_of({"my", "name", "is"});
+    SUBCASE("clear, at the end") {
+      // Each letter of "zorg" has 0.9 against blank's 0.1/28: dropping the four letters would cost
+      // about 4 * ln(0.9 / 0.0036) = 22 in ln, more than oov_penalty + 4 * oov_letter_penalty = 14.
+      const auto logits = peaky_logits(recipe_tokens(), "_m_y_ _n_a_m_e_ _i_s_ _z_o_r_g_");
+      CHECK(lexicon_decode(logits, lex).text == "my name is zorg");
+    }
+    SUBCASE("clear, ended by the model's <space>, followed by a vocabulary word") {
+      const auto logits = peaky_logits(recipe_tokens(), "_i_s_ _z_o_r_g_ _m_y_");
+      CHECK(lexicon_decode(logits, lex).text == "is zorg my");
+    }
+    SUBCASE("weak") {
+      // Each letter frame: the letter 0.5, blank 0.4. The letters are still the best tokens (the
+      // plain beam search spells them) but only worth 4 * ln(0.5 / 0.4) = 0.9 over blanks, less
+      // than any OOV reading's penalty (8 + 1.5 per letter).
+      auto frames = peaky_frames("_m_y_ _n_a_m_e_ _i_s_ ");
+      for (char c : std::string("zorg")) frames.push_back({{{c, 0.5f}, {'_', 0.4f}}});
+      const auto logits = make_logits(recipe_tokens(), frames);
+      REQUIRE(beam_text(logits) == "my name is zorg");
+      CHECK(lexicon_decode(logits, lex).text == "my name is");
+    }
+  }
+
+  TEST_CASE("lexicon: a hotword wins only with biasing, also across boundaries the model did not mark") {
+    // "my name is ca?l" with no <space>: the torn frame leans to 'l' (0.5) over 'r' (0.4), so
+    // "call" beats "carl" by ln(0.5 / 0.4) unless "carl" is biased.
+    auto frames = peaky_frames("_m_y_n_a_m_e_i_s_c_a_");
+    frames.push_back({{{'l', 0.5f}, {'r', 0.4f}}});
+    for (const auto& f : peaky_frames("_l_")) frames.push_back(f);
+    const auto logits = make_logits(recipe_tokens(), frames);
+    const auto base = lexicon_of({"my", "name", "is", "call"});
+    const auto request = lexicon_of({"carl"});
+    const std::vector<hotword> carl{{"carl", 3.0f}};
+    auto graph = context_graph::build(carl, recipe_tokens());
+    REQUIRE(graph.has_value());
+    CHECK(lexicon_decode(logits, base, nullptr, {}, &request).text == "my name is call");
+    CHECK(lexicon_decode(logits, base, nullptr, *graph, &request).text == "my name is carl");
+    // An unrelated hotword changes nothing.
+    const auto other_words = lexicon_of({"vanderbilt"});
+    const std::vector<hotword> other{{"vanderbilt", 3.0f}};
+    auto other_graph = context_graph::build(other, recipe_tokens());
+    REQUIRE(other_graph.has_value());
+    CHECK(lexicon_decode(logits, base, nullptr, *other_graph, &other_words).text == "my name is call");
+  }
+
+  TEST_CASE("lexicon: results do not depend on how the frames are split into chunks") {
+    const auto& t = recipe_tokens();
+    const auto logits = see_or_sea("_t_h_e_");
+    const auto lm = parse_lm(see_sea_arpa);
+    const auto lex = word_lexicon::build(t, &lm, {});
+    const auto whole = lexicon_decode(logits, lex, &lm);
+    const auto v = static_cast<std::size_t>(t.size());
+    for (int32_t chunk : {1, 2, 5}) {
+      CAPTURE(chunk);
+      auto dec = lexicon_decoder::create(t, {}, lexicon_view(&lex, nullptr), &lm);
+      REQUIRE(dec.has_value());
+      const int32_t n = n_frames_of(t, logits);
+      for (int32_t f = 0; f < n; f += chunk) {
+        const int32_t k = std::min(chunk, n - f);
+        REQUIRE(dec->accept(std::span<const float>(logits).subspan(f * v, k * v), k).has_value());
+        (void)dec->partial();
+      }
+      const auto r = dec->finalize();
+      CHECK(r.text == whole.text);
+      CHECK(r.words == whole.words);
+      CHECK(r.score == whole.score);
+    }
+  }
+
+  TEST_CASE("lexicon: the lexicon file, words the model cannot spell, case folding") {
+    const std::string path = "decoder_lexicon_test_words.txt";
+    {
+      std::ofstream out(path);
+      out << "# a comment\nhello HH AH L OW\n\n  World\nna\xc3\xafve\ntwo words\n";
+    }
+    auto words = word_lexicon::read_words(path);
+    REQUIRE(words.has_value());
+    CHECK(*words == std::vector<std::string>{"hello", "World", "na\xc3\xafve", "two"});
+    const auto lex = lexicon_of(*words);
+    CHECK(lex.words() == 3);    // "World" folds to "world"; "naïve" has no tokens
+    CHECK(lex.skipped() == 1);
+    auto world = recipe_tokens().encode("world");
+    REQUIRE(world.has_value());
+    CHECK(lex.contains(*world));
+    CHECK(!word_lexicon::read_words("/nonexistent/words.txt").has_value());
+    std::remove(path.c_str());
+  }
+
+  TEST_CASE("lexicon: the decoder mode, auto picks lexicon only with a vocabulary") {
+    CHECK(resolve_mode("auto", true).value() == decoder_mode::lexicon);
+    CHECK(resolve_mode("auto", false).value() == decoder_mode::beam);
+    CHECK(resolve_mode("greedy", true).value() == decoder_mode::greedy);
+    CHECK(resolve_mode("beam", true).value() == decoder_mode::beam);
+    CHECK(resolve_mode("lexicon", true).value() == decoder_mode::lexicon);
+    CHECK(!resolve_mode("lexicon", false).has_value());
+    CHECK(!resolve_mode("fast", true).has_value());
+    // The three decoders behind one interface, on the same logits.
+    const auto& t = recipe_tokens();
+    const auto logits = peaky_logits(t, "_t_h_a_n_k_y_o_u_");
+    const auto lex = lexicon_of({"thank", "you"});
+    for (auto [mode, want] : {std::pair{decoder_mode::greedy, "thankyou"}, std::pair{decoder_mode::beam, "thankyou"},
+                              std::pair{decoder_mode::lexicon, "thank you"}}) {
+      CAPTURE(to_string(mode));
+      auto dec = ctc_decoder::create(mode, t, {}, nullptr, lexicon_view(&lex, nullptr));
+      REQUIRE(dec.has_value());
+      CHECK(dec->mode() == mode);
+      REQUIRE(dec->accept(logits, n_frames_of(t, logits)).has_value());
+      CHECK(dec->finalize().text == want);
+      CHECK(dec->frame_offset() == n_frames_of(t, logits));
+    }
+  }
+}

@@ -1,0 +1,200 @@
+// decoder_bench: what the CTC decoders cost next to the acoustic model, on real audio.
+//
+//   decoder_bench [--model DIR] [--audio WAV] [--repeats R] [--config FILE]
+//
+// The audio's VAD segments (every channel, as `sluice transcribe` cuts them) go through the model
+// once per repeat (forward_offline, one thread): model seconds per second of audio. Their logits
+// then go through each decoder (greedy, beam, lexicon) the way the channel actor feeds them: one
+// model chunk (chunk_frames) at a time with a partial result after each, and a final at the end:
+// decoder seconds per second of audio and its share of the model's. Min and median of R repeats.
+//
+// Also, from the same streaming run: partial stability (of the words a partial shows, how many
+// differ in the next partial or the final; also without each partial's last word, which is still
+// being spoken), the per-stream decoder memory (lexicon decoder, largest over the utterances) next
+// to the shared vocabulary's, and each decoder's text of the whole file.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "actors/engine_resources.hpp"
+#include "config/sluice_config.hpp"
+#include "dsp/file_speech.hpp"
+#include "moe/decoder/ctc_decoder.hpp"
+#include "moe/forward.hpp"
+
+using namespace sluice;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+struct segment_logits {
+  std::vector<float> logits;  // f32 [n_frames, vocab]
+  int32_t n_frames = 0;
+};
+
+struct stability {
+  int64_t shown = 0, changed = 0;            // every word of every partial
+  int64_t shown_settled = 0, changed_settled = 0;  // all but each partial's last word
+};
+
+struct decode_run {
+  double seconds = 0;
+  std::string text;
+  stability stab;
+  std::size_t peak_bytes = 0;
+};
+
+double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<std::string> words_of(const moe::decode_result& r) {
+  std::vector<std::string> out;
+  for (const auto& w : r.words) out.push_back(w.word);
+  return out;
+}
+
+// Counts, for one partial `now` and the result after it, the shown words that changed.
+void count_changes(const std::vector<std::string>& now, const std::vector<std::string>& after, stability& s) {
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    const bool changed = i >= after.size() || after[i] != now[i];
+    ++s.shown;
+    s.changed += changed;
+    if (i + 1 < now.size()) {
+      ++s.shown_settled;
+      s.changed_settled += changed;
+    }
+  }
+}
+
+decode_run run_decoder(moe::decoder_mode mode, const actors::engine_resources& res,
+                       const std::vector<segment_logits>& segs, int32_t chunk) {
+  decode_run out;
+  const auto& tokens = res.model->tokens();
+  const auto vocab = static_cast<std::size_t>(tokens.size());
+  const moe::lexicon_view view(res.lexicon.get(), nullptr);
+  std::vector<std::vector<std::string>> partials;
+  const auto t0 = clk::now();
+  for (const auto& s : segs) {
+    auto dec = moe::ctc_decoder::create(mode, tokens, res.decoder, res.lm.get(), view);
+    if (!dec) {
+      std::fprintf(stderr, "%s\n", dec.error().message.c_str());
+      std::exit(1);
+    }
+    partials.clear();
+    for (int32_t f = 0; f < s.n_frames; f += chunk) {
+      const int32_t k = std::min(chunk, s.n_frames - f);
+      (void)dec->accept(std::span<const float>(s.logits).subspan(f * vocab, k * vocab), k);
+      partials.push_back(words_of(dec->partial()));
+    }
+    const auto final_result = dec->finalize();
+    partials.push_back(words_of(final_result));
+    for (std::size_t i = 0; i + 1 < partials.size(); ++i) count_changes(partials[i], partials[i + 1], out.stab);
+    if (!final_result.text.empty()) out.text += (out.text.empty() ? "" : " ") + final_result.text;
+  }
+  out.seconds = seconds_since(t0);
+  // Memory: a second pass, outside the timing, reading the lexicon decoder's size at each
+  // utterance's end (its largest point: frames and label trie grow until finalize()).
+  if (mode == moe::decoder_mode::lexicon)
+    for (const auto& s : segs) {
+      auto dec = moe::lexicon_decoder::create(tokens, res.decoder, view, res.lm.get());
+      (void)dec->accept(s.logits, s.n_frames);
+      out.peak_bytes = std::max(out.peak_bytes, dec->memory_bytes());
+    }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_dir = "models/default", audio = "tests/data/sample_call_8k_mulaw_stereo.wav", config_file;
+  int repeats = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--model") model_dir = v;
+    else if (a == "--audio") audio = v;
+    else if (a == "--repeats") repeats = std::max(1, std::stoi(v));
+    else if (a == "--config") config_file = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  config::sluice_config cfg;
+  if (!config_file.empty())
+    if (auto ok = config::apply_toml_file(cfg, config_file); !ok) {
+      std::fprintf(stderr, "%s\n", ok.error().message.c_str());
+      return 1;
+    }
+  cfg.model.dir = model_dir;
+  cfg.decoder.mode = "lexicon";  // builds the vocabulary; each decoder is then made by hand
+  auto model = moe::load_model(model_dir);
+  if (!model) return std::fprintf(stderr, "%s\n", model.error().message.c_str()), 1;
+  auto res = actors::engine_resources::create(cfg, *model);
+  if (!res) return std::fprintf(stderr, "%s\n", res.error().message.c_str()), 1;
+  auto speech = dsp::prepare_file(audio, cfg);
+  if (!speech) return std::fprintf(stderr, "%s\n", speech.error().message.c_str()), 1;
+
+  std::vector<std::vector<float>> fbanks;
+  double audio_s = 0;
+  for (const auto& ch : speech->channels)
+    for (const auto& seg : ch.segments) {
+      const std::vector<float> x(ch.samples.begin() + seg.start_sample, ch.samples.begin() + seg.end_sample);
+      fbanks.push_back((*res)->fbank->compute(x));
+      audio_s += static_cast<double>(x.size()) / dsp::model_sample_rate;
+    }
+  const auto mels = static_cast<int64_t>((*res)->fbank->num_mels());
+  std::vector<segment_logits> segs(fbanks.size());
+  std::vector<double> model_s;
+  moe::workspace ws;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = clk::now();
+    for (std::size_t i = 0; i < fbanks.size(); ++i) {
+      auto fwd = moe::forward_offline(**model, fbanks[i].data(), static_cast<int64_t>(fbanks[i].size()) / mels, {}, &ws);
+      if (!fwd) return std::fprintf(stderr, "%s\n", fwd.error().message.c_str()), 1;
+      segs[i] = {std::move(fwd->logits), static_cast<int32_t>(fwd->n_frames)};
+    }
+    model_s.push_back(seconds_since(t0));
+  }
+  const double model_min = *std::min_element(model_s.begin(), model_s.end()), model_med = median(model_s);
+  const int32_t chunk = (*model)->arch().chunk_frames;
+  std::printf("audio: %s, %.1f s of speech in %zu segments; model forward (1 thread): min %.4f, median %.4f s "
+              "per audio s\n",
+              audio.c_str(), audio_s, segs.size(), model_min / audio_s, model_med / audio_s);
+  std::printf("vocabulary: %d words, %d trie nodes, %.1f MiB shared by all streams\n", (*res)->lexicon->words(),
+              (*res)->lexicon->nodes(), static_cast<double>((*res)->lexicon->memory_bytes()) / (1 << 20));
+  std::printf("\n%-8s %14s %14s %10s %10s %22s\n", "decoder", "min s/audio s", "med s/audio s", "min/model",
+              "med/model", "partial words changed");
+  std::vector<decode_run> last;
+  for (auto mode : {moe::decoder_mode::greedy, moe::decoder_mode::beam, moe::decoder_mode::lexicon}) {
+    std::vector<double> t;
+    decode_run run;
+    for (int r = 0; r < repeats; ++r) {
+      run = run_decoder(mode, **res, segs, chunk);
+      t.push_back(run.seconds);
+    }
+    const double mn = *std::min_element(t.begin(), t.end()), md = median(t);
+    const auto& s = run.stab;
+    std::printf("%-8s %14.5f %14.5f %9.1f%% %9.1f%% %7.1f%% (%.1f%% w/o last)\n", std::string(to_string(mode)).c_str(),
+                mn / audio_s, md / audio_s, 100 * mn / model_min, 100 * md / model_med,
+                100.0 * static_cast<double>(s.changed) / static_cast<double>(std::max<int64_t>(1, s.shown)),
+                100.0 * static_cast<double>(s.changed_settled) /
+                    static_cast<double>(std::max<int64_t>(1, s.shown_settled)));
+    last.push_back(run);
+  }
+  std::printf("\nlexicon decoder, per stream: at most %.1f KiB (largest utterance end; frames + label trie + "
+              "hypotheses), plus the request's hotword lexicon\n",
+              static_cast<double>(last.back().peak_bytes) / 1024);
+  std::printf("partial words shown %lld (changed %lld), %lld not last (changed %lld) [lexicon]\n",
+              static_cast<long long>(last.back().stab.shown), static_cast<long long>(last.back().stab.changed),
+              static_cast<long long>(last.back().stab.shown_settled),
+              static_cast<long long>(last.back().stab.changed_settled));
+  for (std::size_t i = 0; i < last.size(); ++i)
+    std::printf("\n[%s] %s\n", std::string(to_string(static_cast<moe::decoder_mode>(i))).c_str(), last[i].text.c_str());
+  return 0;
+}
