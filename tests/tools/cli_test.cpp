@@ -269,7 +269,7 @@ TEST_SUITE("accuracy") {
     CHECK(wer <= phone_wer_target);
   }
 
-  TEST_CASE("decoder modes: lexicon (the default with an LM) and beam both give the exact text; greedy runs") {
+  TEST_CASE("decoder modes: lexicon (the default with an LM) and beam both give the exact text, greedy runs") {
     sluice::test::temp_dir tmp;
     const std::string wav = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
     auto want = sluice::test::read_bytes(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt");
