@@ -19,6 +19,7 @@ namespace sluice::config {
 inline std::string format_number(double d) {
   // std::to_chars without a precision gives the shortest text that reads back as exactly `d`
   // (an ostream's default 6 significant digits would not).
+  if (d == 0.0) d = 0.0;  // -0 would print as "-0", which TOML reads back as the integer 0
   char buf[std::numeric_limits<double>::max_digits10 + sizeof "-.e-308"];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
   return ec == std::errc{} ? std::string(buf, end) : std::string("?");

@@ -207,4 +207,29 @@ TEST_SUITE("config") {
     REQUIRE_MESSAGE(r.has_value(), r.error().message);
     CHECK(b.vad.threshold_db == a.vad.threshold_db);  // exact: the text must round-trip
   }
+
+  // Found by tests/fuzz/config_toml_fuzz: toml++ 3.3.0 reaches __builtin_unreachable on some
+  // non-ASCII characters (here U+02BE where a value should start). The loader must still turn
+  // the file into a syntax error naming the place, as Debian's libtomlplusplus does.
+  TEST_CASE("a non-ASCII character where a value should start is a syntax error") {
+    const std::string fuzzer_input = "[log]\npreemphasislevel = \"debug\"\n[vad]\nthrdob = \xca\xbe" "5\n";
+    sluice_config cfg;
+    auto r = apply_toml(cfg, fuzzer_input, "fuzz.toml");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "fuzz.toml:4:"));
+    CHECK(contains(r.error().message, "TOML syntax error"));
+  }
+
+  // Found by tests/fuzz/config_toml_fuzz: `x = -0.0` printed as "-0", read back as the integer 0
+  // and printed as "0", so `sluice config` output did not reproduce itself.
+  TEST_CASE("negative zero prints as 0 and the printed config reproduces itself") {
+    sluice_config a;
+    auto r = apply_toml(a, "[vad]\nvoiced_flatness_db = -0.0\n", "fuzz.toml");
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    const auto printed = to_toml(a);
+    CHECK(contains(printed, "\nvoiced_flatness_db = 0\n"));
+    sluice_config b;
+    REQUIRE(apply_toml(b, printed, "printed").has_value());
+    CHECK(to_toml(b) == printed);
+  }
 }
