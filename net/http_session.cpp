@@ -16,6 +16,7 @@
 #include "dsp/pcm.hpp"
 #include "net/http_query.hpp"
 #include "net/json_fields.hpp"
+#include "net/multipart.hpp"
 #include "net/prometheus.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/tenant_view.hpp"
@@ -32,27 +33,6 @@ namespace asio = boost::asio;
 
 // {"error": why}, built by the JSON library (never by concatenation: `why` may quote a path).
 std::string error_body(const std::string& why) { return to_wire(json{{"error", why}}); }
-
-// The body of the first part of a multipart/form-data body (RFC 7578) that has content.
-std::optional<std::string> first_multipart_part(const std::string& content_type, const std::string& body) {
-  const auto b = content_type.find("boundary=");
-  if (b == std::string::npos) return std::nullopt;
-  std::string boundary = content_type.substr(b + 9);
-  if (const auto semi = boundary.find(';'); semi != std::string::npos) boundary.resize(semi);
-  if (boundary.size() >= 2 && boundary.front() == '"') boundary = boundary.substr(1, boundary.size() - 2);
-  const std::string delim = "--" + boundary;
-  std::size_t pos = body.find(delim);
-  while (pos != std::string::npos) {
-    const auto headers_end = body.find("\r\n\r\n", pos);
-    if (headers_end == std::string::npos) return std::nullopt;
-    const auto start = headers_end + 4;
-    const auto next = body.find("\r\n" + delim, start);
-    if (next == std::string::npos) return std::nullopt;
-    if (next > start) return body.substr(start, next - start);
-    pos = next + 2;
-  }
-  return std::nullopt;
-}
 
 // Counts a connection for as long as it lives (HTTP, then maybe WebSocket).
 struct connection_slot {
