@@ -33,15 +33,15 @@
 /// transcribed further. Limitation: a close frame that arrives in the same read as the end
 /// message is only seen when the server closes (after the finals).
 ///
-/// Over TLS (wss) the same holds, with this difference in the half-close: after the client's
-/// end the session watches the TCP socket under the TLS layer, as over plain TCP. A TCP
-/// half-close (FIN without a TLS close_notify) is a half-close: the finals still go out. A TLS
-/// close_notify is bytes on the socket, so it goes to the WebSocket reader, where OpenSSL reports
-/// the end of the peer's TLS stream; Beast treats that as the end of the WebSocket and the client
-/// counts as gone (its channel aborted). TLS 1.3 would allow writing after a peer's close_notify,
-/// but TLS 1.2 does not (RFC 5246 7.2.1) and OpenSSL and Beast give no portable way to tell them
-/// apart, so a TLS client that wants its finals must keep its TLS sending half open (it may
-/// half-close TCP).
+/// Over TLS (wss) the same code runs: after the client's end the session watches the TCP
+/// socket under the TLS layer. A TCP half-close (FIN without a TLS close_notify) is taken as a
+/// half-close and the finals still go out; a TLS close_notify is bytes on the socket, so it goes
+/// to the WebSocket reader, where it ends the stream (the client counts as gone). TLS 1.2 forbids
+/// writing after the peer's close_notify (RFC 5246 7.2.1), so there is no TLS-level half-close.
+/// KNOWN PROBLEM: an in-process test of a wss client that half-closes TCP after its end got all
+/// its finals but ended about one run in five with a corrupted heap (glibc abort at teardown);
+/// not diagnosed (clean under valgrind and debug malloc; plain-TCP half-close and wss without
+/// half-close were clean in every run), so wss clients should not half-close until it is.
 
 #include <cstdint>
 #include <memory>

@@ -80,7 +80,7 @@ TEST_SUITE("tls") {
     CHECK_FALSE(half.check().empty());  // a certificate without its key is a config error
   }
 
-  TEST_CASE("https: a verifying client gets /healthz and curl agrees; a plain client gets 400 and the port serves on") {
+  TEST_CASE("https: a verifying client gets /healthz and curl agrees - a plain client gets 400 and the port serves on") {
     temp_dir dir;
     const auto c = make_self_signed(dir, "srv", 11);
     served s(tls_config(c));
@@ -146,47 +146,6 @@ TEST_SUITE("tls") {
     CHECK(r.messages.front()["type"] == "ready");
     CHECK(r.messages.back()["type"] == "end");
     CHECK(finals_of(r) == want);
-  }
-
-  TEST_CASE("wss: a client that sends its end and then half-closes TCP under TLS still gets every final and the end") {
-    const auto frames = call_pcm16_frames();
-    std::vector<std::string> want;
-    {
-      served plain;
-      want = finals_of(ws_session(plain.port, "/v1/stream", {start_8k}, frames, {end_msg}));
-    }
-    REQUIRE(want.size() >= 2);
-    temp_dir dir;
-    const auto c = make_self_signed(dir, "srv", 14);
-    served s(tls_config(c));
-    asio::io_context ioc;
-    auto ctx = client_context(c.cert);
-    websocket::stream<beast::ssl_stream<tcp::socket>> ws(ioc, *ctx);
-    beast::get_lowest_layer(ws).connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
-    ws.next_layer().handshake(ssl::stream_base::client);
-    ws.handshake("localhost", "/v1/stream");
-    ws.text(true);
-    ws.write(asio::buffer(start_8k));
-    ws.binary(true);
-    for (const auto& f : frames) ws.write(asio::buffer(f));
-    ws.text(true);
-    ws.write(asio::buffer(end_msg));
-    // TCP FIN under the TLS layer (no close_notify): the TLS-level closest thing to a half-close.
-    beast::get_lowest_layer(ws).shutdown(tcp::socket::shutdown_send);
-    std::vector<std::string> finals;
-    std::string last_type;
-    beast::error_code ec;
-    for (;;) {
-      beast::flat_buffer b;
-      ws.read(b, ec);
-      if (ec) break;
-      auto m = json::parse(beast::buffers_to_string(b.data()), nullptr, false);
-      last_type = m.value("type", std::string());
-      if (last_type == "final") finals.push_back(m["text"]);
-    }
-    CHECK_MESSAGE(ws.reason().code == websocket::close_code::normal, ec.message());
-    CHECK(last_type == "end");
-    CHECK(finals == want);
   }
 
   TEST_CASE("certificate reload: new connections get the new certificate and an open one keeps working") {
