@@ -141,6 +141,9 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
 void server::stop() {
   if (stopped_) return;
   stopped_ = true;
+  // A start() that failed before listening (bad host, unusable TLS files) left nothing running,
+  // and the engine is the caller's to keep.
+  if (!listener_) return;
   state_->draining = true;
   std::static_pointer_cast<listener>(listener_)->stop();
   if (tls_watch_) std::static_pointer_cast<tls_watch>(tls_watch_)->stop();

@@ -80,6 +80,27 @@ TEST_SUITE("tls") {
     CHECK_FALSE(half.check().empty());  // a certificate without its key is a config error
   }
 
+  TEST_CASE("server start with an unusable tls file fails with the file named and leaves the engine serving") {
+    temp_dir dir;
+    const auto a = make_self_signed(dir, "a", 5), b = make_self_signed(dir, "b", 6);
+    served s;  // a plain server: its engine is the one the failed starts are given
+    auto cfg = tls_config(a);
+    cfg.server.port = 0;
+    cfg.server.tls_cert_file = dir.file("absent.crt");
+    auto missing = net::server::start(*s.engine, cfg.server, cfg.auth);
+    REQUIRE_FALSE(missing.has_value());
+    CHECK(missing.error().message.find("absent.crt") != std::string::npos);
+    cfg.server.tls_cert_file = a.cert;
+    cfg.server.tls_key_file = b.key;
+    auto mismatch = net::server::start(*s.engine, cfg.server, cfg.auth);
+    REQUIRE_FALSE(mismatch.has_value());
+    CHECK(mismatch.error().message.find("tls_key_file") != std::string::npos);
+    // The engine was not shut down by the failed starts: a stream is still served.
+    auto r = ws_session(s.port, "/v1/stream", {start_8k}, call_pcm16_frames(), {end_msg});
+    CHECK(r.close_code == 1000);
+    CHECK(finals_of(r).size() >= 2);
+  }
+
   TEST_CASE("https: a verifying client gets /healthz and curl agrees - a plain client gets 400 and the port serves on") {
     temp_dir dir;
     const auto c = make_self_signed(dir, "srv", 11);
