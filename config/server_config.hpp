@@ -31,6 +31,16 @@ struct server_config {
   /// "https://ops.example.com", "*" for any. Requests without an Origin (not from a browser)
   /// are not affected; others get 403.
   std::string allowed_origins;
+  /// TLS (https and wss on the same port; net/tls_context.hpp): the certificate chain and its
+  /// private key, PEM files. Both empty: plain HTTP/WebSocket. Set: TLS only (a plain client
+  /// gets one plain 400 naming https, then the connection closes).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  /// Lowest TLS version accepted: "1.2" or "1.3".
+  std::string tls_min_version = "1.2";
+  /// Every this many seconds the certificate and key files are checked for a change (mtime,
+  /// size) and reloaded for new connections; 0: only on SIGHUP (`sluice serve`).
+  int tls_reload_check_s = 60;
 
   template <class V>
   void visit(V&& v) {
@@ -46,8 +56,17 @@ struct server_config {
       "Host names accepted besides loopback and the bound address (comma-separated; * = any)");
     v("allowed_origins", allowed_origins, name_list{},
       "browser Origins accepted besides same-host pages (comma-separated, e.g. https://ops.example.com; * = any)");
+    v("tls_cert_file", tls_cert_file, any_string{}, "TLS certificate chain (PEM); empty: no TLS");
+    v("tls_key_file", tls_key_file, any_string{}, "TLS private key (PEM) of tls_cert_file");
+    v("tls_min_version", tls_min_version, one_of{{"1.2", "1.3"}}, "lowest TLS version accepted");
+    v("tls_reload_check_s", tls_reload_check_s, range{0, 86400},
+      "check the TLS files for a change this often (s) and reload them; 0: only on SIGHUP");
   }
-  std::string check() const { return {}; }
+  std::string check() const {
+    if (tls_cert_file.empty() != tls_key_file.empty())
+      return "server.tls_cert_file and server.tls_key_file must be set together (or both empty for no TLS)";
+    return {};
+  }
 };
 
 }  // namespace sluice::config

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <spdlog/spdlog.h>
 
@@ -41,11 +42,20 @@ struct connection_slot {
   std::shared_ptr<server_state> st;
 };
 
-class http_session : public std::enable_shared_from_this<http_session> {
+template <class Stream>
+constexpr bool is_tls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+// One template for both transports (Beast's way, as in its advanced_server_flex example):
+// Stream is beast::tcp_stream (plain) or beast::ssl_stream<beast::tcp_stream> (TLS, already
+// handshaken by net/connection.cpp). Only the end of a connection differs (shutdown_send).
+template <class Stream>
+class http_session : public std::enable_shared_from_this<http_session<Stream>> {
+  using std::enable_shared_from_this<http_session<Stream>>::shared_from_this;
+
  public:
-  http_session(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st)
-      : stream_(std::move(socket)), st_(std::move(st)), slot_(std::make_shared<connection_slot>(st_)),
-        id_(st_->next_connection_id++) {}
+  http_session(Stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st)
+      : stream_(std::move(stream)), buffer_(std::move(buffer)), st_(std::move(st)),
+        slot_(std::make_shared<connection_slot>(st_)), id_(st_->next_connection_id++) {}
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->guarded("start", [&] { self->start(); }); });
@@ -72,7 +82,21 @@ class http_session : public std::enable_shared_from_this<http_session> {
                           11, false));
     } catch (...) {
       beast::error_code ignored;
-      stream_.socket().close(ignored);
+      lowest().socket().close(ignored);
+    }
+  }
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  // Ends what this side sends: a TCP half-close, or over TLS the close_notify alert (RFC 8446
+  // 6.1) under the idle timeout; the connection closes when the session is released.
+  void shutdown_send() {
+    if constexpr (is_tls<Stream>) {
+      lowest().expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
+      stream_.async_shutdown([self = shared_from_this()](beast::error_code) {});
+    } else {
+      beast::error_code ignored;
+      stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
     }
   }
 
@@ -93,7 +117,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
     parser_.emplace();
     parser_->body_limit(static_cast<std::uint64_t>(st_->cfg.max_body_bytes));
     parser_->header_limit(16 * 1024);
-    stream_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
+    lowest().expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
     http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->guarded("read header", [&] { self->on_header(ec); });
     });
@@ -132,11 +156,9 @@ class http_session : public std::enable_shared_from_this<http_session> {
   }
 
   void on_read(beast::error_code ec) {
-    if (ec == http::error::end_of_stream) {
-      beast::error_code ignored;
-      stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-      return;
-    }
+    if (ec == http::error::end_of_stream) return shutdown_send();
+    // A TLS client that closed its TCP connection without a close_notify: it is gone.
+    if (ec == asio::ssl::error::stream_truncated) return;
     if (ec == http::error::body_limit) {
       write(make_response(http::status::payload_too_large, "application/json",
                           error_body("body larger than server.max_body_bytes = " + std::to_string(st_->cfg.max_body_bytes)),
@@ -155,8 +177,8 @@ class http_session : public std::enable_shared_from_this<http_session> {
       const std::string path = target.substr(0, target.find('?'));
       // FunASR's own clients connect to the root path.
       if (path == "/v1/stream" || path == "/funasr" || path == "/") {
-        stream_.expires_never();
-        run_ws_session(stream_.release_socket(), std::move(req), st_,
+        lowest().expires_never();
+        run_ws_session(std::move(stream_), std::move(req), st_,
                        path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_, id_, who_);
         return;
       }
@@ -223,7 +245,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
       }
       // A job on the engine: the body is moved to the upload queue, nothing is decoded here.
       beast::error_code peer_ec;
-      const auto peer = stream_.socket().remote_endpoint(peer_ec);
+      const auto peer = lowest().socket().remote_endpoint(peer_ec);
       actors::upload_request up;
       up.body = std::move(body);
       up.raw = std::move(raw);
@@ -247,21 +269,17 @@ class http_session : public std::enable_shared_from_this<http_session> {
 
   void write(http::response<http::string_body> res) {
     auto sp = std::make_shared<http::response<http::string_body>>(std::move(res));
-    stream_.expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
+    lowest().expires_after(std::chrono::seconds(st_->cfg.idle_timeout_s));
     http::async_write(stream_, *sp, [self = shared_from_this(), sp](beast::error_code ec, std::size_t) {
       self->guarded("write", [&] {
         if (ec) return;
-        if (sp->need_eof()) {
-          beast::error_code ignored;
-          self->stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
-          return;
-        }
+        if (sp->need_eof()) return self->shutdown_send();
         self->do_read();
       });
     });
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::shared_ptr<server_state> st_;
   std::shared_ptr<connection_slot> slot_;
@@ -272,8 +290,15 @@ class http_session : public std::enable_shared_from_this<http_session> {
 
 }  // namespace
 
-void run_http_session(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st) {
-  std::make_shared<http_session>(std::move(socket), std::move(st))->run();
+void run_http_session(beast::tcp_stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st) {
+  std::make_shared<http_session<beast::tcp_stream>>(std::move(stream), std::move(buffer), std::move(st))->run();
+}
+
+void run_http_session(beast::ssl_stream<beast::tcp_stream> stream, beast::flat_buffer buffer,
+                      std::shared_ptr<server_state> st) {
+  std::make_shared<http_session<beast::ssl_stream<beast::tcp_stream>>>(std::move(stream), std::move(buffer),
+                                                                      std::move(st))
+      ->run();
 }
 
 }  // namespace sluice::net

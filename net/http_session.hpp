@@ -1,16 +1,24 @@
 #pragma once
 /// One HTTP connection (keep-alive, one request at a time): routes the requests of
-/// server.hpp, hands WebSocket upgrades to ws_session.
+/// server.hpp, hands WebSocket upgrades to ws_session. The same session serves plain TCP and
+/// TLS (a Beast stream template, net/connection.hpp decides which).
 
 #include <memory>
 
-#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "net/server.hpp"
 
 namespace sluice::net {
 
-void run_http_session(boost::asio::ip::tcp::socket socket, std::shared_ptr<server_state> st);
+/// Serves HTTP on `stream`; `buffer` holds bytes already read from it (by the TLS detection).
+void run_http_session(boost::beast::tcp_stream stream, boost::beast::flat_buffer buffer,
+                      std::shared_ptr<server_state> st);
+/// The same over TLS (the handshake done).
+void run_http_session(boost::beast::ssl_stream<boost::beast::tcp_stream> stream, boost::beast::flat_buffer buffer,
+                      std::shared_ptr<server_state> st);
 
 /// The dashboard page (net/assets/dashboard.html, compiled in).
 const char* dashboard_html();

@@ -1,11 +1,12 @@
 #include "net/server.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <spdlog/spdlog.h>
 
-#include "net/http_session.hpp"
+#include "net/connection.hpp"
 
 namespace sluice::net {
 
@@ -36,7 +37,7 @@ class listener : public std::enable_shared_from_this<listener> {
   void on_accept(beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted) return;
     try {
-      if (!ec) run_http_session(std::move(socket), st_);
+      if (!ec) run_connection(std::move(socket), st_);
     } catch (const std::exception& e) {
       // The new connection is dropped (its socket closes); the listener goes on.
       spdlog::error("server: could not start a connection: {}", e.what());
@@ -47,6 +48,33 @@ class listener : public std::enable_shared_from_this<listener> {
   asio::io_context& ioc_;
   tcp::acceptor acceptor_;
   std::shared_ptr<server_state> st_;
+};
+
+// Checks the TLS files every server.tls_reload_check_s and reloads them when they changed.
+class tls_watch : public std::enable_shared_from_this<tls_watch> {
+ public:
+  tls_watch(asio::io_context& ioc, std::shared_ptr<tls_context_store> store, int period_s)
+      : timer_(asio::make_strand(ioc)), store_(std::move(store)), period_(period_s) {}
+  void run() {
+    timer_.expires_after(period_);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;  // cancelled: the server stops
+      try {
+        self->store_->reload_if_changed();
+      } catch (const std::exception& e) {
+        spdlog::error("tls: checking the certificate files threw: {}", e.what());
+      }
+      self->run();
+    });
+  }
+  void stop() {
+    asio::post(timer_.get_executor(), [self = shared_from_this()] { self->timer_.cancel(); });
+  }
+
+ private:
+  asio::steady_timer timer_;
+  std::shared_ptr<tls_context_store> store_;
+  std::chrono::seconds period_;
 };
 
 // Every handler catches its own exceptions (http_session, ws_session); this is the last line:
@@ -78,6 +106,13 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   s->state_->cfg = cfg;
   s->state_->policy = request_policy(cfg);
   s->state_->gate = std::move(*gate);
+  if (!cfg.tls_cert_file.empty() || !cfg.tls_key_file.empty()) {
+    if (cfg.tls_cert_file.empty() || cfg.tls_key_file.empty())
+      return fail(errc::invalid_config, "server.tls_cert_file and server.tls_key_file must be set together");
+    auto store = tls_context_store::create(cfg);
+    if (!store) return tl::unexpected(store.error());
+    s->state_->tls = std::move(*store);
+  }
   s->ioc_ = std::make_unique<asio::io_context>(cfg.io_threads);
   beast::error_code ec;
   const auto address = asio::ip::make_address(cfg.host, ec);
@@ -94,6 +129,11 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   auto l = std::make_shared<listener>(*s->ioc_, std::move(acceptor), s->state_);
   l->run();
   s->listener_ = l;
+  if (s->state_->tls && cfg.tls_reload_check_s > 0) {
+    auto w = std::make_shared<tls_watch>(*s->ioc_, s->state_->tls, cfg.tls_reload_check_s);
+    w->run();
+    s->tls_watch_ = w;
+  }
   for (int i = 0; i < cfg.io_threads; ++i) s->threads_.emplace_back([ioc = s->ioc_.get()] { run_io(*ioc); });
   return s;
 }
@@ -101,14 +141,23 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
 void server::stop() {
   if (stopped_) return;
   stopped_ = true;
+  // A start() that failed before listening (bad host, unusable TLS files) left nothing running,
+  // and the engine is the caller's to keep.
+  if (!listener_) return;
   state_->draining = true;
   std::static_pointer_cast<listener>(listener_)->stop();
+  if (tls_watch_) std::static_pointer_cast<tls_watch>(tls_watch_)->stop();
   // Streams end through the engine's drain (their channels deliver finals, then close).
   state_->engine->shutdown();
   // Give sessions a moment to flush their last messages, then stop the I/O threads.
   for (int i = 0; i < 50 && state_->connections > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ioc_->stop();
   for (auto& t : threads_) t.join();
+}
+
+result<void> server::reload_tls() {
+  if (!state_->tls) return fail(errc::invalid_argument, "this server has no TLS (server.tls_cert_file is empty)");
+  return state_->tls->reload();
 }
 
 server::~server() { stop(); }

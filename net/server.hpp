@@ -16,6 +16,9 @@
 /// No exception leaves a handler: each is caught, logged with the connection id, and ends
 /// that connection only (500 / close 1011); the I/O threads also catch and go on.
 /// Access ([auth]): API keys per tenant with scopes, checked on every route (net/auth/gate.hpp).
+/// TLS ([server] tls_cert_file, tls_key_file): the port then serves https and wss only
+/// (net/connection.hpp); the certificate is reloaded for new connections when its files change
+/// (every tls_reload_check_s) or on reload_tls() (SIGHUP in `sluice serve`).
 
 #include <atomic>
 #include <cstdint>
@@ -32,6 +35,7 @@
 #include "config/server_config.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/gate.hpp"
+#include "net/tls_context.hpp"
 
 namespace sluice::net {
 
@@ -46,18 +50,27 @@ struct server_state {
   std::atomic<bool> draining{false};
   /// Who may make which request (net/auth/gate.hpp); never null once started.
   std::shared_ptr<const auth::gate> gate;
+  /// The TLS context of new connections; null without TLS.
+  std::shared_ptr<tls_context_store> tls;
 };
 
 class server {
  public:
   /// Binds [server] host:port (port 0: any free port). errc::io when it cannot listen;
   /// errc::invalid_config (and the key store's errors) when [auth] forbids serving that host
-  /// or its keys file cannot be used (net/auth/gate.hpp).
+  /// or its keys file cannot be used (net/auth/gate.hpp); errc::io or errc::invalid_config
+  /// when TLS is configured and its files cannot be used (net/tls_context.hpp).
   static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg,
                                                const config::auth_config& auth = {});
   ~server();
 
   uint16_t port() const { return port_; }
+  /// Whether the port serves TLS.
+  bool tls() const { return state_->tls != nullptr; }
+  /// Reads the TLS certificate and key again for new connections; open connections keep
+  /// theirs. On failure the old certificate stays and the error (also logged) says why.
+  /// errc::invalid_argument when the server has no TLS. Thread-safe.
+  result<void> reload_tls();
   /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads.
   void stop();
 
@@ -67,6 +80,7 @@ class server {
   std::unique_ptr<boost::asio::io_context> ioc_;
   std::vector<std::thread> threads_;
   std::shared_ptr<void> listener_;
+  std::shared_ptr<void> tls_watch_;  // the timer of tls_reload_check_s (net/server.cpp)
   uint16_t port_ = 0;
   bool stopped_ = false;
 };

@@ -9,7 +9,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
@@ -30,17 +32,20 @@ namespace asio = boost::asio;
 // How long the opening and closing handshakes may take.
 constexpr auto handshake_timeout = std::chrono::seconds(30);
 
-class session;
+template <class Session>
+caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s, caf::actor supervisor);
 
-// The session's mailbox in the actor world: opens the channel, receives its events, and posts
-// them onto the session's strand (the session itself is not an actor).
-caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> s, caf::actor supervisor);
+// One template for both transports: Stream is beast::tcp_stream or
+// beast::ssl_stream<beast::tcp_stream> (Beast's teardown for the latter sends TLS close_notify
+// after the WebSocket close).
+template <class Stream>
+class session : public std::enable_shared_from_this<session<Stream>> {
+  using std::enable_shared_from_this<session<Stream>>::shared_from_this;
+  using std::enable_shared_from_this<session<Stream>>::weak_from_this;
 
-class session : public std::enable_shared_from_this<session> {
  public:
-  session(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st, ws_dialect dialect,
-          std::shared_ptr<void> slot, uint64_t id)
-      : ws_(std::move(socket)), st_(std::move(st)), dialect_(dialect), slot_(std::move(slot)), id_(id),
+  session(Stream stream, std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id)
+      : ws_(std::move(stream)), st_(std::move(st)), dialect_(dialect), slot_(std::move(slot)), id_(id),
         session_timer_(ws_.get_executor()), idle_timer_(ws_.get_executor()) {}
 
   ~session() {
@@ -288,7 +293,7 @@ class session : public std::enable_shared_from_this<session> {
     }
     req.tenant = tenant_;  // auth: whose stream (net/auth/tenant_view.hpp)
     state_ = state::opening;
-    bridge_ = st_->engine->system().spawn(bridge_actor, weak_from_this(), st_->engine->supervisor());
+    bridge_ = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(), st_->engine->supervisor());
     caf::anon_send(bridge_, actors::open_atom::value, req);
   }
 
@@ -387,7 +392,7 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
-  websocket::stream<beast::tcp_stream> ws_;
+  websocket::stream<Stream> ws_;
   beast::flat_buffer buffer_;
   std::shared_ptr<server_state> st_;
   ws_dialect dialect_;
@@ -407,8 +412,8 @@ class session : public std::enable_shared_from_this<session> {
 };
 
 // Posts `f` onto the session's strand, guarded there. Never throws into the actor.
-template <class F>
-void post_to(const std::weak_ptr<session>& w, const char* where, F f) noexcept {
+template <class Session, class F>
+void post_to(const std::weak_ptr<Session>& w, const char* where, F f) noexcept {
   try {
     if (auto s = w.lock())
       asio::post(s->executor(), [s, where, f = std::move(f)]() mutable { s->guarded(where, [&] { f(*s); }); });
@@ -417,7 +422,9 @@ void post_to(const std::weak_ptr<session>& w, const char* where, F f) noexcept {
   }
 }
 
-caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> w, caf::actor supervisor) {
+template <class Session>
+caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> w, caf::actor supervisor) {
+  using session = Session;
   // CAF already keeps a throwing handler inside this actor (it exits with an error); the
   // session is told, instead of waiting for events that will not come.
   self->set_exception_handler([w](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
@@ -450,13 +457,25 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<session> 
   };
 }
 
-}  // namespace
-
-void run_ws_session(asio::ip::tcp::socket socket, http::request<http::string_body> req, std::shared_ptr<server_state> st,
-                    ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
-  auto s = std::make_shared<session>(std::move(socket), std::move(st), dialect, std::move(slot), id);
+template <class Stream>
+void start_session(Stream stream, http::request<http::string_body> req, std::shared_ptr<server_state> st,
+                   ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
+  auto s = std::make_shared<session<Stream>>(std::move(stream), std::move(st), dialect, std::move(slot), id);
   s->set_tenant(std::move(who.tenant));  // auth: the stream's channel carries its tenant
   s->run(std::move(req));
+}
+
+}  // namespace
+
+void run_ws_session(beast::tcp_stream stream, http::request<http::string_body> req, std::shared_ptr<server_state> st,
+                    ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
+  start_session(std::move(stream), std::move(req), std::move(st), dialect, std::move(slot), id, std::move(who));
+}
+
+void run_ws_session(beast::ssl_stream<beast::tcp_stream> stream, http::request<http::string_body> req,
+                    std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id,
+                    auth::principal who) {
+  start_session(std::move(stream), std::move(req), std::move(st), dialect, std::move(slot), id, std::move(who));
 }
 
 }  // namespace sluice::net

@@ -32,12 +32,23 @@
 /// holds when the connection is reset or a write fails: a departed client's audio is not
 /// transcribed further. Limitation: a close frame that arrives in the same read as the end
 /// message is only seen when the server closes (after the finals).
+///
+/// Over TLS (wss) the same code runs: after the client's end the session watches the TCP
+/// socket under the TLS layer. A TCP half-close (FIN without a TLS close_notify) is taken as a
+/// half-close and the finals still go out; a TLS close_notify is bytes on the socket, so it goes
+/// to the WebSocket reader, where it ends the stream (the client counts as gone). TLS 1.2 forbids
+/// writing after the peer's close_notify (RFC 5246 7.2.1), so there is no TLS-level half-close.
+/// KNOWN PROBLEM: an in-process test of a wss client that half-closes TCP after its end got all
+/// its finals but ended about one run in five with a corrupted heap (glibc abort at teardown);
+/// not diagnosed (clean under valgrind and debug malloc; plain-TCP half-close and wss without
+/// half-close were clean in every run), so wss clients should not half-close until it is.
 
 #include <cstdint>
 #include <memory>
 
-#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "net/auth/principal.hpp"
 #include "net/server.hpp"
@@ -48,8 +59,12 @@ enum class ws_dialect { sluice, funasr };
 
 /// Takes over an upgraded connection; `slot` keeps the connection counted until it closes;
 /// `id` names it in the logs; `who` was admitted by the gate, its tenant goes with the stream's channel.
-void run_ws_session(boost::asio::ip::tcp::socket socket, boost::beast::http::request<boost::beast::http::string_body> req,
+void run_ws_session(boost::beast::tcp_stream stream, boost::beast::http::request<boost::beast::http::string_body> req,
                     std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id,
                     auth::principal who);
+/// The same over TLS (wss).
+void run_ws_session(boost::beast::ssl_stream<boost::beast::tcp_stream> stream,
+                    boost::beast::http::request<boost::beast::http::string_body> req, std::shared_ptr<server_state> st,
+                    ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id, auth::principal who);
 
 }  // namespace sluice::net

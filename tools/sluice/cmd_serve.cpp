@@ -1,9 +1,13 @@
 // sluice serve: the engine behind the HTTP/WebSocket server ([server] host/port), until SIGINT
 // or SIGTERM; then new streams are refused and open ones drain (their finals are delivered).
+// SIGHUP reloads the TLS certificate and key for new connections (net::server::reload_tls).
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <string>
 #include <thread>
+
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -15,7 +19,9 @@ namespace sluice::cli {
 
 namespace {
 volatile std::sig_atomic_t stop_requested = 0;
+volatile std::sig_atomic_t reload_requested = 0;
 void on_signal(int) { stop_requested = 1; }
+void on_hangup(int) { reload_requested = 1; }
 }  // namespace
 
 int cmd_serve(invocation& inv) {
@@ -41,17 +47,31 @@ int cmd_serve(invocation& inv) {
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  const auto url = "http://" + inv.cfg.server.host + ":" + std::to_string((*srv)->port());
-  std::printf("sluice is serving model %s\n  dashboard   %s/\n  stream      ws://%s:%u/v1/stream\n"
-              "  FunASR      ws://%s:%u/funasr\n  transcribe  curl --data-binary @call.wav %s/v1/transcribe\n"
+  std::signal(SIGHUP, on_hangup);
+  const bool tls = (*srv)->tls();
+  const char* ws = tls ? "wss" : "ws";
+  const auto url = std::string(tls ? "https" : "http") + "://" + inv.cfg.server.host + ":" + std::to_string((*srv)->port());
+  std::printf("sluice is serving model %s\n  dashboard   %s/\n  stream      %s://%s:%u/v1/stream\n"
+              "  FunASR      %s://%s:%u/funasr\n  transcribe  curl --data-binary @call.wav %s/v1/transcribe\n"
               "  metrics     %s/metrics\n",
-              inv.cfg.model.dir.c_str(), url.c_str(), inv.cfg.server.host.c_str(), (*srv)->port(),
+              inv.cfg.model.dir.c_str(), url.c_str(), ws, inv.cfg.server.host.c_str(), (*srv)->port(), ws,
               inv.cfg.server.host.c_str(), (*srv)->port(), url.c_str(), url.c_str());
+  if (tls)
+    std::printf("  tls         %s (reload: kill -HUP %d, or edit the files: checked every %d s)\n",
+                inv.cfg.server.tls_cert_file.c_str(), static_cast<int>(::getpid()), inv.cfg.server.tls_reload_check_s);
   if (!inv.cfg.auth.keys_file.empty())
     std::printf("  auth        API keys from %s: send Authorization: Bearer <key> (dashboard: /?token=<key>)\n",
                 inv.cfg.auth.keys_file.c_str());
   std::fflush(stdout);
-  while (!stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!stop_requested) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (reload_requested) {
+      reload_requested = 0;
+      // The outcome is logged by the server (a failure keeps the old certificate).
+      if (tls) (void)(*srv)->reload_tls();
+      else spdlog::info("SIGHUP: no TLS configured, nothing to reload");
+    }
+  }
   spdlog::info("stopping: draining open streams");
   (*srv)->stop();
   return exit_ok;
