@@ -145,7 +145,7 @@ TEST_SUITE("auth server") {
   }
 
   TEST_CASE("the right key streams beside refused clients exactly the finals of an unauthenticated loopback server (the default)") {
-    const auto frames = call_channel_frames(0);
+    const auto frames = call_pcm16_frames(0);
     std::vector<std::string> reference;
     {
       served open_server;  // 127.0.0.1, no keys: served without credentials, as before auth existed
@@ -199,20 +199,18 @@ TEST_SUITE("auth server") {
     REQUIRE(b.open("/v1/stream", bearer(globex)) == 101);
     a.send_text(start_8k);
     b.send_text(start_8k);
-    for (const auto& f : call_channel_frames(0)) a.send_binary(f);
-    for (const auto& f : call_channel_frames(1)) b.send_binary(f);
+    for (const auto& f : call_pcm16_frames(0)) a.send_binary(f);
+    for (const auto& f : call_pcm16_frames(1)) b.send_binary(f);
     REQUIRE(a.read_until_final_with_text());
     REQUIRE(b.read_until_final_with_text());
 
     // Both channels report their text to the metrics actor every engine.report_ms: poll the
     // admin view until both are there (the condition is checked; the pause only paces the poll).
     std::map<std::string, std::string> all;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {
+    poll_until([&] {
       all = channel_texts(request_with(s.port, http::verb::get, "/v1/actors", bearer(admin)).body);
-      if (!all["acme"].empty() && !all["globex"].empty()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+      return !all["acme"].empty() && !all["globex"].empty();
+    });
     REQUIRE_MESSAGE(!all["acme"].empty(), "acme's channel never showed text to admin");
     REQUIRE(!all["globex"].empty());
     REQUIRE(all["acme"] != all["globex"]);
@@ -255,14 +253,13 @@ TEST_SUITE("auth server") {
     stepped_stream a(s.port);
     REQUIRE(a.open("/v1/stream", bearer(acme)) == 101);
     a.send_text(start_8k);
-    for (const auto& f : call_channel_frames(0)) a.send_binary(f);
+    for (const auto& f : call_pcm16_frames(0)) a.send_binary(f);
     REQUIRE(a.read_until_final_with_text());
     // The channel reports its text every engine.report_ms: poll the admin view until it has
     // (the condition is checked; the pause only paces the poll).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (channel_texts(request_with(s.port, http::verb::get, "/v1/actors", bearer(admin)).body)["acme"].empty() &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    poll_until([&] {
+      return !channel_texts(request_with(s.port, http::verb::get, "/v1/actors", bearer(admin)).body)["acme"].empty();
+    });
     auto page = [&](const std::string& query) {
       return capture_stdout(
           "timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-background-networking "

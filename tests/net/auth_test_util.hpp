@@ -118,22 +118,4 @@ inline std::string capture_stdout(const std::string& cmd) {
   return out;
 }
 
-// Channel `ch` of the bundled call as 8 kHz PCM16 in 100 ms frames.
-inline std::vector<std::vector<uint8_t>> call_channel_frames(int ch) {
-  auto a = dsp::decode_audio_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav");
-  REQUIRE(a.has_value());
-  const auto& x = a->channels[static_cast<std::size_t>(ch)];
-  std::vector<std::vector<uint8_t>> frames;
-  for (std::size_t i = 0; i < x.size(); i += 800) {
-    std::vector<uint8_t> f;
-    for (std::size_t j = i; j < std::min(x.size(), i + 800); ++j) {
-      const auto v = static_cast<int16_t>(std::lround(std::clamp(x[j], -1.0f, 1.0f) * 32767.0f));
-      f.push_back(static_cast<uint8_t>(v & 0xFF));
-      f.push_back(static_cast<uint8_t>((v >> 8) & 0xFF));
-    }
-    frames.push_back(std::move(f));
-  }
-  return frames;
-}
-
 }  // namespace sluice::test

@@ -9,8 +9,10 @@
 #include <boost/beast/websocket.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/engine.hpp"
@@ -88,13 +90,11 @@ struct ws_result {
   std::string error;    // what ended the read loop, when not a close frame
 };
 
-// Sends `texts_before`, then the binary `frames`, then `texts_after`; reads until close.
-inline ws_result ws_session(uint16_t port, const std::string& path, const std::vector<std::string>& texts_before,
-                            const std::vector<std::vector<uint8_t>>& frames, const std::vector<std::string>& texts_after) {
-  asio::io_context ioc;
-  websocket::stream<tcp::socket> ws(ioc);
-  ws.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  ws.handshake("127.0.0.1", path);
+// On an open WebSocket `ws` (plain or TLS): sends `texts_before`, then the binary `frames`, then
+// `texts_after`; reads until close.
+template <class Stream>
+ws_result exchange(websocket::stream<Stream>& ws, const std::vector<std::string>& texts_before,
+                   const std::vector<std::vector<uint8_t>>& frames, const std::vector<std::string>& texts_after) {
   ws_result out;
   beast::error_code ec;
   for (const auto& t : texts_before) {
@@ -125,11 +125,35 @@ inline ws_result ws_session(uint16_t port, const std::string& path, const std::v
   return out;
 }
 
-// Channel 0 of the bundled call as 8 kHz PCM16 in 100 ms frames.
-inline std::vector<std::vector<uint8_t>> call_pcm16_frames() {
+// Sends `texts_before`, then the binary `frames`, then `texts_after`; reads until close.
+inline ws_result ws_session(uint16_t port, const std::string& path, const std::vector<std::string>& texts_before,
+                            const std::vector<std::vector<uint8_t>>& frames, const std::vector<std::string>& texts_after) {
+  asio::io_context ioc;
+  websocket::stream<tcp::socket> ws(ioc);
+  ws.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  ws.handshake("127.0.0.1", path);
+  return exchange(ws, texts_before, frames, texts_after);
+}
+
+// Polls `done()` until it holds or `limit` passes; returns whether it held. For state that the
+// engine publishes only periodically (metrics reports): the condition is what is waited on, the
+// pause only paces the poll.
+template <class F>
+bool poll_until(F&& done, std::chrono::seconds limit = std::chrono::seconds(60)) {
+  constexpr auto pace = std::chrono::milliseconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (done()) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(pace);
+  }
+}
+
+// Channel `ch` of the bundled call as 8 kHz PCM16 in 100 ms frames.
+inline std::vector<std::vector<uint8_t>> call_pcm16_frames(int ch = 0) {
   auto a = dsp::decode_audio_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav");
   REQUIRE(a.has_value());
-  const auto& x = a->channels[0];
+  const auto& x = a->channels[static_cast<std::size_t>(ch)];
   std::vector<std::vector<uint8_t>> frames;
   for (std::size_t i = 0; i < x.size(); i += 800) {
     std::vector<uint8_t> f;

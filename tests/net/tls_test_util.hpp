@@ -143,34 +143,7 @@ inline ws_result wss_session(uint16_t port, const std::string& ca_file, const st
   beast::get_lowest_layer(ws).connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   ws.next_layer().handshake(ssl::stream_base::client);
   ws.handshake("localhost", path);
-  ws_result out;
-  beast::error_code ec;
-  for (const auto& t : texts_before) {
-    ws.text(true);
-    ws.write(asio::buffer(t), ec);
-  }
-  for (const auto& f : frames) {
-    if (ec) break;
-    ws.binary(true);
-    ws.write(asio::buffer(f), ec);
-  }
-  for (const auto& t : texts_after) {
-    if (ec) break;
-    ws.text(true);
-    ws.write(asio::buffer(t), ec);
-  }
-  for (;;) {
-    beast::flat_buffer buf;
-    ws.read(buf, ec);
-    if (ec) {
-      if (ec == websocket::error::closed) out.close_code = ws.reason().code;
-      else out.error = ec.message();
-      break;
-    }
-    auto j = json::parse(beast::buffers_to_string(buf.data()), nullptr, false);
-    if (!j.is_discarded()) out.messages.push_back(j);
-  }
-  return out;
+  return exchange(ws, texts_before, frames, texts_after);
 }
 
 }  // namespace sluice::test

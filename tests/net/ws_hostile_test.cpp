@@ -195,12 +195,12 @@ namespace {
 // Polls the engine's snapshot until `done` holds for it (or 60 s pass): a wait on a
 // condition of the engine, not a guess at how long something takes.
 json snapshot_when(served& s, const std::function<bool(const json&)>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    auto snap = json::parse(s.engine->snapshot(), nullptr, false);
-    if ((!snap.is_discarded() && done(snap)) || std::chrono::steady_clock::now() > deadline) return snap;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  json snap;
+  poll_until([&] {
+    snap = json::parse(s.engine->snapshot(), nullptr, false);
+    return !snap.is_discarded() && done(snap);
+  });
+  return snap;
 }
 
 double counter_of(const json& snap, const char* kind, const char* key) {
