@@ -39,7 +39,12 @@ TEST_SUITE("dashboard") {
     REQUIRE(ch.ok);
     const auto frames = call_pcm16_frames();
     for (std::size_t i = 0; i < 60 && i < frames.size(); ++i) self->send(ch.handle, actors::audio_atom::value, frames[i]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a report or two reach the metrics actor
+    // The page shows what the metrics actor has: wait until the channel's report carries audio.
+    REQUIRE(poll_until([&] {
+      auto snap = nlohmann::json::parse(s.engine->snapshot(), nullptr, false);
+      return !snap.is_discarded() && snap.dump().find("channel/1") != std::string::npos &&
+             snap["summary"]["audio_s"].is_number() && snap["summary"]["audio_s"].get<double>() > 1.0;
+    }));
     const std::string url = "http://127.0.0.1:" + std::to_string(s.port) + "/";
     const std::string dom = capture(
         "timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
@@ -63,7 +68,11 @@ TEST_SUITE("dashboard") {
     std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
     std::string wav((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     REQUIRE(http_request(s.port, http::verb::post, "/v1/transcribe", wav).status == 200);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Wait for the report that carries the upload's finals before parsing.
+    REQUIRE(poll_until([&] {
+      auto snap = nlohmann::json::parse(s.engine->snapshot(), nullptr, false);
+      return !snap.is_discarded() && snap["summary"]["finals"].is_number() && snap["summary"]["finals"].get<double>() >= 1;
+    }));
     const auto text = http_request(s.port, http::verb::get, "/metrics").body;
     temp_dir tmp;
     const std::string path = tmp.file("metrics.txt");

@@ -217,10 +217,12 @@ TEST_SUITE("server") {
     CHECK(texts_of(jr["channels"]).at(0) == texts_of(j["channels"]).at(0));
     CHECK(http_request(s.port, http::verb::post, "/v1/transcribe?sample_rate=8000&encoding=mp3", ulaw).status == 400);
 
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    auto snap = http_request(s.port, http::verb::get, "/v1/actors");
-    CHECK(snap.status == 200);
-    CHECK(json::parse(snap.body)["summary"]["finals"].get<double>() >= 2);
+    // The channels report their finals every engine.report_ms: wait for that report.
+    const auto finals_reported = [&] {
+      auto snap = json::parse(http_request(s.port, http::verb::get, "/v1/actors").body, nullptr, false);
+      return !snap.is_discarded() && snap["summary"]["finals"].is_number() && snap["summary"]["finals"].get<double>() >= 2;
+    };
+    CHECK(poll_until(finals_reported));
     const auto m1 = parse_prometheus(http_request(s.port, http::verb::get, "/metrics").body);
     CHECK(m1.at("sluice_channel_finals_total") >= 2);
     CHECK(m1.at("sluice_batcher_batches_total") > 0);
@@ -298,11 +300,10 @@ TEST_SUITE("server") {
     tcp::socket a(ioc), b(ioc);
     a.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
     b.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    CHECK(http_request(s.port, http::verb::get, "/healthz").status == 503);
+    // Once the server has counted both connections a third is refused; once they close it is served.
+    CHECK(poll_until([&] { return http_request(s.port, http::verb::get, "/healthz").status == 503; }));
     a.close();
     b.close();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    CHECK(http_request(s.port, http::verb::get, "/healthz").status == 200);
+    CHECK(poll_until([&] { return http_request(s.port, http::verb::get, "/healthz").status == 200; }));
   }
 }
