@@ -106,6 +106,7 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   s->state_->cfg = cfg;
   s->state_->policy = request_policy(cfg);
   s->state_->gate = std::move(*gate);
+  s->state_->calls = std::make_shared<calls::call_registry>();
   if (!cfg.tls_cert_file.empty() || !cfg.tls_key_file.empty()) {
     if (cfg.tls_cert_file.empty() || cfg.tls_key_file.empty())
       return fail(errc::invalid_config, "server.tls_cert_file and server.tls_key_file must be set together");

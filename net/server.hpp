@@ -35,6 +35,7 @@
 #include "config/server_config.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/gate.hpp"
+#include "net/calls/call_registry.hpp"
 #include "net/tls_context.hpp"
 
 namespace sluice::net {
@@ -52,6 +53,8 @@ struct server_state {
   std::shared_ptr<const auth::gate> gate;
   /// The TLS context of new connections; null without TLS.
   std::shared_ptr<tls_context_store> tls;
+  /// Every ingested source as a call (net/calls/call_registry.hpp); never null once started.
+  std::shared_ptr<calls::call_registry> calls;
 };
 
 class server {
