@@ -68,6 +68,8 @@ class server {
   ~server();
 
   uint16_t port() const { return port_; }
+  /// The calls of this server (live and recent); see net/calls/call_registry.hpp.
+  calls::call_registry& calls() { return *state_->calls; }
   /// Whether the port serves TLS.
   bool tls() const { return state_->tls != nullptr; }
   /// Reads the TLS certificate and key again for new connections; open connections keep
