@@ -5,6 +5,11 @@
 
 namespace sluice::actors {
 
+namespace {
+// How long the supervisor has to answer an abort of every channel after a drain timed out.
+constexpr auto abort_wait = std::chrono::seconds(5);
+}  // namespace
+
 engine::engine(std::shared_ptr<const engine_resources> res)
     : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads), system_(config_) {
   metrics_ = system_.spawn(metrics_actor, std::string("sluice"));
@@ -44,6 +49,13 @@ bool engine::shutdown(std::chrono::milliseconds timeout) {
   caf::scoped_actor self{system_};
   bool ok = false;
   self->request(supervisor_, timeout, drain_atom::value).receive([&](bool b) { ok = b; }, [&](caf::error&) {});
+  if (!ok) {
+    // What has not drained in time is aborted, or the actor system could not stop (it waits
+    // for every actor) while a channel works through a backlog. The supervisor answers at
+    // once; the channels quit when they next take a message.
+    self->request<caf::message_priority::high>(supervisor_, abort_wait, abort_atom::value)
+        .receive([](int64_t) {}, [](caf::error&) {});
+  }
   drained_ = true;
   return ok;
 }

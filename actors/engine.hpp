@@ -33,7 +33,9 @@ class engine {
   /// The metrics actor's JSON snapshot ("" if it does not answer within `timeout`).
   std::string snapshot(std::chrono::milliseconds timeout = std::chrono::seconds(5));
   /// Graceful shutdown: new channels are refused, every open channel finishes the audio it has
-  /// accepted and delivers its finals. True when all drained within `timeout`.
+  /// accepted and delivers its finals. True when all drained within `timeout`; otherwise the
+  /// channels still open are aborted (their remaining audio and results are dropped), so that
+  /// the engine can always be destroyed.
   bool shutdown(std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
   caf::actor_system& system() { return system_; }

@@ -152,6 +152,14 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         st->drain_waiters.push_back(rp);
         return rp;
       },
+      [self, st](abort_atom) {
+        // The drain ran out of time (engine::shutdown): every channel still open stops now. High
+        // priority, so that the abort overtakes audio already queued in a channel's mailbox
+        // (a client that sent faster than real time can have queued hours of it).
+        for (auto& [id, ch] : st->channels) self->send<caf::message_priority::high>(ch, abort_atom::value);
+        spdlog::warn("drain timed out: {} channels aborted", st->channels.size());
+        return static_cast<int64_t>(st->channels.size());
+      },
       [st](shards_atom) { return caf::make_message(st->experts, st->spillways, st->batcher); },
       [st](load_atom, double wait_ms) { st->queue_wait_ms = wait_ms; },
       [st](drained_atom, channel_id id) {

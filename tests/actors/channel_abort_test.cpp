@@ -51,3 +51,40 @@ TEST_SUITE("engine") {
     CHECK(res.finals[b.channel][0].text == test::reference_text(*test::resources(cfg), segments[0].samples));
   }
 }
+
+TEST_SUITE("engine") {
+  TEST_CASE("drain timeout: channels still busy are aborted at high priority, so the engine can stop") {
+    auto cfg = test::base_config();
+    auto e = engine::start(test::resources(cfg));
+    caf::scoped_actor self{e->system()};
+    const auto segments = test::call_segments();
+    REQUIRE(!segments.empty());
+    auto a = test::open_ok(*e, self);
+    self->monitor(a.handle);
+    // A backlog like a client that sent far faster than real time: the call many times over,
+    // minutes of compute on any machine, all queued before the drain starts.
+    constexpr int copies = 60;
+    for (int k = 0; k < copies; ++k)
+      for (const auto& s : segments) self->send(a.handle, segment_atom::value, s.samples, s.start_sample);
+    const std::size_t queued = copies * segments.size();
+    CHECK_FALSE(e->shutdown(std::chrono::milliseconds(100)));
+    std::size_t finals = 0;
+    bool down = false, drained = false;
+    while (!down)
+      self->receive([&](transcript_event& ev) { finals += ev.is_final; },
+                    [&](caf::down_msg& dm) {
+                      down = true;
+                      CHECK_MESSAGE(!dm.reason, self->system().render(dm.reason));
+                    },
+                    [&](drained_atom, channel_id) { drained = true; },
+                    caf::after(std::chrono::seconds(60)) >> [&] {
+                      down = true;
+                      FAIL("the channel was not stopped after the drain timed out");
+                    });
+    // Without the abort the drain's end_atom would have let the channel finish every queued
+    // utterance (and report drained) before it exited.
+    CHECK_FALSE(drained);
+    CHECK(finals < queued);
+    MESSAGE(finals << " of " << queued << " utterances finished before the abort");
+  }
+}
