@@ -21,6 +21,8 @@
 #include "net/prometheus.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/tenant_view.hpp"
+#include "net/switches/switch_routes.hpp"
+#include "net/switches/switch_ws_session.hpp"
 #include "net/ws_session.hpp"
 
 namespace sluice::net {
@@ -180,6 +182,15 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         lowest().expires_never();
         run_ws_session(std::move(stream_), std::move(req), st_,
                        path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_, id_, who_);
+        return;
+      }
+      if (switches::is_switch_path(path)) {
+        auto protocol = switches::make_switch_protocol(target, std::string(req["Audiohook-Session-Id"]));
+        if (!protocol)
+          return write(make_response(http::status::bad_request, "application/json", error_body(protocol.error()),
+                                     req.version(), false));
+        lowest().expires_never();
+        switches::run_switch_session(std::move(stream_), std::move(req), st_, std::move(*protocol), slot_, id_, who_);
         return;
       }
       write(make_response(http::status::not_found, "application/json", error_body("no WebSocket at this path"),

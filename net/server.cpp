@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "net/connection.hpp"
+#include "net/switches/audiosocket_listener.hpp"
 
 namespace sluice::net {
 
@@ -96,7 +97,8 @@ void run_io(asio::io_context& ioc) {
 }  // namespace
 
 result<std::unique_ptr<server>> server::start(actors::engine& engine, const config::server_config& cfg,
-                                             const config::auth_config& auth) {
+                                             const config::auth_config& auth,
+                                             const std::optional<config::audiosocket_config>& audiosocket) {
   // Access policy first: a host it forbids is never bound.
   auto gate = auth::gate::create(cfg, auth);
   if (!gate) return tl::unexpected(gate.error());
@@ -127,6 +129,12 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   if (ec)
     return fail(errc::io, "cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) + ": " + ec.message());
   s->port_ = acceptor.local_endpoint().port();
+  if (audiosocket && audiosocket->enabled) {
+    auto as = switches::audiosocket_listener::start(*s->ioc_, s->state_, *audiosocket);
+    if (!as) return tl::unexpected(as.error());
+    s->audiosocket_port_ = (*as)->port();
+    s->audiosocket_ = std::move(*as);
+  }
   auto l = std::make_shared<listener>(*s->ioc_, std::move(acceptor), s->state_);
   l->run();
   s->listener_ = l;
@@ -147,11 +155,14 @@ void server::stop() {
   if (!listener_) return;
   state_->draining = true;
   std::static_pointer_cast<listener>(listener_)->stop();
+  const auto audiosocket = std::static_pointer_cast<switches::audiosocket_listener>(audiosocket_);
+  if (audiosocket) audiosocket->stop();
   if (tls_watch_) std::static_pointer_cast<tls_watch>(tls_watch_)->stop();
   // Streams end through the engine's drain (their channels deliver finals, then close).
   state_->engine->shutdown();
   // Give sessions a moment to flush their last messages, then stop the I/O threads.
-  for (int i = 0; i < 50 && state_->connections > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto open = [&] { return state_->connections > 0 || (audiosocket && audiosocket->connections() > 0); };
+  for (int i = 0; i < 50 && open(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ioc_->stop();
   for (auto& t : threads_) t.join();
 }

@@ -11,6 +11,10 @@
 ///                          upload queue: actors/upload_queue.hpp; 413/429/503 refusals)
 ///   WS   /v1/stream        sluice streaming protocol (ws_session.hpp)
 ///   WS   /funasr           FunASR runtime protocol
+///   WS   /audio_fork /jambonz /jambonz/stt /twilio /audiohook   switches' protocols
+///                          (net/switches/switch_routes.hpp), each source a call in `calls`
+/// Listeners of their own on the same I/O threads: Asterisk AudioSocket ([audiosocket], TCP,
+/// net/switches/audiosocket_listener.hpp).
 /// Limits ([server]): connections, message and body sizes, idle timeout, session length.
 /// Every request is first checked for its Host and Origin (request_policy.hpp): 403 otherwise.
 /// No exception leaves a handler: each is caught, logged with the connection id, and ends
@@ -23,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +36,7 @@
 
 #include "actors/engine.hpp"
 #include "config/error.hpp"
+#include "config/audiosocket_config.hpp"
 #include "config/auth_config.hpp"
 #include "config/server_config.hpp"
 #include "net/request_policy.hpp"
@@ -63,11 +69,16 @@ class server {
   /// errc::invalid_config (and the key store's errors) when [auth] forbids serving that host
   /// or its keys file cannot be used (net/auth/gate.hpp); errc::io or errc::invalid_config
   /// when TLS is configured and its files cannot be used (net/tls_context.hpp).
+  /// `audiosocket`: the AudioSocket listener's config when it is enabled (its errors likewise);
+  /// nullopt or disabled: none.
   static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg,
-                                               const config::auth_config& auth = {});
+                                               const config::auth_config& auth = {},
+                                               const std::optional<config::audiosocket_config>& audiosocket = {});
   ~server();
 
   uint16_t port() const { return port_; }
+  /// The AudioSocket listener's port; 0 when it does not listen.
+  uint16_t audiosocket_port() const { return audiosocket_port_; }
   /// The calls of this server (live and recent); see net/calls/call_registry.hpp.
   calls::call_registry& calls() { return *state_->calls; }
   /// Whether the port serves TLS.
@@ -86,7 +97,8 @@ class server {
   std::vector<std::thread> threads_;
   std::shared_ptr<void> listener_;
   std::shared_ptr<void> tls_watch_;  // the timer of tls_reload_check_s (net/server.cpp)
-  uint16_t port_ = 0;
+  std::shared_ptr<void> audiosocket_;  // net/switches/audiosocket_listener.hpp
+  uint16_t port_ = 0, audiosocket_port_ = 0;
   bool stopped_ = false;
 };
 

@@ -44,10 +44,11 @@ struct served {
     cfg.engine.report_ms = 50;
     cfg.engine.scheduler_threads = 2;
     cfg.server.port = 0;
+    cfg.audiosocket.port = 0;  // the AudioSocket listener on a free port too
     auto res = actors::engine_resources::create(cfg, served_model());
     REQUIRE(res.has_value());
     engine = actors::engine::start(*res);
-    auto s = net::server::start(*engine, cfg.server, cfg.auth);
+    auto s = net::server::start(*engine, cfg.server, cfg.auth, cfg.audiosocket);
     REQUIRE(s.has_value());
     server = std::move(*s);
     port = server->port();

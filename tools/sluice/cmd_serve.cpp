@@ -40,7 +40,7 @@ int cmd_serve(invocation& inv) {
     return exit_failure;
   }
   auto eng = actors::engine::start(*res);
-  auto srv = net::server::start(*eng, inv.cfg.server, inv.cfg.auth);
+  auto srv = net::server::start(*eng, inv.cfg.server, inv.cfg.auth, inv.cfg.audiosocket);
   if (!srv) {
     std::fprintf(stderr, "sluice serve: %s\n", srv.error().message.c_str());
     return exit_failure;
@@ -56,6 +56,11 @@ int cmd_serve(invocation& inv) {
               "  metrics     %s/metrics\n",
               inv.cfg.model.dir.c_str(), url.c_str(), ws, inv.cfg.server.host.c_str(), (*srv)->port(), ws,
               inv.cfg.server.host.c_str(), (*srv)->port(), url.c_str(), url.c_str());
+  std::printf("  switches    %s://%s:%u/{audio_fork,jambonz,jambonz/stt,twilio,audiohook}\n", ws,
+              inv.cfg.server.host.c_str(), (*srv)->port());
+  if ((*srv)->audiosocket_port() != 0)
+    std::printf("  AudioSocket tcp %s:%u (Asterisk: AudioSocket(${UUID()},%s:%u))\n", inv.cfg.audiosocket.host.c_str(),
+                (*srv)->audiosocket_port(), inv.cfg.audiosocket.host.c_str(), (*srv)->audiosocket_port());
   if (tls)
     std::printf("  tls         %s (reload: kill -HUP %d, or edit the files: checked every %d s)\n",
                 inv.cfg.server.tls_cert_file.c_str(), static_cast<int>(::getpid()), inv.cfg.server.tls_reload_check_s);
