@@ -17,6 +17,7 @@
 #include "config/fbank_config.hpp"
 #include "config/log_config.hpp"
 #include "config/model_config.hpp"
+#include "config/postproc_config.hpp"
 #include "config/server_config.hpp"
 #include "config/upload_config.hpp"
 #include "config/vad_config.hpp"
@@ -32,6 +33,7 @@ struct sluice_config {
   fbank_config fbank;
   model_config model;
   decoder_config decoder;
+  postproc_config postproc;
   engine_config engine;
   server_config server;
   upload_config upload;
@@ -48,6 +50,7 @@ struct sluice_config {
     v("fbank", fbank);
     v("model", model);
     v("decoder", decoder);
+    v("postproc", postproc);
     v("engine", engine);
     v("server", server);
     v("upload", upload);
