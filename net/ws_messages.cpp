@@ -126,6 +126,11 @@ result<actors::channel_request> parse_sluice_start(std::string_view text) {
   req.partials = partials;
   SLUICE_TRY(hotwords, sluice_hotwords(j));
   req.hotwords = std::move(hotwords);
+  SLUICE_TRY(tenant, get_string(j, "tenant", "", max_tenant_bytes));
+  for (const char c : tenant)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return fail(errc::invalid_argument, "\"tenant\" may hold only letters, digits, '-', '_' and '.'");
+  req.tenant = std::move(tenant);
   return req;
 }
 

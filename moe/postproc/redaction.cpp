@@ -116,8 +116,8 @@ class finder {
     }
   }
 
-  // After a context word: the next numeric chain (cards, accounts, CVV, SSN) or, for expiry, the
-  // next numbers and month names, within redact_context_words tokens.
+  // After a context word: numeric chains (cards, accounts, CVV, SSN) or, for expiry, numbers and
+  // month names, within redact_context_words tokens.
   void contexts() {
     const auto window = static_cast<std::size_t>(g_.setting("redact_context_words", 8));
     const auto min_digits = static_cast<std::size_t>(g_.setting("context_digits_min", 3));
@@ -147,15 +147,28 @@ class finder {
           }
           continue;
         }
-        // The first numeric chain in the window.
-        std::size_t s = after;
-        while (s < end && !numeric(t_[s])) ++s;
-        std::size_t e = s;
-        std::string d;
-        while (e < t_.size() && numeric(t_[e])) d += digits_of(t_[e++]);
-        const bool enough = tb.kind == redaction_kind::ssn ? d.size() == ssn_digits : d.size() >= min_digits;
-        if (s < end && enough)
-          for (std::size_t k = s; k < e; ++k) mark(k, tb.kind);
+        // Numeric chains in the window; each masked chain extends the window past it, so a
+        // number broken up by a misheard word ("four one one one won one one ...") stays masked.
+        // After the first, any digits count: a fragment of a broken-up number is still part of it.
+        std::size_t end_at = std::min(t_.size(), after + window);
+        bool masked = false;
+        for (std::size_t s = after; s < end_at;) {
+          if (!numeric(t_[s])) {
+            ++s;
+            continue;
+          }
+          std::size_t e = s;
+          std::string d;
+          while (e < t_.size() && numeric(t_[e])) d += digits_of(t_[e++]);
+          const bool enough = tb.kind == redaction_kind::ssn ? d.size() == ssn_digits
+                                                              : d.size() >= (masked ? 1 : min_digits);
+          if (enough) {
+            for (std::size_t k = s; k < e; ++k) mark(k, tb.kind);
+            end_at = std::min(t_.size(), e + window);
+            masked = true;
+          }
+          s = e;
+        }
       }
     }
   }

@@ -113,3 +113,10 @@ TEST_CASE("redaction: with ITN off in the display, a card is still found and mas
   CHECK(r.display_text == "It is [card].");
   CHECK(r.lexical_text == "it is [card]");
 }
+
+TEST_CASE("redaction: a card number broken up by a misheard word stays masked after its context word") {
+  // "won" splits the digits into "4111" and "11 1111 1111 1111"-like fragments: neither passes Luhn.
+  const auto r = run("card number four one one one won one one one one one one one one one one one");
+  CHECK(r.display_text == "Card number [card] won [card].");
+  CHECK(r.lexical_text.find("one") == std::string::npos);
+}
