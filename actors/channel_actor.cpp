@@ -213,6 +213,9 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
     if (!u.final_event->display_text.empty()) st->latest_text = u.final_event->display_text;
+    // Debug only (never info: transcripts stay out of normal logs); the text is already redacted.
+    spdlog::debug("channel {}: final {}: \"{}\" ({} redacted spans)", st->id, c.utterance,
+                  u.final_event->display_text, u.final_event->redactions.size());
     st->meter.histogram("final_latency_ms").add(ms_between(u.ended, now));
     st->meter.count("finals");
     maybe_drained(self, st);

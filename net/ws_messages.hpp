@@ -40,6 +40,7 @@ struct funasr_start {
   std::string mode = "2pass";       ///< online | offline | 2pass
   std::string wav_name = "sluice";  ///< echoed in every reply
   bool end_requested = false;       ///< the start message already says is_speaking: false
+  bool itn = true;                  ///< "itn": finals carry the display form (FunASR's default: on)
 };
 
 /// FunASR: {"mode":"2pass","wav_name":"w","audio_fs":16000,"wav_format":"pcm",

@@ -286,7 +286,7 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       if (!r) return refuse_start(r.error());
       req = std::move(r->request);
       end_requested_ = r->end_requested;
-      funasr_.emplace(std::move(r->mode), std::move(r->wav_name));
+      funasr_.emplace(std::move(r->mode), std::move(r->wav_name), r->itn);
     }
     if (!tenant_.empty()) req.tenant = tenant_;  // auth: the key's tenant wins over the start message's
     state_ = state::opening;

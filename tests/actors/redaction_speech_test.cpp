@@ -24,9 +24,11 @@ using namespace sluice::actors;
 
 namespace {
 
-// What would give the card away: a token with two or more digits, two spoken digit words in a
-// row ("one one"), or the words a grouped reading uses ("eleven", "thousand", "hundred").
-std::string leak_in(const std::string& text) {
+// What would give the card away in a result: a token with two or more digits, two spoken digit
+// words in a row ("one one"), or the words a grouped reading uses ("eleven", "thousand",
+// "hundred"). `in_log`: log lines carry timestamps, so there only the card's groups (4111, 1111)
+// count as digits.
+std::string leak_in(const std::string& text, bool in_log = false) {
   static const std::set<std::string> digit_words = {"zero", "oh",   "one",   "two",   "three", "four",  "five",
                                                     "six",  "seven", "eight", "nine", "double", "triple"};
   static const std::set<std::string> group_words = {"eleven", "thousand", "hundred"};
@@ -39,7 +41,8 @@ std::string leak_in(const std::string& text) {
       if (std::isalpha(static_cast<unsigned char>(c))) lower += static_cast<char>(std::tolower(c));
       digits += std::isdigit(static_cast<unsigned char>(c)) ? 1 : 0;
     }
-    if (digits >= 2) return w;
+    if (!in_log && digits >= 2) return w;
+    if (w.find("4111") != std::string::npos || w.find("1111") != std::string::npos) return w;
     if (group_words.count(lower)) return w;
     if (digit_words.count(lower) && digit_words.count(prev)) return prev + " " + lower;
     prev = lower;
@@ -129,7 +132,9 @@ TEST_SUITE("engine") {
     logger->flush();
     logger->sinks().pop_back();
     logger->set_level(old_level);
-    CHECK_MESSAGE(leak_in(log.str()).empty(), log.str());
+    CHECK_MESSAGE(leak_in(log.str(), true).empty(), log.str());
+    // The log did record the finals (masked), so the check above looked at something.
+    CHECK_MESSAGE(log.str().find("[card]") != std::string::npos, log.str());
     // The model heard digits and they were masked (not merely never recognised).
     CHECK(redacted >= 2);
   }

@@ -51,6 +51,9 @@ bool parse_transcript_format(const std::string& name, transcript_format& out);
 
 /// Renders one file. SRT/VTT cues follow segment boundaries, split at word gaps so that no cue is
 /// longer than max_cue_ms or max_cue_chars; channel labels prefix cue text on multi-channel files.
-std::string render(const file_transcript& t, transcript_format fmt);
+/// Text, SRT and VTT print `form`; JSON segments hold both: text/words (lexical),
+/// display_text/display_words, and redactions ({start_ms, end_ms, kind}).
+std::string render(const file_transcript& t, transcript_format fmt,
+                   transcript_form form = transcript_form::display);
 
 }  // namespace sluice::cli
