@@ -9,7 +9,7 @@
 using namespace sluice;
 using namespace sluice::net;
 
-TEST_CASE("sluice start: a tenant may be named; a malformed one is refused by name") {
+TEST_CASE("sluice start: a tenant may be named, a malformed one is refused by name") {
   auto r = parse_sluice_start(R"({"type":"start","tenant":"billing-eu.1"})");
   REQUIRE(r.has_value());
   CHECK(r->tenant == "billing-eu.1");

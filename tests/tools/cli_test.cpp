@@ -405,7 +405,7 @@ TEST_SUITE("postproc") {
     return {};
   }
 
-  TEST_CASE("text prints the display form, --lexical the spoken words; json carries both") {
+  TEST_CASE("text prints the display form, --lexical the spoken words, json carries both") {
     sluice::test::temp_dir tmp;
     const std::string wav = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
     auto display = sluice_cli("transcribe " + model + wav, tmp);
@@ -427,7 +427,7 @@ TEST_SUITE("postproc") {
     CHECK(seg["redactions"].empty());
   }
 
-  TEST_CASE("a spoken card number never leaks into json, text, srt, vtt or the debug log; json lists its span") {
+  TEST_CASE("a spoken card number never leaks into json, text, srt, vtt or the debug log, json lists its span") {
     sluice::test::temp_dir tmp;
     const std::string wav = tmp.file("card.wav");
     REQUIRE(sluice::test::espeak("my card number is 4 1 1 1, 1 1 1 1, 1 1 1 1, 1 1 1 1.", wav, "en-us", 150));

@@ -64,7 +64,7 @@ TEST_CASE("ITN: a written token spans its spoken words' times and keeps its spok
   CHECK(t[2].start_ms == 1500);
 }
 
-TEST_CASE("ITN grammar: a bad file is refused naming its line; a missing one names its path") {
+TEST_CASE("ITN grammar: a bad file is refused naming its line, a missing one names its path") {
   auto r = itn_grammar::parse("[settings]\nsmall_number_max = 9\n[units]\none 1\n", "g.txt");
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().message.find("g.txt:4") != std::string::npos);

@@ -48,7 +48,7 @@ TEST_CASE("redaction: a card read digit by digit is masked in both forms and its
   CHECK(r.lexical_words[4].start_ms == 400);
 }
 
-TEST_CASE("redaction: a Luhn-valid number is masked with no context word; an invalid one is not") {
+TEST_CASE("redaction: a Luhn-valid number is masked with no context word, an invalid one is not") {
   CHECK(run("it is " + visa_by_digit).display_text == "It is [card].");
   CHECK(run("it is four one one one one one one one one one one one one one one two").display_text ==
         "It is 4111 1111 1111 1112.");
@@ -89,14 +89,14 @@ TEST_CASE("redaction: e-mail addresses and a tenant's phrases") {
   CHECK(r.redactions[0].end_ms == 280);
 }
 
-TEST_CASE("redaction: a partial masks a number still being read; the same words as a final do not") {
+TEST_CASE("redaction: a partial masks a number still being read, the same words as a final do not") {
   const auto partial = run("my number is four one one one one", false);
   CHECK(partial.display_text == "My number is [card]");
   CHECK(partial.lexical_text == "my number is [card]");
   CHECK(run("my number is four one one one one", true).display_text == "My number is 41111.");
 }
 
-TEST_CASE("redaction: off means nothing is masked; single kinds can be turned off") {
+TEST_CASE("redaction: off means nothing is masked, single kinds can be turned off") {
   redaction_rules off;
   off.enabled = false;
   CHECK(run("it is " + visa_by_digit, true, off).display_text == "It is 4111 1111 1111 1111.");

@@ -37,7 +37,7 @@ struct temp_dir {
 
 }  // namespace
 
-TEST_CASE("tenant file: every field is read; unknown keys and wrong types are refused by name") {
+TEST_CASE("tenant file: every field is read, unknown keys and wrong types are refused by name") {
   auto p = parse_tenant(R"(hotwords = ["sluice pro", "acme premium 5"]
 lexicon = ["acmecorp"]
 [redaction]
@@ -70,7 +70,7 @@ words = ["project falcon"]
   CHECK(bad.error().message.find("t.toml") != std::string::npos);
 }
 
-TEST_CASE("tenant store: reload picks up new, changed and removed files; a broken change keeps the old version") {
+TEST_CASE("tenant store: reload picks up new, changed and removed files, a broken change keeps the old version") {
   temp_dir d;
   d.write("billing.toml", "hotwords = [\"alpha\"]\n");
   d.write("support.toml", "hotwords = [\"beta\"]\n");
