@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/actor_meter.hpp"
+#include "actors/result_postproc.hpp"
 #include "dsp/fbank.hpp"
 #include "moe/decoder/ctc_decoder.hpp"
 
@@ -99,6 +100,9 @@ int64_t open_utterance(const state_ptr& st, int64_t start_sample) {
   const int64_t id = st->next_utterance++;
   auto& u = st->utterances[id];
   u.start_sample = start_sample;
+  // A tenant's new hotwords or redaction rules reach a live stream at its next utterance.
+  if (st->pipe->refresh_tenant(*st->res))
+    spdlog::debug("channel {}: tenant {} rules updated (version {})", st->id, st->pipe->tenant, st->pipe->tenant_version);
   auto dec = st->pipe->make_decoder(*st->res);
   if (dec) u.decoder.emplace(std::move(*dec));
   st->fbank.reset();
@@ -201,12 +205,17 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
                     ? u.end_sample / samples_per_ms
                     : offset_ms + (c.first_frame + n) * static_cast<int64_t>(st->res->decoder.frame_ms);
     for (const auto& w : r.words) ev.words.push_back({w.word, w.start_ms + offset_ms, w.end_ms + offset_ms, w.confidence});
+    // Before anything leaves the channel: display form and redaction (partials included).
+    apply_postproc(*st->res, st->pipe->post, ev);
     return ev;
   };
   if (c.last) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
-    if (!r.text.empty()) st->latest_text = r.text;
+    if (!u.final_event->display_text.empty()) st->latest_text = u.final_event->display_text;
+    // Debug only (never info: transcripts stay out of normal logs); the text is already redacted.
+    spdlog::debug("channel {}: final {}: \"{}\" ({} redacted spans)", st->id, c.utterance,
+                  u.final_event->display_text, u.final_event->redactions.size());
     st->meter.histogram("final_latency_ms").add(ms_between(u.ended, now));
     st->meter.count("finals");
     maybe_drained(self, st);
@@ -216,9 +225,10 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     // One partial per model step (every 640 ms chunk at most), changed or not: clients count
     // on a steady beat.
     const auto r = u.decoder->partial();
-    u.last_partial = r.text;
-    st->latest_text = r.text;
-    self->send(st->subscriber, to_event(r, false));
+    auto ev = to_event(r, false);
+    u.last_partial = ev.text;
+    st->latest_text = ev.display_text;
+    self->send(st->subscriber, std::move(ev));
     if (newest != clock::time_point{}) st->meter.histogram("partial_latency_ms").add(ms_between(newest, now));
     st->meter.count("partials");
   }

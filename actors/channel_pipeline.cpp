@@ -3,11 +3,43 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 namespace sluice::actors {
 
 namespace {
 constexpr float default_hotword_weight = 3.0f;
+
+struct hotword_build {
+  moe::context_graph graph;
+  std::shared_ptr<const moe::word_lexicon> lexicon;
+};
+
+// The hotword graph of `hw` and, for the lexicon decoder, the vocabulary its words (and `extra`
+// words: a tenant's lexicon additions) add.
+result<hotword_build> build_hotwords(const engine_resources& res, const std::vector<moe::hotword>& hw,
+                                     const std::vector<std::string>& extra) {
+  auto graph = moe::context_graph::build(hw, res.model->tokens());
+  if (!graph) return tl::unexpected(graph.error());
+  std::shared_ptr<const moe::word_lexicon> lexicon;
+  if (res.decoder_mode == moe::decoder_mode::lexicon && (!hw.empty() || !extra.empty())) {
+    std::vector<std::string> words = extra;
+    for (const auto& h : hw) {
+      std::istringstream in(h.phrase);
+      for (std::string w; in >> w;) words.push_back(w);
+    }
+    lexicon = std::make_shared<const moe::word_lexicon>(
+        moe::word_lexicon::build(res.model->tokens(), res.lm.get(), words, /*with_lm_unigrams=*/false));
+  }
+  return hotword_build{std::move(*graph), std::move(lexicon)};
 }
+
+moe::postproc::redaction_rules default_rules(const engine_resources& res) {
+  moe::postproc::redaction_rules r;
+  r.enabled = res.cfg.postproc.redact;
+  return r;
+}
+}  // namespace
 
 bool parse_codec(const std::string& s, channel_codec& out) {
   if (s == "f32") out = channel_codec::f32;
@@ -67,21 +99,45 @@ result<channel_pipeline> channel_pipeline::create(const engine_resources& res, c
   if (!ep) return tl::unexpected(ep.error());
   auto hw = parse_hotwords(req.hotwords, default_hotword_weight);
   if (!hw) return tl::unexpected(hw.error());
-  auto graph = moe::context_graph::build(*hw, res.model->tokens());
-  if (!graph) return tl::unexpected(graph.error());
-  std::shared_ptr<const moe::word_lexicon> hotword_lexicon;
-  if (res.decoder_mode == moe::decoder_mode::lexicon && !hw->empty()) {
-    std::vector<std::string> words;
-    for (const auto& h : *hw) {
-      std::istringstream in(h.phrase);
-      for (std::string w; in >> w;) words.push_back(w);
+  auto built = build_hotwords(res, *hw, {});
+  if (!built) return tl::unexpected(built.error());
+  channel_pipeline p{codec,          req.sample_rate, std::move(*rs),          std::move(dn),
+                     std::move(*ep), std::move(opus), std::move(built->graph), std::move(built->lexicon),
+                     {}};
+  p.request_hotwords = std::move(*hw);
+  p.tenant = req.tenant;
+  p.post.redact = default_rules(res);
+  p.refresh_tenant(res);
+  return p;
+}
+
+bool channel_pipeline::refresh_tenant(const engine_resources& res) {
+  if (tenant.empty() || !res.tenants) return false;
+  const auto profile = res.tenants->get(tenant);
+  const uint64_t version = profile ? profile->version : 0;
+  if (version == tenant_version) return false;
+  tenant_version = version;
+  post.redact = profile && profile->has_redaction ? profile->redaction : default_rules(res);
+  auto all = request_hotwords;
+  std::vector<std::string> extra;
+  if (profile) {
+    auto mine = parse_hotwords(profile->hotwords, default_hotword_weight);
+    if (mine) {
+      all.insert(all.end(), mine->begin(), mine->end());
+      extra = profile->lexicon;
+    } else {
+      spdlog::warn("tenant {}: hotwords not used: {}", tenant, mine.error().message);
     }
-    hotword_lexicon = std::make_shared<const moe::word_lexicon>(
-        moe::word_lexicon::build(res.model->tokens(), res.lm.get(), words, /*with_lm_unigrams=*/false));
   }
-  return channel_pipeline{codec,          req.sample_rate, std::move(*rs),    std::move(dn),
-                          std::move(*ep), std::move(opus), std::move(*graph), std::move(hotword_lexicon),
-                          {}};
+  auto built = build_hotwords(res, all, extra);
+  if (!built) {
+    spdlog::warn("tenant {}: hotwords not used: {}", tenant, built.error().message);
+    built = build_hotwords(res, request_hotwords, {});
+    if (!built) return true;  // the request's own hotwords built at create(): cannot fail now
+  }
+  hotwords = std::move(built->graph);
+  hotword_lexicon = std::move(built->lexicon);
+  return true;
 }
 
 result<moe::ctc_decoder> channel_pipeline::make_decoder(const engine_resources& res) const {

@@ -20,6 +20,7 @@
 #include "dsp/resampler.hpp"
 #include "moe/decoder/context_graph.hpp"
 #include "moe/decoder/word_lexicon.hpp"
+#include "moe/postproc/postprocessor.hpp"
 
 namespace sluice::actors {
 
@@ -42,6 +43,11 @@ struct channel_pipeline {
   /// The hotwords' words, which join the lexicon decoder's vocabulary for this channel.
   std::shared_ptr<const moe::word_lexicon> hotword_lexicon;
   std::vector<uint8_t> partial_sample;  ///< bytes of a sample split across packets (PCM codecs)
+  /// The request's own hotwords; the tenant's are added to them in `hotwords`.
+  std::vector<moe::hotword> request_hotwords;
+  std::string tenant;             ///< whose rules apply (empty: the engine defaults)
+  uint64_t tenant_version = 0;    ///< version of the tenant profile `hotwords` and `post` were built from (0: none)
+  moe::postproc::postproc_options post;  ///< the tenant's redaction rules (or the engine default)
 
   /// errc::invalid_argument naming what is wrong (rate, codec, a hotword line).
   static result<channel_pipeline> create(const engine_resources& res, const channel_request& req);
@@ -53,6 +59,12 @@ struct channel_pipeline {
   result<std::vector<float>> to_model_rate(const std::vector<float>& samples);
   /// What the resampler and denoiser still hold, at the end of the stream.
   result<std::vector<float>> flush();
+  /// Called when an utterance starts: when the tenant's profile changed since the last build
+  /// (a file reloaded, hotwords PUT through the API) the hotwords and redaction rules are rebuilt,
+  /// so a live stream gets them at its next utterance. Returns true when something changed. A
+  /// tenant's hotword that does not parse or has characters the model lacks is logged and the
+  /// stream keeps its request's hotwords: a tenant's mistake never stops a stream.
+  bool refresh_tenant(const engine_resources& res);
   /// A decoder for one utterance of this channel: the engine's mode, LM and vocabulary plus this
   /// channel's hotwords.
   result<moe::ctc_decoder> make_decoder(const engine_resources& res) const;

@@ -2,6 +2,7 @@
 
 #include "actors/metrics_actor.hpp"
 #include "actors/supervisor_actor.hpp"
+#include "actors/tenant_watcher.hpp"
 
 namespace sluice::actors {
 
@@ -14,6 +15,7 @@ engine::engine(std::shared_ptr<const engine_resources> res)
     : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads), system_(config_) {
   metrics_ = system_.spawn(metrics_actor, std::string("sluice"));
   supervisor_ = system_.spawn(supervisor_actor, res_, metrics_);
+  tenant_watcher_ = system_.spawn(tenant_watcher, res_);
   uploads_ = std::make_unique<upload_queue>(system_, supervisor_, res_->cfg);
 }
 
@@ -26,6 +28,15 @@ engine::~engine() {
   if (!drained_) shutdown(std::chrono::seconds(10));
   caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(metrics_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(tenant_watcher_, caf::exit_reason::user_shutdown);
+}
+
+int64_t engine::reload_tenants() {
+  caf::scoped_actor self{system_};
+  int64_t errors = -1;
+  self->request(tenant_watcher_, std::chrono::seconds(10), reload_atom::value)
+      .receive([&](int64_t n) { errors = n; }, [&](caf::error&) {});
+  return errors;
 }
 
 open_reply engine::open(const channel_request& req, const caf::actor& subscriber) {

@@ -41,6 +41,9 @@ class engine {
   caf::actor_system& system() { return system_; }
   caf::actor supervisor() const { return supervisor_; }
   caf::actor metrics() const { return metrics_; }
+  /// Rereads the tenant directory now (as the watcher does every postproc.tenants_poll_ms);
+  /// returns how many files failed (-1: the watcher did not answer). Blocks.
+  int64_t reload_tenants();
   const engine_resources& resources() const { return *res_; }
   /// Uploads (whole files) as jobs: see upload_queue.hpp.
   upload_queue& uploads() { return *uploads_; }
@@ -51,7 +54,7 @@ class engine {
   std::shared_ptr<const engine_resources> res_;
   engine_system_config config_;
   caf::actor_system system_;
-  caf::actor metrics_, supervisor_;
+  caf::actor metrics_, supervisor_, tenant_watcher_;
   std::unique_ptr<upload_queue> uploads_;
   bool drained_ = false;
 };

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include <spdlog/spdlog.h>
+
 #include "moe/model_manifest.hpp"
 
 namespace sluice::actors {
@@ -59,6 +61,20 @@ result<std::shared_ptr<const engine_resources>> engine_resources::create(
       cfg.decoder, *mode, std::move(lexicon), moe::attention_window{arch.chunk_frames, arch.left_chunks}, {}});
   // Word times: one decoder frame is the model's fbank shift times its subsampling.
   res->decoder.frame_ms = model->manifest().features.frame_shift_ms * arch.subsampling;
+  if (cfg.postproc.enabled) {
+    auto grammar = cfg.postproc.itn_grammar.empty()
+                       ? moe::postproc::itn_grammar::parse(moe::postproc::builtin_itn_grammar(), "builtin en_itn.grammar")
+                       : moe::postproc::itn_grammar::load(cfg.postproc.itn_grammar);
+    if (!grammar) return tl::unexpected(grammar.error());
+    res->postproc = std::make_shared<const moe::postproc::postprocessor>(
+        std::make_shared<const moe::postproc::itn_grammar>(std::move(*grammar)));
+  }
+  if (!cfg.postproc.tenants_dir.empty() && !std::filesystem::is_directory(cfg.postproc.tenants_dir))
+    return fail(errc::invalid_config, "postproc.tenants_dir = \"" + cfg.postproc.tenants_dir + "\" is not a directory");
+  res->tenants = std::make_shared<moe::postproc::tenant_store>(cfg.postproc.tenants_dir);
+  const auto report = res->tenants->reload();
+  for (const auto& e : report.errors) spdlog::error("tenants: {}", e.message);
+  if (!report.loaded.empty()) spdlog::info("tenants: {} loaded from {}", report.loaded.size(), cfg.postproc.tenants_dir);
   return std::shared_ptr<const engine_resources>(std::move(res));
 }
 

@@ -16,6 +16,8 @@
 #include "moe/decoder/decoder_options.hpp"
 #include "moe/decoder/word_lexicon.hpp"
 #include "moe/expert_placement.hpp"
+#include "moe/postproc/postprocessor.hpp"
+#include "moe/postproc/tenant_store.hpp"
 
 namespace sluice::actors {
 
@@ -30,11 +32,20 @@ struct engine_resources {
   std::shared_ptr<const moe::word_lexicon> lexicon;  ///< the lexicon decoder's vocabulary; null unless lexicon mode
   moe::attention_window window;                      ///< the trained streaming window
   moe::compute_options compute;
+  /// Results' display form and redaction; null when [postproc] enabled = false (or resources
+  /// built by hand): the display form is then the lexical one and nothing is masked.
+  std::shared_ptr<const moe::postproc::postprocessor> postproc;
+  /// Tenants' hotwords, lexicon additions and redaction rules (never null after create()). The
+  /// one shared thing actors read that changes: it is internally locked and hands out immutable
+  /// profiles (see tenant_store.hpp); the tenant watcher actor reloads it.
+  std::shared_ptr<moe::postproc::tenant_store> tenants;
 
   /// Loads the word LM from <model dir>/lm.arpa when `use_lm` and it exists, resolves the decoder
   /// mode and, for the lexicon decoder, builds its vocabulary (the LM's words and the lexicon
   /// file's). Errors: a placement that does not fit (more shards than experts), a bad LM or
-  /// lexicon file, lexicon mode with no vocabulary, fbank settings.
+  /// lexicon file, lexicon mode with no vocabulary, fbank settings, a bad ITN grammar file
+  /// (postproc.itn_grammar), a postproc.tenants_dir that is not a directory. Tenant files are read
+  /// once here; a broken one is logged and skipped, as on every later reload.
   static result<std::shared_ptr<const engine_resources>> create(const config::sluice_config& cfg,
                                                                 std::shared_ptr<const moe::acoustic_model> model,
                                                                 bool use_lm = true);

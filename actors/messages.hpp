@@ -39,6 +39,7 @@ using drained_atom = caf::atom_constant<caf::atom("drained")>;    ///< a channel
 using load_atom = caf::atom_constant<caf::atom("load")>;          ///< batcher -> supervisor: queue wait
 using drop_atom = caf::atom_constant<caf::atom("drop")>;          ///< channel gone: forget its stream
 using abort_atom = caf::atom_constant<caf::atom("abort")>;        ///< subscriber gone: stop the channel now
+using reload_atom = caf::atom_constant<caf::atom("reload")>;      ///< tenant watcher: reread tenant files now
 
 /// Features of one utterance of one channel, channel -> batcher.
 struct feature_chunk {
@@ -66,8 +67,20 @@ struct word_event {
   float confidence = 0;
 };
 
+/// A stretch of audio whose words were masked (moe/postproc redaction), for a recorder to bleep.
+struct redaction_span {
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+  std::string kind;  ///< card | expiry | cvv | ssn | account | email | word | unfinished_number
+};
+
 /// A partial or final result of one utterance, channel -> subscriber. Times are ms from the
 /// start of the channel's audio.
+/// Two forms (moe/postproc/postprocessor.hpp): lexical (`text`, `words`: as spoken, lower-case)
+/// and display (`display_text`, `display_words`: numbers written, punctuated, cased). When the
+/// stream's redaction is on, masked data is replaced by its mask ("[card]") in BOTH forms, and
+/// `redactions` lists the masked time spans. With post-processing off, the display form equals
+/// the lexical one.
 struct transcript_event {
   channel_id channel = 0;
   int64_t utterance = 0;
@@ -77,6 +90,9 @@ struct transcript_event {
   int64_t start_ms = 0;
   int64_t end_ms = 0;
   std::string error;  ///< non-empty: the utterance could not be finished; the channel goes on
+  std::string display_text;
+  std::vector<word_event> display_words;  ///< a written token per entry (may hold blanks: "March 10th")
+  std::vector<redaction_span> redactions;
 };
 
 /// How the wire carries a block's rows.
@@ -159,9 +175,13 @@ typename Inspector::result_type inspect(Inspector& f, word_event& x) {
   return f(caf::meta::type_name("word_event"), x.word, x.start_ms, x.end_ms, x.confidence);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, redaction_span& x) {
+  return f(caf::meta::type_name("redaction_span"), x.start_ms, x.end_ms, x.kind);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, transcript_event& x) {
   return f(caf::meta::type_name("transcript_event"), x.channel, x.utterance, x.is_final, x.text, x.words, x.start_ms,
-           x.end_ms, x.error);
+           x.end_ms, x.error, x.display_text, x.display_words, x.redactions);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, actor_report& x) {

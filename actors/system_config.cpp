@@ -6,6 +6,7 @@ engine_system_config::engine_system_config(int threads) {
   add_message_type<feature_chunk>("sluice.feature_chunk");
   add_message_type<logits_chunk>("sluice.logits_chunk");
   add_message_type<word_event>("sluice.word_event");
+  add_message_type<redaction_span>("sluice.redaction_span");
   add_message_type<transcript_event>("sluice.transcript_event");
   add_message_type<block_msg>("sluice.block_msg");
   add_message_type<reply_msg>("sluice.reply_msg");

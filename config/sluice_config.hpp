@@ -18,6 +18,7 @@
 #include "config/fbank_config.hpp"
 #include "config/log_config.hpp"
 #include "config/model_config.hpp"
+#include "config/postproc_config.hpp"
 #include "config/server_config.hpp"
 #include "config/upload_config.hpp"
 #include "config/vad_config.hpp"
@@ -33,6 +34,7 @@ struct sluice_config {
   fbank_config fbank;
   model_config model;
   decoder_config decoder;
+  postproc_config postproc;
   engine_config engine;
   server_config server;
   upload_config upload;
@@ -50,6 +52,7 @@ struct sluice_config {
     v("fbank", fbank);
     v("model", model);
     v("decoder", decoder);
+    v("postproc", postproc);
     v("engine", engine);
     v("server", server);
     v("upload", upload);

@@ -22,12 +22,14 @@ std::optional<json> funasr_replies::on_event(const actors::transcript_event& ev)
   }
   partial_.erase(ev.utterance);
   // "timestamp" is a JSON-encoded string of [start, end] pairs, as FunASR's server sends it.
+  const auto& text = itn_ ? ev.display_text : ev.text;
+  const auto& words = itn_ ? ev.display_words : ev.words;
   json ts_list = json::array();
-  for (const auto& w : ev.words) ts_list.push_back({w.start_ms, w.end_ms});
-  json sent = {{"text_seg", ev.text}, {"punc", ""}, {"start", ev.start_ms}, {"end", ev.end_ms}, {"ts_list", ts_list}};
+  for (const auto& w : words) ts_list.push_back({w.start_ms, w.end_ms});
+  json sent = {{"text_seg", text}, {"punc", ""}, {"start", ev.start_ms}, {"end", ev.end_ms}, {"ts_list", ts_list}};
   return json{{"mode", reply_mode(true)},
               {"wav_name", wav_name_},
-              {"text", ev.text},
+              {"text", text},
               {"is_final", false},
               {"timestamp", ts_list.dump()},
               {"stamp_sents", json::array({sent})}};

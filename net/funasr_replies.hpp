@@ -17,7 +17,10 @@ namespace sluice::net {
 class funasr_replies {
  public:
   /// `mode`: online | offline | 2pass; `wav_name` is echoed in every reply.
-  funasr_replies(std::string mode, std::string wav_name) : mode_(std::move(mode)), wav_name_(std::move(wav_name)) {}
+  /// `itn`: finals carry the display form (numbers written, punctuated, cased) rather than the
+  /// words as spoken; online deltas are always the spoken words (each extends the last).
+  funasr_replies(std::string mode, std::string wav_name, bool itn = true)
+      : mode_(std::move(mode)), wav_name_(std::move(wav_name)), itn_(itn) {}
 
   /// The reply for one transcript event (no error set), or nothing when this mode sends none.
   std::optional<nlohmann::json> on_event(const actors::transcript_event& ev);
@@ -28,6 +31,7 @@ class funasr_replies {
   std::string reply_mode(bool final) const;
 
   std::string mode_, wav_name_;
+  bool itn_ = true;
   std::map<int64_t, std::string> partial_;  ///< utterance -> text already sent online
 };
 

@@ -17,6 +17,7 @@
 #include "dsp/pcm.hpp"
 #include "net/http_query.hpp"
 #include "net/json_fields.hpp"
+#include "net/tenant_api.hpp"
 #include "net/multipart.hpp"
 #include "net/prometheus.hpp"
 #include "net/request_policy.hpp"
@@ -273,6 +274,12 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
       };
       st_->engine->uploads().submit(std::move(up));
       return;
+    }
+    if (method == http::verb::put && path.rfind("/v1/tenants/", 0) == 0) {
+      const auto& tenants = st_->engine->resources().tenants;
+      if (!tenants) return reply(http::status::service_unavailable, "application/json", error_body("no tenant store"));
+      auto r = put_tenant_hotwords(path, req.body(), who_, *tenants);
+      return reply(static_cast<http::status>(r.status), "application/json", std::move(r.body));
     }
     return reply(http::status::method_not_allowed, "application/json",
                  error_body(std::string(http::to_string(method)) + " " + path + " is not served"));

@@ -126,6 +126,11 @@ result<actors::channel_request> parse_sluice_start(std::string_view text) {
   req.partials = partials;
   SLUICE_TRY(hotwords, sluice_hotwords(j));
   req.hotwords = std::move(hotwords);
+  SLUICE_TRY(tenant, get_string(j, "tenant", "", max_tenant_bytes));
+  for (const char c : tenant)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')
+      return fail(errc::invalid_argument, "\"tenant\" may hold only letters, digits, '-', '_' and '.'");
+  req.tenant = std::move(tenant);
   return req;
 }
 
@@ -138,6 +143,8 @@ result<funasr_start> parse_funasr_start(std::string_view text) {
   out.mode = std::move(mode);
   SLUICE_TRY(wav_name, get_string(j, "wav_name", "sluice", max_name_bytes));
   out.wav_name = std::move(wav_name);
+  SLUICE_TRY(itn, get_bool(j, "itn", true));
+  out.itn = itn;
   SLUICE_TRY(rate, get_int(j, "audio_fs", default_sample_rate, dsp::min_sample_rate, dsp::max_sample_rate));
   out.request.sample_rate = static_cast<int>(rate);
   // FunASR's browser client sends "PCM" in upper case.

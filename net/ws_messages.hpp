@@ -22,13 +22,16 @@ inline constexpr std::size_t max_hotwords = 256;
 inline constexpr std::size_t max_hotword_bytes = 256;
 inline constexpr std::size_t max_funasr_hotwords_bytes = max_hotwords * (max_hotword_bytes + 8);
 inline constexpr std::size_t max_name_bytes = 256;  ///< wav_name, encoding, mode, wav_format
+inline constexpr std::size_t max_tenant_bytes = 64;  ///< as auth::valid_tenant
 
 /// FunASR hotword weights (about 10..30) in ln units per token, as the decoder takes them.
 inline constexpr double funasr_weight_scale = 0.1;
 
 /// sluice: {"type":"start","sample_rate":8000,"encoding":"pcm_s16le","channels":1,
-/// "hotwords":["acme 4", {"phrase":"acme","weight":4}],"partials":true}; every field but
-/// "type" is optional (16000 Hz, pcm_s16le, 1 channel, no hotwords, partials on).
+/// "hotwords":["acme 4", {"phrase":"acme","weight":4}],"partials":true,"tenant":"billing"};
+/// every field but "type" is optional (16000 Hz, pcm_s16le, 1 channel, no hotwords, partials
+/// on, no tenant). "tenant" names whose rules (hotwords, redaction) the stream uses; it counts
+/// only on a server without keys: with keys the stream always belongs to its key's tenant.
 result<actors::channel_request> parse_sluice_start(std::string_view text);
 
 /// What a FunASR start message asks for.
@@ -37,6 +40,7 @@ struct funasr_start {
   std::string mode = "2pass";       ///< online | offline | 2pass
   std::string wav_name = "sluice";  ///< echoed in every reply
   bool end_requested = false;       ///< the start message already says is_speaking: false
+  bool itn = true;                  ///< "itn": finals carry the display form (FunASR's default: on)
 };
 
 /// FunASR: {"mode":"2pass","wav_name":"w","audio_fs":16000,"wav_format":"pcm",

@@ -18,6 +18,7 @@
 #include "actors/messages.hpp"
 #include "net/funasr_replies.hpp"
 #include "net/json_fields.hpp"
+#include "net/result_json.hpp"
 #include "net/ws_messages.hpp"
 
 namespace sluice::net {
@@ -117,11 +118,7 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       if (auto reply = funasr_->on_event(ev)) send(*reply);
       return;
     }
-    json words = json::array();
-    for (const auto& w : ev.words)
-      words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
-    send(json{{"type", ev.is_final ? "final" : "partial"}, {"utterance", ev.utterance}, {"text", ev.text},
-              {"start_ms", ev.start_ms}, {"end_ms", ev.end_ms}, {"words", words}});
+    send(result_json(ev));
   }
 
   // The channel or the bridge failed (an actor exited with an error): the stream cannot go on.
@@ -289,9 +286,9 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       if (!r) return refuse_start(r.error());
       req = std::move(r->request);
       end_requested_ = r->end_requested;
-      funasr_.emplace(std::move(r->mode), std::move(r->wav_name));
+      funasr_.emplace(std::move(r->mode), std::move(r->wav_name), r->itn);
     }
-    req.tenant = tenant_;  // auth: whose stream (net/auth/tenant_view.hpp)
+    if (!tenant_.empty()) req.tenant = tenant_;  // auth: the key's tenant wins over the start message's
     state_ = state::opening;
     bridge_ = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(), st_->engine->supervisor());
     caf::anon_send(bridge_, actors::open_atom::value, req);

@@ -271,7 +271,7 @@ TEST_SUITE("auth server") {
     REQUIRE_MESSAGE(dom.find("<html") != std::string::npos, "chromium printed no page");
     CHECK(dom.find("id=\"status\">live<") != std::string::npos);
     CHECK(dom.find("<td>batcher</td>") != std::string::npos);
-    // The streams table: channel/1 with text the client itself received (the channel goes on
+    // The streams table: channel/1 with the display text the client itself received (the channel goes on
     // decoding while the page loads, so any of its partial or final texts).
     std::smatch m;
     REQUIRE(std::regex_search(dom, m, std::regex(R"(<td>channel/1</td>.*?<td style="text-align:left">([^<]*)</td>)")));
@@ -282,7 +282,8 @@ TEST_SUITE("auth server") {
     a.send_text(end_msg);
     CHECK(a.read_to_close() == 1000);
     bool received = false;
-    for (const auto& msg : a.messages()) received = received || msg.value("text", "") == shown;
+    // The dashboard shows the display form (post-processed) of the newest partial or final.
+    for (const auto& msg : a.messages()) received = received || msg.value("display_text", "") == shown;
     CHECK_MESSAGE(received, "the page shows text the stream never got: " << shown);
   }
 

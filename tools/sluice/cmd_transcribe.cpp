@@ -35,6 +35,7 @@ constexpr const char* lm_file_name = "lm.arpa";
 
 struct transcribe_args {
   transcript_format format = transcript_format::text;
+  transcript_form form = transcript_form::display;
   std::string hotwords_file;
   float hotword_weight = default_hotword_weight;
   bool use_lm = true;
@@ -106,6 +107,8 @@ result<transcribe_args> parse_args(std::vector<std::string> args) {
       auto v = value();
       if (!v) return tl::unexpected(v.error());
       out.labels = split_labels(*v);
+    } else if (a == "--lexical") {
+      out.form = transcript_form::lexical;
     } else if (a == "--no-lm") {
       out.use_lm = false;
     } else if (a.rfind("--", 0) == 0) {
@@ -210,7 +213,7 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
     for (auto& ct : job.transcript.channels) std::sort(ct.segments.begin(), ct.segments.end(),
                                                        [](const auto& a, const auto& b) { return a.start_ms < b.start_ms; });
     if (job.speech.duration_s >= progress_min_duration_s) std::fputc('\n', stderr);
-    std::fputs(render(job.transcript, args.format).c_str(), stdout);
+    std::fputs(render(job.transcript, args.format, args.form).c_str(), stdout);
     std::fflush(stdout);
     job.speech = {};
   };
@@ -237,8 +240,11 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
             std::fprintf(stderr, "\r%s: %.1f / %.1f s", job.path.c_str(), std::min(job.done_s, job.speech.duration_s),
                          job.speech.duration_s * static_cast<double>(job.speech.channels.size()));
           if (ev.text.empty()) return;
-          transcript_segment seg{ev.start_ms, ev.end_ms, ev.text, {}};
+          transcript_segment seg{ev.start_ms, ev.end_ms, ev.text, {}, ev.display_text, {}, {}};
           for (const auto& w : ev.words) seg.words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+          for (const auto& w : ev.display_words)
+            seg.display_words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+          for (const auto& r : ev.redactions) seg.redactions.push_back({r.start_ms, r.end_ms, r.kind});
           job.transcript.channels[it->second.channel].segments.push_back(std::move(seg));
         },
         [&](actors::drained_atom, actors::channel_id id) {

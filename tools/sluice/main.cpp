@@ -22,6 +22,8 @@ commands:
   segment FILE...      speech segments per channel as JSON (VAD + slicing at 16 kHz)
   transcribe FILE...   speech to text per channel  [--format text|json|srt|vtt] [--hotwords FILE]
                        [--hotword-weight W] [--labels agent,customer] [--no-lm]
+                       [--lexical]  text/srt/vtt: the words as spoken instead of the display
+                                    form (numbers written, punctuated, cased; json has both)
   config               print the effective configuration as TOML
   devices              compute devices (CPU features, CUDA GPUs) this build can use
   serve                HTTP/WebSocket server: dashboard, /v1/stream, /funasr, /v1/transcribe,

@@ -27,13 +27,21 @@ std::string clock(int64_t ms, char frac_sep) {
   return buf;
 }
 
-std::vector<cue> make_cues(const file_transcript& t) {
+const std::vector<moe::word_info>& words_of(const transcript_segment& s, transcript_form form) {
+  return form == transcript_form::display ? s.display_words : s.words;
+}
+const std::string& text_of(const transcript_segment& s, transcript_form form) {
+  return form == transcript_form::display ? s.display_text : s.text;
+}
+
+std::vector<cue> make_cues(const file_transcript& t, transcript_form form) {
   std::vector<cue> cues;
   for (const auto& ch : t.channels) {
     for (const auto& seg : ch.segments) {
-      if (seg.words.empty()) continue;
-      cue cur{seg.words.front().start_ms, seg.words.front().end_ms, ch.label, ""};
-      for (const auto& w : seg.words) {
+      const auto& words = words_of(seg, form);
+      if (words.empty()) continue;
+      cue cur{words.front().start_ms, words.front().end_ms, ch.label, ""};
+      for (const auto& w : words) {
         const bool too_long = w.end_ms - cur.start_ms > max_cue_ms || cur.text.size() + 1 + w.word.size() > max_cue_chars;
         if (!cur.text.empty() && too_long) {
           cues.push_back(cur);
@@ -51,15 +59,27 @@ std::vector<cue> make_cues(const file_transcript& t) {
 
 std::string cue_text(const cue& c) { return c.label.empty() ? c.text : c.label + ": " + c.text; }
 
+nlohmann::json words_json(const std::vector<moe::word_info>& ws) {
+  nlohmann::json words = nlohmann::json::array();
+  for (const auto& w : ws)
+    words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
+  return words;
+}
+
 nlohmann::json to_json(const file_transcript& t) {
   nlohmann::json channels = nlohmann::json::array();
   for (const auto& ch : t.channels) {
     nlohmann::json segs = nlohmann::json::array();
     for (const auto& s : ch.segments) {
-      nlohmann::json words = nlohmann::json::array();
-      for (const auto& w : s.words)
-        words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
-      segs.push_back({{"start_ms", s.start_ms}, {"end_ms", s.end_ms}, {"text", s.text}, {"words", words}});
+      nlohmann::json red = nlohmann::json::array();
+      for (const auto& r : s.redactions) red.push_back({{"start_ms", r.start_ms}, {"end_ms", r.end_ms}, {"kind", r.kind}});
+      segs.push_back({{"start_ms", s.start_ms},
+                      {"end_ms", s.end_ms},
+                      {"text", s.text},
+                      {"words", words_json(s.words)},
+                      {"display_text", s.display_text},
+                      {"display_words", words_json(s.display_words)},
+                      {"redactions", red}});
     }
     channels.push_back({{"channel", ch.channel}, {"label", ch.label}, {"segments", segs}});
   }
@@ -78,7 +98,7 @@ bool parse_transcript_format(const std::string& name, transcript_format& out) {
   return true;
 }
 
-std::string render(const file_transcript& t, transcript_format fmt) {
+std::string render(const file_transcript& t, transcript_format fmt, transcript_form form) {
   std::string out;
   switch (fmt) {
     case transcript_format::json:
@@ -88,20 +108,20 @@ std::string render(const file_transcript& t, transcript_format fmt) {
       std::vector<cue> lines;
       for (const auto& ch : t.channels)
         for (const auto& s : ch.segments)
-          if (!s.text.empty()) lines.push_back({s.start_ms, s.end_ms, ch.label, s.text});
+          if (!text_of(s, form).empty()) lines.push_back({s.start_ms, s.end_ms, ch.label, text_of(s, form)});
       std::stable_sort(lines.begin(), lines.end(), [](const cue& a, const cue& b) { return a.start_ms < b.start_ms; });
       for (const auto& c : lines) out += cue_text(c) + "\n";
       return out;
     }
     case transcript_format::srt: {
       int n = 0;
-      for (const auto& c : make_cues(t))
+      for (const auto& c : make_cues(t, form))
         out += std::to_string(++n) + "\n" + clock(c.start_ms, ',') + " --> " + clock(c.end_ms, ',') + "\n" + cue_text(c) + "\n\n";
       return out;
     }
     case transcript_format::vtt: {
       out = "WEBVTT\n\n";
-      for (const auto& c : make_cues(t))
+      for (const auto& c : make_cues(t, form))
         out += clock(c.start_ms, '.') + " --> " + clock(c.end_ms, '.') + "\n" +
                (c.label.empty() ? c.text : "<v " + c.label + ">" + c.text) + "\n\n";
       return out;

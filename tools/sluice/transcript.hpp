@@ -9,12 +9,23 @@
 
 namespace sluice::cli {
 
-/// One speech segment of one channel, with times absolute in the file.
+/// A masked stretch of audio (redaction), for a recorder to bleep.
+struct redacted_stretch {
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+  std::string kind;  ///< card, expiry, cvv, ssn, account, email, word
+};
+
+/// One speech segment of one channel, with times absolute in the file, in both forms: lexical
+/// (as spoken) and display (numbers written, punctuated, cased); masked data is masked in both.
 struct transcript_segment {
   int64_t start_ms = 0;
   int64_t end_ms = 0;
-  std::string text;
-  std::vector<moe::word_info> words;  ///< start_ms/end_ms absolute in the file
+  std::string text;                   ///< lexical
+  std::vector<moe::word_info> words;  ///< lexical; start_ms/end_ms absolute in the file
+  std::string display_text;
+  std::vector<moe::word_info> display_words;  ///< one per written token
+  std::vector<redacted_stretch> redactions;
 };
 
 struct channel_transcript {
@@ -32,11 +43,17 @@ struct file_transcript {
 
 enum class transcript_format { text, json, srt, vtt };
 
+/// Which form text, SRT and VTT print (JSON always carries both).
+enum class transcript_form { display, lexical };
+
 /// "text" | "json" | "srt" | "vtt"; false for anything else.
 bool parse_transcript_format(const std::string& name, transcript_format& out);
 
 /// Renders one file. SRT/VTT cues follow segment boundaries, split at word gaps so that no cue is
 /// longer than max_cue_ms or max_cue_chars; channel labels prefix cue text on multi-channel files.
-std::string render(const file_transcript& t, transcript_format fmt);
+/// Text, SRT and VTT print `form`; JSON segments hold both: text/words (lexical),
+/// display_text/display_words, and redactions ({start_ms, end_ms, kind}).
+std::string render(const file_transcript& t, transcript_format fmt,
+                   transcript_form form = transcript_form::display);
 
 }  // namespace sluice::cli

@@ -1,0 +1,18 @@
+#pragma once
+/// Post-processing of a transcript_event where every output sees it: the channel actor calls this
+/// on each partial and final before it leaves, so WebSocket sessions, stored calls, the dashboard,
+/// uploads and the CLI all get the same two forms and the same masking.
+
+#include "actors/engine_resources.hpp"
+#include "actors/messages.hpp"
+#include "moe/postproc/postprocessor.hpp"
+
+namespace sluice::actors {
+
+/// Fills display_text, display_words and redactions from `ev.words` (the decoder's lexical words)
+/// and, when the stream's redaction masks anything, replaces the masked words in `ev.text` and
+/// `ev.words` too. Without a postprocessor (res.postproc null) the display form is a copy of the
+/// lexical one. Events with `error` set are left alone.
+void apply_postproc(const engine_resources& res, const moe::postproc::postproc_options& opt, transcript_event& ev);
+
+}  // namespace sluice::actors
