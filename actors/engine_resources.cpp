@@ -1,4 +1,5 @@
 #include "actors/engine_resources.hpp"
+#include "actors/punct_hook.hpp"
 
 #include <filesystem>
 
@@ -66,8 +67,14 @@ result<std::shared_ptr<const engine_resources>> engine_resources::create(
                        ? moe::postproc::itn_grammar::parse(moe::postproc::builtin_itn_grammar(), "builtin en_itn.grammar")
                        : moe::postproc::itn_grammar::load(cfg.postproc.itn_grammar);
     if (!grammar) return tl::unexpected(grammar.error());
+    std::shared_ptr<const moe::postproc::punctuation_hook> punct;
+    if (!cfg.postproc.punct_model.empty()) {
+      auto model = moe::punct::punctuator::load(cfg.postproc.punct_model);
+      if (!model) return tl::unexpected(model.error());
+      punct = std::make_shared<model_punctuation>(std::make_shared<const moe::punct::punctuator>(std::move(*model)));
+    }
     res->postproc = std::make_shared<const moe::postproc::postprocessor>(
-        std::make_shared<const moe::postproc::itn_grammar>(std::move(*grammar)));
+        std::make_shared<const moe::postproc::itn_grammar>(std::move(*grammar)), std::move(punct));
   }
   if (!cfg.postproc.tenants_dir.empty() && !std::filesystem::is_directory(cfg.postproc.tenants_dir))
     return fail(errc::invalid_config, "postproc.tenants_dir = \"" + cfg.postproc.tenants_dir + "\" is not a directory");

@@ -13,6 +13,9 @@ struct postproc_config {
   bool enabled = true;
   /// The ITN grammar file; empty: the one shipped in the repository (compiled in).
   std::string itn_grammar;
+  /// The punctuation and casing model's directory (punct.bin, vocab.txt: models/punct); empty:
+  /// simple rules (first word and "I" capitalised, a period after finals).
+  std::string punct_model;
   /// Redact sensitive data (cards, expiry, CVV, SSN, accounts, e-mail) in streams whose tenant
   /// sets no [redaction] of its own (streams without a tenant too).
   bool redact = true;
@@ -26,6 +29,7 @@ struct postproc_config {
   void visit(V&& v) {
     v("enabled", enabled, any_bool{}, "post-process results (ITN, casing, redaction); false: display = lexical");
     v("itn_grammar", itn_grammar, any_string{}, "ITN grammar file; empty: the shipped one");
+    v("punct_model", punct_model, any_string{}, "punctuation/casing model directory (models/punct); empty: rules");
     v("redact", redact, any_bool{}, "redact sensitive data for streams whose tenant sets no [redaction]");
     v("tenants_dir", tenants_dir, any_string{}, "directory of <tenant>.toml files, watched; empty: none");
     v("tenants_poll_ms", tenants_poll_ms, range{50, 3600000}, "how often the tenant directory is checked (ms)");
