@@ -1,8 +1,5 @@
 #include "actors/channel_pipeline.hpp"
 
-#include <cstdlib>
-#include <sstream>
-
 namespace sluice::actors {
 
 namespace {
@@ -17,28 +14,6 @@ bool parse_codec(const std::string& s, channel_codec& out) {
   else if (s == "opus") out = channel_codec::opus;
   else return false;
   return true;
-}
-
-result<std::vector<moe::hotword>> parse_hotwords(const std::vector<std::string>& lines, float default_weight) {
-  std::vector<moe::hotword> out;
-  for (std::string line : lines) {
-    float weight = default_weight;
-    const auto sp = line.find_last_of(" \t");
-    if (sp != std::string::npos) {
-      const std::string tail = line.substr(sp + 1);
-      char* end = nullptr;
-      const float w = std::strtof(tail.c_str(), &end);
-      if (!tail.empty() && end && *end == '\0') {
-        if (!(w >= 0) || w > moe::context_graph::max_weight)
-          return fail(errc::invalid_argument, "hotword \"" + line + "\": weight must be 0 .. 100");
-        weight = w;
-        line.resize(sp);
-      }
-    }
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    out.push_back({line, weight});
-  }
-  return out;
 }
 
 result<channel_pipeline> channel_pipeline::create(const engine_resources& res, const channel_request& req) {
@@ -67,26 +42,20 @@ result<channel_pipeline> channel_pipeline::create(const engine_resources& res, c
   if (!ep) return tl::unexpected(ep.error());
   auto hw = parse_hotwords(req.hotwords, default_hotword_weight);
   if (!hw) return tl::unexpected(hw.error());
-  auto graph = moe::context_graph::build(*hw, res.model->tokens());
-  if (!graph) return tl::unexpected(graph.error());
-  std::shared_ptr<const moe::word_lexicon> hotword_lexicon;
-  if (res.decoder_mode == moe::decoder_mode::lexicon && !hw->empty()) {
-    std::vector<std::string> words;
-    for (const auto& h : *hw) {
-      std::istringstream in(h.phrase);
-      for (std::string w; in >> w;) words.push_back(w);
-    }
-    hotword_lexicon = std::make_shared<const moe::word_lexicon>(
-        moe::word_lexicon::build(res.model->tokens(), res.lm.get(), words, /*with_lm_unigrams=*/false));
-  }
-  return channel_pipeline{codec,          req.sample_rate, std::move(*rs),    std::move(dn),
-                          std::move(*ep), std::move(opus), std::move(*graph), std::move(hotword_lexicon),
+  auto prepared = res.recognizer->prepare(moe::stream_config{std::move(*hw), std::nullopt});
+  if (!prepared) return tl::unexpected(prepared.error());
+  return channel_pipeline{codec,
+                          req.sample_rate,
+                          std::move(*rs),
+                          std::move(dn),
+                          std::move(*ep),
+                          std::move(opus),
+                          std::make_shared<const moe::prepared_stream>(std::move(*prepared)),
                           {}};
 }
 
 result<moe::ctc_decoder> channel_pipeline::make_decoder(const engine_resources& res) const {
-  return moe::ctc_decoder::create(res.decoder_mode, res.model->tokens(), res.decoder, res.lm.get(),
-                                  moe::lexicon_view(res.lexicon.get(), hotword_lexicon.get()), hotwords);
+  return res.recognizer->make_decoder(*stream);
 }
 
 result<std::vector<float>> channel_pipeline::decode(const std::vector<uint8_t>& bytes) {

@@ -18,8 +18,7 @@
 #include "dsp/opus_decoder.hpp"
 #include "dsp/pcm.hpp"
 #include "dsp/resampler.hpp"
-#include "moe/decoder/context_graph.hpp"
-#include "moe/decoder/word_lexicon.hpp"
+#include "moe/recognizer/recognizer_resources.hpp"
 
 namespace sluice::actors {
 
@@ -28,8 +27,8 @@ enum class channel_codec { f32, pcm_s16le, mulaw, alaw, opus };
 /// "f32", "pcm_s16le", "mulaw", "alaw", "opus"; false for anything else.
 bool parse_codec(const std::string& s, channel_codec& out);
 
-/// Hotword lines "phrase" or "phrase weight" (weight >= 0, default `default_weight`).
-result<std::vector<moe::hotword>> parse_hotwords(const std::vector<std::string>& lines, float default_weight);
+/// Hotword lines "phrase" or "phrase weight": moe::parse_hotwords.
+using moe::parse_hotwords;
 
 struct channel_pipeline {
   channel_codec codec = channel_codec::f32;
@@ -38,9 +37,8 @@ struct channel_pipeline {
   std::optional<dsp::denoiser> denoise;
   dsp::endpointer endpoint;
   std::optional<dsp::opus_decoder> opus;
-  moe::context_graph hotwords;
-  /// The hotwords' words, which join the lexicon decoder's vocabulary for this channel.
-  std::shared_ptr<const moe::word_lexicon> hotword_lexicon;
+  /// The channel's hotwords and decoder settings, prepared once for all its utterances.
+  std::shared_ptr<const moe::prepared_stream> stream;
   std::vector<uint8_t> partial_sample;  ///< bytes of a sample split across packets (PCM codecs)
 
   /// errc::invalid_argument naming what is wrong (rate, codec, a hotword line).

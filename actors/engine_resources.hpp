@@ -1,7 +1,9 @@
 #pragma once
 /// What every actor of one engine reads and nobody writes: the model, the expert placement, the
 /// feature extractor, the word LM, the config. Built once before the actors start and shared
-/// by const pointer (the only state actors share).
+/// by const pointer (the only state actors share). The recognizer's part (model, window, decoder
+/// mode and settings, LM, lexicon) is moe::recognizer_resources, built by it; the fields below
+/// that repeat it (lm, decoder, decoder_mode, lexicon, window) point at the same objects.
 
 #include <memory>
 
@@ -16,6 +18,7 @@
 #include "moe/decoder/decoder_options.hpp"
 #include "moe/decoder/word_lexicon.hpp"
 #include "moe/expert_placement.hpp"
+#include "moe/recognizer/recognizer_resources.hpp"
 
 namespace sluice::actors {
 
@@ -30,11 +33,12 @@ struct engine_resources {
   std::shared_ptr<const moe::word_lexicon> lexicon;  ///< the lexicon decoder's vocabulary; null unless lexicon mode
   moe::attention_window window;                      ///< the trained streaming window
   moe::compute_options compute;
+  std::shared_ptr<const moe::recognizer_resources> recognizer;  ///< never null once created
 
-  /// Loads the word LM from <model dir>/lm.arpa when `use_lm` and it exists, resolves the decoder
-  /// mode and, for the lexicon decoder, builds its vocabulary (the LM's words and the lexicon
-  /// file's). Errors: a placement that does not fit (more shards than experts), a bad LM or
-  /// lexicon file, lexicon mode with no vocabulary, fbank settings.
+  /// Builds the recognizer resources (moe::recognizer_resources::create: LM, decoder mode,
+  /// vocabulary), the expert placement and the fbank. Errors: a placement that does not fit (more
+  /// shards than experts), a bad LM or lexicon file, lexicon mode with no vocabulary, fbank
+  /// settings.
   static result<std::shared_ptr<const engine_resources>> create(const config::sluice_config& cfg,
                                                                 std::shared_ptr<const moe::acoustic_model> model,
                                                                 bool use_lm = true);
