@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -55,6 +56,7 @@ struct batcher {
   caf::actor metrics, supervisor;
   std::vector<caf::actor> experts, spillways;
   std::map<stream_key, stream_entry> streams;
+  std::set<caf::actor_addr> monitored;  // channels with a monitor on them: one each, however many utterances
   half halves[n_halves];
   bool flush_pending = false;
   int64_t step_counter = 0;
@@ -520,6 +522,7 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
     st->halves[i].mb = std::make_unique<moe::micro_batch>(*res->model, i, res->compute);
   self->set_down_handler([self, st](caf::down_msg& dm) {
     // A channel went away: its streams are forgotten (those in a step once the step ends).
+    st->monitored.erase(dm.source);
     for (auto it = st->streams.begin(); it != st->streams.end();) {
       if (it->second.channel.address() == dm.source) {
         it->second.dropped = true;
@@ -546,12 +549,25 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
         auto channel = caf::actor_cast<caf::actor>(self->current_sender());
         if (it == st->streams.end()) {
           auto s = moe::stream_state::create(*st->res->model, st->res->window, st->res->compute);
-          if (!s) return;  // the window was checked when the engine started
+          if (!s) {
+            // The utterance cannot run: its channel hears so now rather than waiting forever.
+            logits_chunk lost;
+            lost.channel = key.first;
+            lost.utterance = key.second;
+            lost.last = true;
+            lost.error = "cannot create the model state: " + s.error().message;
+            self->send(channel, logits_atom::value, std::move(lost));
+            st->meter.count("utterances_lost");
+            return;
+          }
           stream_entry e;
           e.channel = channel;
           e.state = std::make_unique<moe::stream_state>(std::move(*s));
           it = st->streams.emplace(key, std::move(e)).first;
-          self->monitor(channel);
+          if (st->monitored.insert(channel.address()).second) {
+            self->monitor(channel);
+            st->meter.count("monitors_placed");
+          }
           st->meter.count("utterances");
         }
         auto& e = it->second;
@@ -612,6 +628,7 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
         for (const auto& h : st->halves) growths += h.mb->growths();
         st->meter.gauge("buffer_growths", static_cast<double>(growths));
         st->meter.gauge("streams", static_cast<double>(st->streams.size()));
+        st->meter.gauge("monitored_channels", static_cast<double>(st->monitored.size()));
         st->meter.gauge("queue_wait_now_ms", oldest);
         int64_t hot = 0;
         for (auto v : st->hot) hot += v;

@@ -95,14 +95,22 @@ void maybe_drained(self_ptr self, const state_ptr& st) {
   self->quit();
 }
 
-int64_t open_utterance(const state_ptr& st, int64_t start_sample) {
+// A new utterance with its decoder. When the decoder cannot be made the utterance is reported
+// lost at once (an error event) and left out of `utterances`: nothing waits for it.
+int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample, bool& lost) {
   const int64_t id = st->next_utterance++;
-  auto& u = st->utterances[id];
-  u.start_sample = start_sample;
-  auto dec = st->pipe->make_decoder(*st->res);
-  if (dec) u.decoder.emplace(std::move(*dec));
   st->fbank.reset();
   st->meter.count("utterances");
+  auto dec = st->pipe->make_decoder(*st->res);
+  lost = !dec;
+  if (!dec) {
+    spdlog::warn("channel {}: utterance {} has no decoder: {}", st->id, id, dec.error().message);
+    send_error(self, st, id, "cannot create the decoder: " + dec.error().message);
+    return id;
+  }
+  auto& u = st->utterances[id];
+  u.start_sample = start_sample;
+  u.decoder.emplace(std::move(*dec));
   return id;
 }
 
@@ -142,8 +150,7 @@ void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x1
   }
   for (const auto& ev : events) {
     if (ev.kind == dsp::endpoint_kind::utterance_start) {
-      st->open_lost = false;
-      st->open = open_utterance(st, ev.sample);
+      st->open = open_utterance(self, st, ev.sample, st->open_lost);
       st->fed = std::max(ev.sample, st->history_base);
     } else {
       if (st->open >= 0 && !st->open_lost) feed(self, st, std::max(ev.sample, st->fed), true);
@@ -268,7 +275,12 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
       },
       [self, st](segment_atom, std::vector<float>& x16, int64_t start_sample) {
         actor_meter::scope busy(st->meter);
-        const int64_t u = open_utterance(st, start_sample);
+        bool lost = false;
+        const int64_t u = open_utterance(self, st, start_sample, lost);
+        if (lost) {
+          maybe_drained(self, st);
+          return;
+        }
         st->utterances[u].end_sample = start_sample + static_cast<int64_t>(x16.size());
         send_features(self, st, u, st->res->fbank->compute(x16), true);
         st->meter.count("audio_ms", static_cast<double>(x16.size()) / samples_per_ms);
