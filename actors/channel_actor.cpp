@@ -58,6 +58,9 @@ struct channel {
   actor_meter meter;
   std::string latest_text;  // the newest partial or final text, for the dashboard
   std::string tenant;       // reported with the text: net/ shows it only to this tenant
+  // Sample index of the oldest audio still usable (history_ms back, or the open utterance's
+  // unfed part); history[0] (history_base) may be older: the front is dropped in batches.
+  int64_t history_start = 0;
 };
 
 using self_ptr = caf::event_based_actor*;
@@ -151,7 +154,7 @@ void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x1
   for (const auto& ev : events) {
     if (ev.kind == dsp::endpoint_kind::utterance_start) {
       st->open = open_utterance(self, st, ev.sample, st->open_lost);
-      st->fed = std::max(ev.sample, st->history_base);
+      st->fed = std::max(ev.sample, st->history_start);
     } else {
       if (st->open >= 0 && !st->open_lost) feed(self, st, std::max(ev.sample, st->fed), true);
       st->open = -1;
@@ -162,9 +165,14 @@ void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x1
   // Keep history_ms of audio, and all of the open utterance's unfed part.
   int64_t keep_from = st->received - history_ms * samples_per_ms;
   if (st->open >= 0) keep_from = std::min(keep_from, st->fed);
-  if (keep_from > st->history_base) {
-    st->history.erase(st->history.begin(), st->history.begin() + (keep_from - st->history_base));
-    st->history_base = keep_from;
+  st->history_start = std::max(st->history_start, keep_from);
+  // The dead front goes only once it is as long as what is kept, so each sample is moved once on
+  // average: erasing it on every packet moved the whole 3 s history per 20 ms packet.
+  const int64_t dead = st->history_start - st->history_base;
+  if (dead > 0 && 2 * dead >= static_cast<int64_t>(st->history.size())) {
+    st->history.erase(st->history.begin(), st->history.begin() + dead);
+    st->history_base = st->history_start;
+    st->meter.count("history_moved_samples", static_cast<double>(st->history.size()));
   }
 }
 
