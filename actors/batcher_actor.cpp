@@ -132,6 +132,10 @@ void abort_half(self_ptr self, const state_ptr& st, int hi, const std::string& w
   auto& h = st->halves[hi];
   spdlog::warn("batcher: micro-batch {} given up: {}", hi, why);
   h.mb->abort();
+  // An expert may still be reading this half's blocks or writing their replies (a late reply,
+  // a block that failed over): the next step gets new buffers, the old ones live on with the
+  // messages that hold them.
+  for (auto& m : h.slots) m = fresh_block();
   for (const auto& key : h.keys) {
     auto it = st->streams.find(key);
     if (it == st->streams.end()) continue;
