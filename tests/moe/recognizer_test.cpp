@@ -150,7 +150,7 @@ TEST_SUITE("recognizer") {
     }
   }
 
-  TEST_CASE("bad options and misuse are error values; the stream stays usable") {
+  TEST_CASE("bad options and misuse are error values, and the stream stays usable") {
     auto res = default_resources();
     recognizer rec(res);
     // Options: a hotword the vocabulary cannot spell, a weight out of range, bad decoder settings.
