@@ -5,11 +5,14 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "actors/actor_meter.hpp"
 #include "moe/block_codec.hpp"
+#include "moe/local_experts.hpp"
 #include "moe/micro_batch.hpp"
 #include "moe/stream_state.hpp"
 
@@ -54,7 +57,10 @@ struct batcher {
   std::shared_ptr<const engine_resources> res;
   caf::actor metrics, supervisor;
   std::vector<caf::actor> experts, spillways;
+  // Lane mode: every routed expert runs here, right after the dense part (no expert actors).
+  std::optional<moe::local_experts> local;
   std::map<stream_key, stream_entry> streams;
+  std::set<caf::actor_addr> monitored;  // channels with a monitor on them: one each, however many utterances
   half halves[n_halves];
   bool flush_pending = false;
   int64_t step_counter = 0;
@@ -126,6 +132,10 @@ void abort_half(self_ptr self, const state_ptr& st, int hi, const std::string& w
   auto& h = st->halves[hi];
   spdlog::warn("batcher: micro-batch {} given up: {}", hi, why);
   h.mb->abort();
+  // An expert may still be reading this half's blocks or writing their replies (a late reply,
+  // a block that failed over): the next step gets new buffers, the old ones live on with the
+  // messages that hold them.
+  for (auto& m : h.slots) m = fresh_block();
   for (const auto& key : h.keys) {
     auto it = st->streams.find(key);
     if (it == st->streams.end()) continue;
@@ -137,13 +147,23 @@ void abort_half(self_ptr self, const state_ptr& st, int hi, const std::string& w
   h.busy = false;
 }
 
+// A lane's step runs to the end at once: the next one is started from the mailbox (a flush),
+// so features and drops that came meanwhile are taken in between, and no call chain grows.
+void continue_later(self_ptr self, const state_ptr& st) {
+  if (st->local) self->send(self, flush_atom::value);
+  else maybe_start(self, st, false);
+}
+
 void finish_half(self_ptr self, const state_ptr& st, int hi) {
   auto& h = st->halves[hi];
   const auto now = clock::now();
-  if (auto ok = h.mb->finish(); !ok) {
-    abort_half(self, st, hi, ok.error().message);
-    return;
-  }
+  // A lane's local_experts::run has finished the micro-batch already.
+  if (h.mb->current_phase() != moe::micro_batch::phase::done)
+    if (auto ok = h.mb->finish(); !ok) {
+      abort_half(self, st, hi, ok.error().message);
+      continue_later(self, st);
+      return;
+    }
   for (std::size_t i = 0; i < h.keys.size(); ++i) {
     auto it = st->streams.find(h.keys[i]);
     if (it == st->streams.end()) continue;
@@ -186,7 +206,7 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
   h.keys.clear();
   h.streams.clear();
   h.busy = false;
-  maybe_start(self, st, false);
+  continue_later(self, st);
 }
 
 void on_reply(self_ptr self, const state_ptr& st, int hi, int64_t step, int32_t b, reply_msg& r) {
@@ -255,6 +275,15 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
   const auto& arch = st->res->model->arch();
   const auto& placement = st->res->placement;
   if (mb.current_phase() == moe::micro_batch::phase::output) {
+    finish_half(self, st, hi);
+    return;
+  }
+  if (st->local) {
+    if (auto ok = st->local->run(mb); !ok) {
+      abort_half(self, st, hi, ok.error().message);
+      continue_later(self, st);
+      return;
+    }
     finish_half(self, st, hi);
     return;
   }
@@ -340,7 +369,8 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
     st->meter.histogram("queue_wait_ms").add(ms_since(e.ready_since, now));
     h.streams.push_back(e.state.get());
   }
-  const auto n_blocks = static_cast<std::size_t>(st->res->placement.n_shards() + 1);
+  // A lane sends no token block: no block buffers.
+  const auto n_blocks = st->local ? std::size_t{0} : static_cast<std::size_t>(st->res->placement.n_shards() + 1);
   if (h.slots.size() != n_blocks) {
     h.slots.clear();
     for (std::size_t b = 0; b < n_blocks; ++b) h.slots.push_back(fresh_block());
@@ -432,7 +462,7 @@ void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed) {
     rebalance(self, st);
     st->last_rebalance = clock::now();
   }
-  if (st->experts.empty() || !any_waiting(st)) return;
+  if ((st->experts.empty() && !st->local) || !any_waiting(st)) return;
   if (!window_elapsed) {
     // Start now only if some stream has already waited a whole window.
     const auto now = clock::now();
@@ -465,7 +495,7 @@ void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed) {
   st->meter.count("padded_frames", 0);
   st->meter.count("padding_avoided_frames", static_cast<double>(padded));
   st->meter.count("computed_frames", static_cast<double>(total));
-  if (st->res->cfg.engine.overlap && idle.size() == n_halves && keys.size() >= 2) {
+  if (st->res->cfg.engine.overlap && !st->local && idle.size() == n_halves && keys.size() >= 2) {
     // Two halves of about equal tokens.
     int64_t acc = 0;
     std::size_t cut = 0;
@@ -503,9 +533,15 @@ void rebalance(self_ptr self, const state_ptr& st) {
 
 }  // namespace
 
-caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                            caf::actor metrics, caf::actor supervisor) {
+namespace {
+
+caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                               caf::actor metrics, caf::actor supervisor, int32_t lane) {
   auto st = std::make_shared<batcher>();
+  if (lane >= 0) {
+    st->local.emplace(*res->model, res->compute);
+    st->meter = actor_meter("lane/" + std::to_string(lane), "batcher");
+  }
   st->res = res;
   st->metrics = metrics;
   st->supervisor = supervisor;
@@ -520,6 +556,7 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
     st->halves[i].mb = std::make_unique<moe::micro_batch>(*res->model, i, res->compute);
   self->set_down_handler([self, st](caf::down_msg& dm) {
     // A channel went away: its streams are forgotten (those in a step once the step ends).
+    st->monitored.erase(dm.source);
     for (auto it = st->streams.begin(); it != st->streams.end();) {
       if (it->second.channel.address() == dm.source) {
         it->second.dropped = true;
@@ -546,12 +583,25 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
         auto channel = caf::actor_cast<caf::actor>(self->current_sender());
         if (it == st->streams.end()) {
           auto s = moe::stream_state::create(*st->res->model, st->res->window, st->res->compute);
-          if (!s) return;  // the window was checked when the engine started
+          if (!s) {
+            // The utterance cannot run: its channel hears so now rather than waiting forever.
+            logits_chunk lost;
+            lost.channel = key.first;
+            lost.utterance = key.second;
+            lost.last = true;
+            lost.error = "cannot create the model state: " + s.error().message;
+            self->send(channel, logits_atom::value, std::move(lost));
+            st->meter.count("utterances_lost");
+            return;
+          }
           stream_entry e;
           e.channel = channel;
           e.state = std::make_unique<moe::stream_state>(std::move(*s));
           it = st->streams.emplace(key, std::move(e)).first;
-          self->monitor(channel);
+          if (st->monitored.insert(channel.address()).second) {
+            self->monitor(channel);
+            st->meter.count("monitors_placed");
+          }
           st->meter.count("utterances");
         }
         auto& e = it->second;
@@ -612,6 +662,7 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
         for (const auto& h : st->halves) growths += h.mb->growths();
         st->meter.gauge("buffer_growths", static_cast<double>(growths));
         st->meter.gauge("streams", static_cast<double>(st->streams.size()));
+        st->meter.gauge("monitored_channels", static_cast<double>(st->monitored.size()));
         st->meter.gauge("queue_wait_now_ms", oldest);
         int64_t hot = 0;
         for (auto v : st->hot) hot += v;
@@ -621,6 +672,18 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
       },
   };
+}
+
+}  // namespace
+
+caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                            caf::actor metrics, caf::actor supervisor) {
+  return batcher_behavior(self, std::move(res), std::move(metrics), std::move(supervisor), -1);
+}
+
+caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                         caf::actor metrics, caf::actor supervisor, int32_t index) {
+  return batcher_behavior(self, std::move(res), std::move(metrics), std::move(supervisor), index);
 }
 
 }  // namespace sluice::actors

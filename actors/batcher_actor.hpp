@@ -36,4 +36,11 @@ namespace sluice::actors {
 caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             caf::actor metrics, caf::actor supervisor);
 
+/// The same actor as lane `index` ([engine] lanes > 0): it speaks the same protocol to its
+/// channels, but runs every routed expert itself, right after each layer's dense part
+/// (moe::local_experts), in one micro-batch per step (no halves, no token blocks, no shards
+/// message needed). Results equal the batcher's. Reports as "lane/<index>", kind "batcher".
+caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+                         caf::actor metrics, caf::actor supervisor, int32_t index);
+
 }  // namespace sluice::actors

@@ -59,6 +59,9 @@ struct channel {
   actor_meter meter;
   std::string latest_text;  // the newest partial or final text, for the dashboard
   std::string tenant;       // reported with the text: net/ shows it only to this tenant
+  // Sample index of the oldest audio still usable (history_ms back, or the open utterance's
+  // unfed part); history[0] (history_base) may be older: the front is dropped in batches.
+  int64_t history_start = 0;
 };
 
 using self_ptr = caf::event_based_actor*;
@@ -96,17 +99,25 @@ void maybe_drained(self_ptr self, const state_ptr& st) {
   self->quit();
 }
 
-int64_t open_utterance(const state_ptr& st, int64_t start_sample) {
+// A new utterance with its decoder. When the decoder cannot be made the utterance is reported
+// lost at once (an error event) and left out of `utterances`: nothing waits for it.
+int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample, bool& lost) {
   const int64_t id = st->next_utterance++;
-  auto& u = st->utterances[id];
-  u.start_sample = start_sample;
   // A tenant's new hotwords or redaction rules reach a live stream at its next utterance.
   if (st->pipe->refresh_tenant(*st->res))
     spdlog::debug("channel {}: tenant {} rules updated (version {})", st->id, st->pipe->tenant, st->pipe->tenant_version);
-  auto dec = st->pipe->make_decoder(*st->res);
-  if (dec) u.decoder.emplace(std::move(*dec));
   st->fbank.reset();
   st->meter.count("utterances");
+  auto dec = st->pipe->make_decoder(*st->res);
+  lost = !dec;
+  if (!dec) {
+    spdlog::warn("channel {}: utterance {} has no decoder: {}", st->id, id, dec.error().message);
+    send_error(self, st, id, "cannot create the decoder: " + dec.error().message);
+    return id;
+  }
+  auto& u = st->utterances[id];
+  u.start_sample = start_sample;
+  u.decoder.emplace(std::move(*dec));
   return id;
 }
 
@@ -146,9 +157,8 @@ void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x1
   }
   for (const auto& ev : events) {
     if (ev.kind == dsp::endpoint_kind::utterance_start) {
-      st->open_lost = false;
-      st->open = open_utterance(st, ev.sample);
-      st->fed = std::max(ev.sample, st->history_base);
+      st->open = open_utterance(self, st, ev.sample, st->open_lost);
+      st->fed = std::max(ev.sample, st->history_start);
     } else {
       if (st->open >= 0 && !st->open_lost) feed(self, st, std::max(ev.sample, st->fed), true);
       st->open = -1;
@@ -159,9 +169,14 @@ void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x1
   // Keep history_ms of audio, and all of the open utterance's unfed part.
   int64_t keep_from = st->received - history_ms * samples_per_ms;
   if (st->open >= 0) keep_from = std::min(keep_from, st->fed);
-  if (keep_from > st->history_base) {
-    st->history.erase(st->history.begin(), st->history.begin() + (keep_from - st->history_base));
-    st->history_base = keep_from;
+  st->history_start = std::max(st->history_start, keep_from);
+  // The dead front goes only once it is as long as what is kept, so each sample is moved once on
+  // average: erasing it on every packet moved the whole 3 s history per 20 ms packet.
+  const int64_t dead = st->history_start - st->history_base;
+  if (dead > 0 && 2 * dead >= static_cast<int64_t>(st->history.size())) {
+    st->history.erase(st->history.begin(), st->history.begin() + dead);
+    st->history_base = st->history_start;
+    st->meter.count("history_moved_samples", static_cast<double>(st->history.size()));
   }
 }
 
@@ -278,7 +293,12 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
       },
       [self, st](segment_atom, std::vector<float>& x16, int64_t start_sample) {
         actor_meter::scope busy(st->meter);
-        const int64_t u = open_utterance(st, start_sample);
+        bool lost = false;
+        const int64_t u = open_utterance(self, st, start_sample, lost);
+        if (lost) {
+          maybe_drained(self, st);
+          return;
+        }
         st->utterances[u].end_sample = start_sample + static_cast<int64_t>(x16.size());
         send_features(self, st, u, st->res->fbank->compute(x16), true);
         st->meter.count("audio_ms", static_cast<double>(x16.size()) / samples_per_ms);

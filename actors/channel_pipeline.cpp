@@ -1,38 +1,11 @@
 #include "actors/channel_pipeline.hpp"
 
-#include <cstdlib>
-#include <sstream>
-
 #include <spdlog/spdlog.h>
 
 namespace sluice::actors {
 
 namespace {
 constexpr float default_hotword_weight = 3.0f;
-
-struct hotword_build {
-  moe::context_graph graph;
-  std::shared_ptr<const moe::word_lexicon> lexicon;
-};
-
-// The hotword graph of `hw` and, for the lexicon decoder, the vocabulary its words (and `extra`
-// words: a tenant's lexicon additions) add.
-result<hotword_build> build_hotwords(const engine_resources& res, const std::vector<moe::hotword>& hw,
-                                     const std::vector<std::string>& extra) {
-  auto graph = moe::context_graph::build(hw, res.model->tokens());
-  if (!graph) return tl::unexpected(graph.error());
-  std::shared_ptr<const moe::word_lexicon> lexicon;
-  if (res.decoder_mode == moe::decoder_mode::lexicon && (!hw.empty() || !extra.empty())) {
-    std::vector<std::string> words = extra;
-    for (const auto& h : hw) {
-      std::istringstream in(h.phrase);
-      for (std::string w; in >> w;) words.push_back(w);
-    }
-    lexicon = std::make_shared<const moe::word_lexicon>(
-        moe::word_lexicon::build(res.model->tokens(), res.lm.get(), words, /*with_lm_unigrams=*/false));
-  }
-  return hotword_build{std::move(*graph), std::move(lexicon)};
-}
 
 moe::postproc::redaction_rules default_rules(const engine_resources& res) {
   moe::postproc::redaction_rules r;
@@ -49,28 +22,6 @@ bool parse_codec(const std::string& s, channel_codec& out) {
   else if (s == "opus") out = channel_codec::opus;
   else return false;
   return true;
-}
-
-result<std::vector<moe::hotword>> parse_hotwords(const std::vector<std::string>& lines, float default_weight) {
-  std::vector<moe::hotword> out;
-  for (std::string line : lines) {
-    float weight = default_weight;
-    const auto sp = line.find_last_of(" \t");
-    if (sp != std::string::npos) {
-      const std::string tail = line.substr(sp + 1);
-      char* end = nullptr;
-      const float w = std::strtof(tail.c_str(), &end);
-      if (!tail.empty() && end && *end == '\0') {
-        if (!(w >= 0) || w > moe::context_graph::max_weight)
-          return fail(errc::invalid_argument, "hotword \"" + line + "\": weight must be 0 .. 100");
-        weight = w;
-        line.resize(sp);
-      }
-    }
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    out.push_back({line, weight});
-  }
-  return out;
 }
 
 result<channel_pipeline> channel_pipeline::create(const engine_resources& res, const channel_request& req) {
@@ -99,10 +50,15 @@ result<channel_pipeline> channel_pipeline::create(const engine_resources& res, c
   if (!ep) return tl::unexpected(ep.error());
   auto hw = parse_hotwords(req.hotwords, default_hotword_weight);
   if (!hw) return tl::unexpected(hw.error());
-  auto built = build_hotwords(res, *hw, {});
-  if (!built) return tl::unexpected(built.error());
-  channel_pipeline p{codec,          req.sample_rate, std::move(*rs),          std::move(dn),
-                     std::move(*ep), std::move(opus), std::move(built->graph), std::move(built->lexicon),
+  auto prepared = res.recognizer->prepare(moe::stream_config{*hw, std::nullopt, {}});
+  if (!prepared) return tl::unexpected(prepared.error());
+  channel_pipeline p{codec,
+                     req.sample_rate,
+                     std::move(*rs),
+                     std::move(dn),
+                     std::move(*ep),
+                     std::move(opus),
+                     std::make_shared<const moe::prepared_stream>(std::move(*prepared)),
                      {}};
   p.request_hotwords = std::move(*hw);
   p.tenant = req.tenant;
@@ -118,31 +74,28 @@ bool channel_pipeline::refresh_tenant(const engine_resources& res) {
   if (version == tenant_version) return false;
   tenant_version = version;
   post.redact = profile && profile->has_redaction ? profile->redaction : default_rules(res);
-  auto all = request_hotwords;
-  std::vector<std::string> extra;
+  moe::stream_config config{request_hotwords, std::nullopt, {}};
   if (profile) {
     auto mine = parse_hotwords(profile->hotwords, default_hotword_weight);
     if (mine) {
-      all.insert(all.end(), mine->begin(), mine->end());
-      extra = profile->lexicon;
+      config.hotwords.insert(config.hotwords.end(), mine->begin(), mine->end());
+      config.extra_words = profile->lexicon;
     } else {
       spdlog::warn("tenant {}: hotwords not used: {}", tenant, mine.error().message);
     }
   }
-  auto built = build_hotwords(res, all, extra);
-  if (!built) {
-    spdlog::warn("tenant {}: hotwords not used: {}", tenant, built.error().message);
-    built = build_hotwords(res, request_hotwords, {});
-    if (!built) return true;  // the request's own hotwords built at create(): cannot fail now
+  auto prepared = res.recognizer->prepare(config);
+  if (!prepared) {
+    spdlog::warn("tenant {}: hotwords not used: {}", tenant, prepared.error().message);
+    prepared = res.recognizer->prepare(moe::stream_config{request_hotwords, std::nullopt, {}});
+    if (!prepared) return true;  // the request's own hotwords were prepared at create(): cannot fail now
   }
-  hotwords = std::move(built->graph);
-  hotword_lexicon = std::move(built->lexicon);
+  stream = std::make_shared<const moe::prepared_stream>(std::move(*prepared));
   return true;
 }
 
 result<moe::ctc_decoder> channel_pipeline::make_decoder(const engine_resources& res) const {
-  return moe::ctc_decoder::create(res.decoder_mode, res.model->tokens(), res.decoder, res.lm.get(),
-                                  moe::lexicon_view(res.lexicon.get(), hotword_lexicon.get()), hotwords);
+  return res.recognizer->make_decoder(*stream);
 }
 
 result<std::vector<float>> channel_pipeline::decode(const std::vector<uint8_t>& bytes) {

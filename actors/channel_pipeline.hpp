@@ -21,6 +21,7 @@
 #include "moe/decoder/context_graph.hpp"
 #include "moe/decoder/word_lexicon.hpp"
 #include "moe/postproc/postprocessor.hpp"
+#include "moe/recognizer/recognizer_resources.hpp"
 
 namespace sluice::actors {
 
@@ -29,8 +30,8 @@ enum class channel_codec { f32, pcm_s16le, mulaw, alaw, opus };
 /// "f32", "pcm_s16le", "mulaw", "alaw", "opus"; false for anything else.
 bool parse_codec(const std::string& s, channel_codec& out);
 
-/// Hotword lines "phrase" or "phrase weight" (weight >= 0, default `default_weight`).
-result<std::vector<moe::hotword>> parse_hotwords(const std::vector<std::string>& lines, float default_weight);
+/// Hotword lines "phrase" or "phrase weight": moe::parse_hotwords.
+using moe::parse_hotwords;
 
 struct channel_pipeline {
   channel_codec codec = channel_codec::f32;
@@ -39,14 +40,14 @@ struct channel_pipeline {
   std::optional<dsp::denoiser> denoise;
   dsp::endpointer endpoint;
   std::optional<dsp::opus_decoder> opus;
-  moe::context_graph hotwords;
-  /// The hotwords' words, which join the lexicon decoder's vocabulary for this channel.
-  std::shared_ptr<const moe::word_lexicon> hotword_lexicon;
+  /// The channel's hotwords (its request's and its tenant's) and decoder settings, used by each
+  /// utterance; replaced by refresh_tenant() when the tenant's rules change.
+  std::shared_ptr<const moe::prepared_stream> stream;
   std::vector<uint8_t> partial_sample;  ///< bytes of a sample split across packets (PCM codecs)
-  /// The request's own hotwords; the tenant's are added to them in `hotwords`.
+  /// The request's own hotwords; the tenant's are added to them in `stream`.
   std::vector<moe::hotword> request_hotwords;
   std::string tenant;             ///< whose rules apply (empty: the engine defaults)
-  uint64_t tenant_version = 0;    ///< version of the tenant profile `hotwords` and `post` were built from (0: none)
+  uint64_t tenant_version = 0;    ///< version of the tenant profile `stream` and `post` were built from (0: none)
   moe::postproc::postproc_options post;  ///< the tenant's redaction rules (or the engine default)
 
   /// errc::invalid_argument naming what is wrong (rate, codec, a hotword line).

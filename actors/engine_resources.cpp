@@ -9,22 +9,6 @@
 
 namespace sluice::actors {
 
-namespace {
-constexpr const char* lm_file_name = "lm.arpa";
-constexpr const char* lexicon_file_name = "lexicon.txt";
-
-// decoder.lexicon_file, relative to the model directory; else <model dir>/lexicon.txt if present.
-std::string lexicon_path(const config::sluice_config& cfg) {
-  const std::filesystem::path dir(cfg.model.dir);
-  if (!cfg.decoder.lexicon_file.empty()) {
-    const std::filesystem::path p(cfg.decoder.lexicon_file);
-    return (p.is_absolute() ? p : dir / p).string();
-  }
-  const auto fallback = dir / lexicon_file_name;
-  return std::filesystem::exists(fallback) ? fallback.string() : std::string{};
-}
-}  // namespace
-
 result<std::shared_ptr<const engine_resources>> engine_resources::create(
     const config::sluice_config& cfg, std::shared_ptr<const moe::acoustic_model> model, bool use_lm) {
   if (!model) return fail(errc::invalid_argument, "engine: no model");
@@ -37,31 +21,12 @@ result<std::shared_ptr<const engine_resources>> engine_resources::create(
   if (!placement) return tl::unexpected(placement.error());
   auto fbank = dsp::fbank_computer::create(moe::fbank_config_of(model->manifest().features), dsp::model_sample_rate);
   if (!fbank) return tl::unexpected(fbank.error());
-  std::shared_ptr<const moe::arpa_lm> lm;
-  const auto lm_path = std::filesystem::path(cfg.model.dir) / lm_file_name;
-  if (use_lm && std::filesystem::exists(lm_path)) {
-    auto loaded = moe::arpa_lm::load(lm_path.string());
-    if (!loaded) return tl::unexpected(loaded.error());
-    lm = std::make_shared<const moe::arpa_lm>(std::move(*loaded));
-  }
-  const std::string lexicon_file = lexicon_path(cfg);
-  auto mode = moe::resolve_mode(cfg.decoder.mode, lm || !lexicon_file.empty());
-  if (!mode) return tl::unexpected(mode.error());
-  std::shared_ptr<const moe::word_lexicon> lexicon;
-  if (*mode == moe::decoder_mode::lexicon) {
-    std::vector<std::string> words;
-    if (!lexicon_file.empty()) {
-      auto read = moe::word_lexicon::read_words(lexicon_file);
-      if (!read) return tl::unexpected(read.error());
-      words = std::move(*read);
-    }
-    lexicon = std::make_shared<const moe::word_lexicon>(moe::word_lexicon::build(model->tokens(), lm.get(), words));
-  }
+  auto rec = moe::recognizer_resources::create(cfg, model, use_lm);
+  if (!rec) return tl::unexpected(rec.error());
+  const auto& r = **rec;
   auto res = std::make_shared<engine_resources>(engine_resources{
-      cfg, model, std::move(*placement), std::make_shared<const dsp::fbank_computer>(std::move(*fbank)), std::move(lm),
-      cfg.decoder, *mode, std::move(lexicon), moe::attention_window{arch.chunk_frames, arch.left_chunks}, {}});
-  // Word times: one decoder frame is the model's fbank shift times its subsampling.
-  res->decoder.frame_ms = model->manifest().features.frame_shift_ms * arch.subsampling;
+      cfg, model, std::move(*placement), std::make_shared<const dsp::fbank_computer>(std::move(*fbank)), r.lm,
+      r.decoder, r.mode, r.lexicon, r.window, r.compute, *rec});
   if (cfg.postproc.enabled) {
     auto grammar = cfg.postproc.itn_grammar.empty()
                        ? moe::postproc::itn_grammar::parse(moe::postproc::builtin_itn_grammar(), "builtin en_itn.grammar")

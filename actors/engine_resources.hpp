@@ -1,7 +1,9 @@
 #pragma once
 /// What every actor of one engine reads and nobody writes: the model, the expert placement, the
 /// feature extractor, the word LM, the config. Built once before the actors start and shared
-/// by const pointer (the only state actors share).
+/// by const pointer (the only state actors share). The recognizer's part (model, window, decoder
+/// mode and settings, LM, lexicon) is moe::recognizer_resources, built by it; the fields below
+/// that repeat it (lm, decoder, decoder_mode, lexicon, window) point at the same objects.
 
 #include <memory>
 
@@ -18,6 +20,7 @@
 #include "moe/expert_placement.hpp"
 #include "moe/postproc/postprocessor.hpp"
 #include "moe/postproc/tenant_store.hpp"
+#include "moe/recognizer/recognizer_resources.hpp"
 
 namespace sluice::actors {
 
@@ -32,6 +35,8 @@ struct engine_resources {
   std::shared_ptr<const moe::word_lexicon> lexicon;  ///< the lexicon decoder's vocabulary; null unless lexicon mode
   moe::attention_window window;                      ///< the trained streaming window
   moe::compute_options compute;
+  std::shared_ptr<const moe::recognizer_resources> recognizer;  ///< never null once created
+
   /// Results' display form and redaction; null when [postproc] enabled = false (or resources
   /// built by hand): the display form is then the lexical one and nothing is masked.
   std::shared_ptr<const moe::postproc::postprocessor> postproc;
@@ -40,11 +45,10 @@ struct engine_resources {
   /// profiles (see tenant_store.hpp); the tenant watcher actor reloads it.
   std::shared_ptr<moe::postproc::tenant_store> tenants;
 
-  /// Loads the word LM from <model dir>/lm.arpa when `use_lm` and it exists, resolves the decoder
-  /// mode and, for the lexicon decoder, builds its vocabulary (the LM's words and the lexicon
-  /// file's). Errors: a placement that does not fit (more shards than experts), a bad LM or
+  /// Builds the recognizer resources (moe::recognizer_resources::create: LM, decoder mode,
+  /// vocabulary), the expert placement, the fbank and post-processing. Errors: a placement that does not fit (more shards than experts), a bad LM or
   /// lexicon file, lexicon mode with no vocabulary, fbank settings, a bad ITN grammar file
-  /// (postproc.itn_grammar), a postproc.tenants_dir that is not a directory. Tenant files are read
+  /// (postproc.itn_grammar) or punctuation model (postproc.punct_model), a postproc.tenants_dir that is not a directory. Tenant files are read
   /// once here; a broken one is logged and skipped, as on every later reload.
   static result<std::shared_ptr<const engine_resources>> create(const config::sluice_config& cfg,
                                                                 std::shared_ptr<const moe::acoustic_model> model,

@@ -20,7 +20,12 @@ struct supervisor {
   std::shared_ptr<const engine_resources> res;
   caf::actor metrics;
   std::vector<caf::actor> experts, spillways;
-  caf::actor batcher;
+  caf::actor batcher;  // lane mode: lanes[0]
+  // Lane mode ([engine] lanes > 0): the lanes, the channels each serves, each lane's queue wait.
+  std::vector<caf::actor> lanes;
+  std::vector<int64_t> lane_channels;
+  std::vector<double> lane_wait_ms;
+  std::map<channel_id, std::size_t> lane_of;
   std::map<channel_id, caf::actor> channels;
   channel_id next_channel = 1;
   double queue_wait_ms = 0;
@@ -53,6 +58,26 @@ caf::actor spawn_batcher(self_ptr self, const state_ptr& st) {
   return a;
 }
 
+// Each lane on its own thread: lanes are the engine's compute, one per core.
+caf::actor spawn_lane(self_ptr self, const state_ptr& st, std::size_t i) {
+  auto a = self->spawn<caf::detached>(lane_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self),
+                                      static_cast<int32_t>(i));
+  self->monitor(a);
+  return a;
+}
+
+// The lane serving the fewest channels (the lowest index on a tie).
+std::size_t least_loaded_lane(const state_ptr& st) {
+  return static_cast<std::size_t>(std::min_element(st->lane_channels.begin(), st->lane_channels.end()) -
+                                  st->lane_channels.begin());
+}
+
+// The batcher, or the lane, that serves channel `id`.
+const caf::actor& compute_of(const state_ptr& st, channel_id id) {
+  auto it = st->lane_of.find(id);
+  return it == st->lane_of.end() ? st->batcher : st->lanes[it->second];
+}
+
 void check_drained(const state_ptr& st) {
   if (!st->draining || !st->channels.empty()) return;
   for (auto& rp : st->drain_waiters) rp.deliver(true);
@@ -66,9 +91,17 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
   auto st = std::make_shared<supervisor>();
   st->res = res;
   st->metrics = metrics;
-  for (int32_t s = 0; s < res->placement.n_shards(); ++s) st->experts.push_back(spawn_expert(self, st, s));
-  for (int32_t i = 0; i < res->cfg.engine.spillways; ++i) st->spillways.push_back(spawn_spillway(self, st, i));
-  st->batcher = spawn_batcher(self, st);
+  if (res->cfg.engine.lanes > 0) {
+    const auto k = static_cast<std::size_t>(res->cfg.engine.lanes);
+    for (std::size_t i = 0; i < k; ++i) st->lanes.push_back(spawn_lane(self, st, i));
+    st->lane_channels.assign(k, 0);
+    st->lane_wait_ms.assign(k, 0.0);
+    st->batcher = st->lanes.front();
+  } else {
+    for (int32_t s = 0; s < res->placement.n_shards(); ++s) st->experts.push_back(spawn_expert(self, st, s));
+    for (int32_t i = 0; i < res->cfg.engine.spillways; ++i) st->spillways.push_back(spawn_spillway(self, st, i));
+    st->batcher = spawn_batcher(self, st);
+  }
   // Children are monitored, not linked: a child that dies, even killed outright, never takes
   // the supervisor with it; the down handler restarts it. When the supervisor stops (the
   // engine shutting down), it stops every child.
@@ -76,6 +109,7 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
     for (auto& a : st->experts) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (auto& a : st->spillways) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(st->batcher, caf::exit_reason::user_shutdown);
+    for (auto& a : st->lanes) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (auto& [id, ch] : st->channels) caf::anon_send_exit(ch, caf::exit_reason::user_shutdown);
   });
   self->set_down_handler([self, st](caf::down_msg& dm) {
@@ -97,6 +131,17 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         self->send(st->batcher, shards_atom::value, st->experts, st->spillways);
         return;
       }
+    for (std::size_t i = 0; i < st->lanes.size(); ++i)
+      if (st->lanes[i].address() == dm.source) {
+        if (st->draining && !failed) return;
+        spdlog::warn("supervisor: lane/{} went down ({}); restarting it", i, self->system().render(dm.reason));
+        st->lanes[i] = spawn_lane(self, st, i);
+        if (i == 0) st->batcher = st->lanes[0];
+        st->meter.count("restarts");
+        for (const auto& [id, k] : st->lane_of)
+          if (k == i) self->send(st->channels.at(id), batcher_atom::value, st->lanes[i]);
+        return;
+      }
     if (st->batcher.address() == dm.source) {
       spdlog::warn("supervisor: the batcher went down ({}); restarting it", self->system().render(dm.reason));
       st->batcher = spawn_batcher(self, st);
@@ -110,7 +155,11 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
           spdlog::warn("supervisor: channel {} failed ({})", it->first, self->system().render(dm.reason));
           st->meter.count("channel_failures");
         }
-        self->send(st->batcher, drop_atom::value, it->first);
+        self->send(compute_of(st, it->first), drop_atom::value, it->first);
+        if (auto l = st->lane_of.find(it->first); l != st->lane_of.end()) {
+          --st->lane_channels[l->second];
+          st->lane_of.erase(l);
+        }
         st->channels.erase(it);
         check_drained(st);
         return;
@@ -136,8 +185,13 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         auto pipe = channel_pipeline::create(*st->res, req);
         if (!pipe) return refuse(pipe.error().message);
         const channel_id id = st->next_channel++;
+        if (!st->lanes.empty()) {
+          const std::size_t k = least_loaded_lane(st);
+          st->lane_of[id] = k;
+          ++st->lane_channels[k];
+        }
         auto ch = self->spawn(channel_actor, st->res, id, std::make_shared<channel_pipeline>(std::move(*pipe)),
-                              req.partials, req.tenant, subscriber, st->batcher, st->metrics,
+                              req.partials, req.tenant, subscriber, compute_of(st, id), st->metrics,
                               caf::actor_cast<caf::actor>(self));
         self->monitor(ch);
         st->channels.emplace(id, ch);
@@ -161,7 +215,16 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         return static_cast<int64_t>(st->channels.size());
       },
       [st](shards_atom) { return caf::make_message(st->experts, st->spillways, st->batcher); },
-      [st](load_atom, double wait_ms) { st->queue_wait_ms = wait_ms; },
+      [self, st](load_atom, double wait_ms) {
+        if (st->lanes.empty()) {
+          st->queue_wait_ms = wait_ms;
+          return;
+        }
+        // Lanes: admission looks at the most loaded one.
+        for (std::size_t i = 0; i < st->lanes.size(); ++i)
+          if (st->lanes[i].address() == self->current_sender()) st->lane_wait_ms[i] = wait_ms;
+        st->queue_wait_ms = *std::max_element(st->lane_wait_ms.begin(), st->lane_wait_ms.end());
+      },
       [st](drained_atom, channel_id id) {
         // The channel also goes down, which removes it; this only speeds up the drain.
         (void)id;

@@ -7,11 +7,17 @@
 /// max_queue_wait_ms for the batcher, when the request is bad, or while draining. Drains on
 /// shutdown: every channel finishes the audio it accepted, then the reply comes.
 ///
+/// With [engine] lanes = K > 0 it spawns K lane actors instead (each on its own thread; no
+/// expert actor, no spillway) and gives each new channel the lane serving the fewest channels;
+/// a failed lane is restarted and only its channels are told (they lose only the utterances
+/// they had in it). Admission then looks at the most loaded lane's queue wait. shards_atom
+/// answers lane 0 as the batcher.
+///
 /// Messages:
 ///   (open_atom, channel_request, caf::actor subscriber) -> open_reply
 ///   (drain_atom) -> bool            after every channel has drained; new channels refused
 ///   (shards_atom) -> (std::vector<caf::actor> experts, spillways, caf::actor batcher)
-///   (load_atom, double)             from the batcher: how long ready audio waits (ms)
+///   (load_atom, double)             from the batcher or a lane: how long ready audio waits (ms)
 ///   (drained_atom, channel_id)      from a channel that has finished
 ///   (report_atom)                   timer
 

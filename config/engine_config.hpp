@@ -15,6 +15,10 @@ struct engine_config {
   int max_chunks_per_step = 4;
   /// Split each micro-batch in two so one half's dense work overlaps the other's expert work.
   bool overlap = true;
+  /// Lanes: actors that each run the dense layers and every routed expert of their channels'
+  /// micro-batches on their own thread (no expert actor, no token block: on one machine every
+  /// expert is local). 0: one batcher with expert actors and spillways (expert_shards).
+  int lanes = 0;
   /// Expert actors; the routed experts of every layer are split over them in contiguous runs.
   int expert_shards = 2;
   /// Each expert actor on its own thread (a pinned core set); false: on the shared scheduler.
@@ -51,6 +55,7 @@ struct engine_config {
     v("max_chunks_per_step", max_chunks_per_step, range{1, 256},
       "most attention chunks one stream gives to one step");
     v("overlap", overlap, any_bool{}, "split micro-batches in two halves whose dense and expert work overlap");
+    v("lanes", lanes, range{0, 1024}, "lanes running dense layers and all experts locally (0: batcher + expert actors)");
     v("expert_shards", expert_shards, range{1, 256}, "expert actors (contiguous runs of experts)");
     v("dedicated_expert_threads", dedicated_expert_threads, any_bool{},
       "each expert actor on its own thread instead of the shared scheduler");

@@ -9,9 +9,12 @@
 #include <map>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
+#include <deque>
 
 #include <spdlog/spdlog.h>
 
@@ -159,13 +162,29 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
   std::vector<file_job> jobs;
   std::map<actors::channel_id, channel_slot> slots;
   std::size_t next_file = 0, finished = 0;
+  // The file front end (decode, resample, VAD, slicing) of the next files runs on their own
+  // threads, one per core ahead, instead of file after file on this thread: measured (perf, 16
+  // copies of the bundled call) this thread took 39% of the run's CPU samples, most of it this
+  // front end, one file at a time.
+  const std::size_t lookahead = std::max(1u, std::thread::hardware_concurrency());
+  std::deque<std::future<result<dsp::file_speech>>> preparing;
+  std::size_t next_prepare = 0;
+  auto prepare_ahead = [&]() {
+    while (next_prepare < args.files.size() && preparing.size() < lookahead) {
+      const std::string path = args.files[next_prepare++];
+      preparing.push_back(std::async(std::launch::async, [path, &cfg] { return dsp::prepare_file(path, cfg); }));
+    }
+  };
   const std::size_t max_open = static_cast<std::size_t>(cfg.engine.max_channels);
 
   // Opens the next files' channels while there is room.
   auto open_more = [&]() {
     while (next_file < args.files.size() && slots.size() < max_open) {
       const auto& path = args.files[next_file++];
-      auto speech = dsp::prepare_file(path, cfg);
+      prepare_ahead();
+      auto speech = preparing.front().get();
+      preparing.pop_front();
+      prepare_ahead();
       if (!speech) {
         std::fprintf(stderr, "sluice transcribe: %s: %s (%s)\n", path.c_str(), speech.error().message.c_str(),
                      to_string(speech.error().code));

@@ -1,0 +1,84 @@
+// An utterance that cannot be run is reported, never left hanging (issue 11, point 6): a failed
+// model-state creation in the batcher and a failed decoder creation in the channel each send the
+// utterance's error to whoever waits for it.
+#include "tests/actors/engine_test_util.hpp"
+
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include "actors/batcher_actor.hpp"
+#include "actors/channel_actor.hpp"
+#include "actors/channel_pipeline.hpp"
+#include "actors/system_config.hpp"
+
+using namespace sluice;
+using namespace sluice::actors;
+
+namespace {
+
+using go_atom = caf::atom_constant<caf::atom("go")>;
+
+caf::behavior probe(caf::event_based_actor* self, caf::actor batcher, std::vector<float> frames,
+                    std::shared_ptr<std::vector<logits_chunk>> out) {
+  return {
+      [=](go_atom) { self->send(batcher, features_atom::value, feature_chunk{3, 0, frames, true}); },
+      [=](logits_atom, logits_chunk& c) { out->push_back(std::move(c)); },
+  };
+}
+
+}  // namespace
+
+TEST_SUITE("lost utterances") {
+  TEST_CASE("the batcher reports an utterance whose model state cannot be created, at once") {
+    auto cfg = test::base_config();
+    cfg.engine.report_ms = 1000;
+    auto good = test::resources(cfg);
+    auto doctored = std::make_shared<engine_resources>(*good);
+    doctored->window = moe::attention_window{good->window.chunk_frames, -2};  // left_chunks < -1: refused
+    engine_system_config sys_cfg;
+    sys_cfg.set("scheduler.policy", caf::atom("testing"));
+    caf::actor_system sys{sys_cfg};
+    auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+    auto batcher = sys.spawn(batcher_actor, std::shared_ptr<const engine_resources>(doctored), caf::actor{}, caf::actor{});
+    const auto segs = test::call_segments();
+    auto out = std::make_shared<std::vector<logits_chunk>>();
+    auto p = sys.spawn(probe, batcher, good->fbank->compute(segs[0].samples), out);
+    caf::anon_send(p, go_atom::value);
+    sched.run();  // no timer fires: the answer may not wait for a batch window
+    // Stop both before checking, so that a failed check does not leave the system waiting.
+    caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+    sched.run();
+    REQUIRE(out->size() == 1);
+    CHECK(out->front().channel == 3);
+    CHECK(out->front().utterance == 0);
+    CHECK(out->front().last);
+    CHECK(out->front().error.find("cannot create the model state") != std::string::npos);
+  }
+
+  TEST_CASE("the channel reports an utterance whose decoder cannot be created, and still drains") {
+    auto cfg = test::base_config();
+    auto res = test::resources(cfg);
+    auto pipe = channel_pipeline::create(*res, channel_request{});
+    REQUIRE(pipe.has_value());
+    auto bad = std::make_shared<moe::prepared_stream>(*pipe->stream);
+    bad->decoder.beam_size = 0;  // refused by every decoder's create()
+    bad->decoder.lexicon_beam_size = 0;
+    pipe->stream = bad;
+    engine_system_config sys_cfg;
+    caf::actor_system sys{sys_cfg};
+    caf::scoped_actor self{sys};
+    // No batcher: the utterance must not get as far as sending features.
+    auto ch = sys.spawn(channel_actor, res, channel_id{5}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
+                        std::string{}, caf::actor_cast<caf::actor>(self), caf::actor{}, caf::actor{}, caf::actor{});
+    const auto segs = test::call_segments();
+    self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);
+    self->send(ch, end_atom::value);
+    auto got = test::collect(self, 1, std::chrono::seconds(30));
+    REQUIRE_FALSE(got.timed_out);
+    CHECK(got.finals[5].empty());
+    REQUIRE(got.errors[5].size() == 1);
+    CHECK(got.errors[5].front().utterance == 0);
+    CHECK(got.errors[5].front().is_final);
+    CHECK(got.errors[5].front().error.find("cannot create the decoder") != std::string::npos);
+  }
+}
