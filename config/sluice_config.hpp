@@ -18,6 +18,7 @@
 #include "config/log_config.hpp"
 #include "config/model_config.hpp"
 #include "config/server_config.hpp"
+#include "config/sip_config.hpp"
 #include "config/upload_config.hpp"
 #include "config/vad_config.hpp"
 
@@ -36,6 +37,7 @@ struct sluice_config {
   server_config server;
   upload_config upload;
   auth_config auth;
+  sip_config sip;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -52,6 +54,7 @@ struct sluice_config {
     v("server", server);
     v("upload", upload);
     v("auth", auth);
+    v("sip", sip);
   }
 };
 
