@@ -127,14 +127,19 @@ std::vector<playout_item> jitter_buffer::pop(int64_t now_ms) {
       ++next_;
       continue;
     }
-    int64_t oldest = std::numeric_limits<int64_t>::max();
-    for (const auto& [seq, h] : held_) oldest = std::min(oldest, h.arrival_ms);
-    const bool waited_enough = now_ms - oldest >= cfg_.max_delay_ms;
+    const bool waited_enough = now_ms >= give_up_at_ms();
     const bool too_many = held_.size() > static_cast<std::size_t>(cfg_.max_packets);
     if (!waited_enough && !too_many) break;
     give_up_gap(out);
   }
   return out;
+}
+
+int64_t jitter_buffer::give_up_at_ms() const {
+  if (held_.empty()) return -1;
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (const auto& [seq, h] : held_) oldest = std::min(oldest, h.arrival_ms);
+  return oldest + cfg_.max_delay_ms;
 }
 
 std::vector<playout_item> jitter_buffer::flush() {

@@ -66,6 +66,10 @@ class jitter_buffer {
   /// Releases everything held (gaps filled), e.g. when the call ends.
   std::vector<playout_item> flush();
 
+  /// When pop() will give up the gap in front of the held packets (ms, the clock of push);
+  /// -1 when nothing is held. A caller with a timer arms it for this moment.
+  int64_t give_up_at_ms() const;
+
   const jitter_buffer_stats& stats() const { return stats_; }
   std::size_t held() const { return held_.size(); }
 

@@ -28,7 +28,6 @@ rtp_receiver::rtp_receiver(asio::io_context& ioc, std::shared_ptr<port_pool> poo
       socket_(strand_),
       gap_timer_(strand_),
       pool_(std::move(pool)),
-      max_delay_ms_(jitter.max_delay_ms),
       jitter_(jitter),
       decoder_(codec),
       te_pt_(telephone_event_pt),
@@ -75,6 +74,13 @@ void rtp_receiver::start() {
 void rtp_receiver::stop(std::function<void()> done) {
   asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
     if (!self->stopped_) {
+      // What arrived before the hang-up is part of the call: read what the socket still queues.
+      boost::system::error_code ec;
+      self->socket_.non_blocking(true, ec);
+      while (!ec) {
+        const auto n = self->socket_.receive_from(asio::buffer(self->buf_), self->from_, 0, ec);
+        if (!ec) self->on_datagram(n);
+      }
       self->stopped_ = true;
       boost::system::error_code ignored;
       self->socket_.close(ignored);
@@ -131,7 +137,9 @@ void rtp_receiver::on_datagram(std::size_t n) {
 void rtp_receiver::arm_gap_timer() {
   if (jitter_.held() == 0 || timer_armed_ || stopped_) return;
   timer_armed_ = true;
-  gap_timer_.expires_after(std::chrono::milliseconds(std::max(1, max_delay_ms_)));
+  // Exactly until the oldest held packet has waited its bound: a timer armed for an earlier
+  // gap fires early and is armed again for the rest.
+  gap_timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(1, jitter_.give_up_at_ms() - now_ms())));
   gap_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     self->timer_armed_ = false;
     if (ec || self->stopped_) return;

@@ -54,7 +54,8 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   void set_sinks(rtp_sinks sinks) { sinks_ = std::move(sinks); }
   /// Starts receiving. Thread-safe.
   void start();
-  /// Stops receiving, releases what the jitter buffer holds to the sinks, closes the socket.
+  /// Stops receiving: reads the datagrams the socket still queues, releases what the jitter
+  /// buffer holds to the sinks, closes the socket.
   /// Thread-safe and idempotent; `done` (if any) runs on the strand after the last sink call.
   void stop(std::function<void()> done = {});
   /// Steady-clock ms of the last RTP packet (or of start()); for the RTP timeout.
@@ -77,7 +78,6 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   boost::asio::steady_timer gap_timer_;
   std::shared_ptr<port_pool> pool_;
   uint16_t port_ = 0;
-  int max_delay_ms_;
   jitter_buffer jitter_;
   rtp_audio_decoder decoder_;
   int te_pt_;

@@ -28,7 +28,7 @@ const std::string g729_only =
 }  // namespace
 
 TEST_SUITE("sip hostile input") {
-  TEST_CASE("malformed and unacceptable requests get their status; the service stays up") {
+  TEST_CASE("malformed and unacceptable requests get their status and the service stays up") {
     sip_served s;
     CHECK(sip_udp_request(s.cfg.port, options("o1")) == "SIP/2.0 200 OK");
 
@@ -78,5 +78,82 @@ TEST_SUITE("sip hostile input") {
     CHECK(status.rfind("SIP/2.0 503", 0) == 0);
     CHECK(whole.find("Retry-After: 5") != std::string::npos);
     CHECK(s.sip_calls().empty());
+  }
+
+  TEST_CASE("hostile RTP on a live call: garbage is dropped, a second source is shut out, the call ends normally") {
+    sip_served s;
+    asio::io_context ioc;
+    const auto lo = asio::ip::make_address("127.0.0.1");
+    asio::ip::udp::socket sig(ioc, asio::ip::udp::endpoint(lo, 0)), media(ioc, asio::ip::udp::endpoint(lo, 0)),
+        intruder(ioc, asio::ip::udp::endpoint(lo, 0));
+    timeval tv{3, 0};
+    ::setsockopt(sig.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const auto sip_ep = asio::ip::udp::endpoint(lo, s.cfg.port);
+    const auto lport = std::to_string(sig.local_endpoint().port());
+    const std::string sdp = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio " +
+                            std::to_string(media.local_endpoint().port()) + " RTP/AVP 0\r\n";
+    const std::string dialog = "From: <sip:evil@127.0.0.1>;tag=x1\r\nCall-ID: rtp-hostile\r\n";
+    sig.send_to(asio::buffer("INVITE sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
+                             ";branch=z9hG4bKinv1\r\n" + dialog + "To: <sip:sluice@127.0.0.1>\r\nCSeq: 1 INVITE\r\n" +
+                             "Contact: <sip:evil@127.0.0.1:" + lport + ">\r\nMax-Forwards: 70\r\n" +
+                             "Content-Type: application/sdp\r\nContent-Length: " + std::to_string(sdp.size()) +
+                             "\r\n\r\n" + sdp),
+                sip_ep);
+    // The 200 OK: the dialog's To tag and the RTP port of the answer.
+    std::string ok;
+    for (int i = 0; i < 10 && ok.rfind("SIP/2.0 200", 0) != 0; ++i) {
+      std::vector<char> buf(65536);
+      const auto n = ::recv(sig.native_handle(), buf.data(), buf.size(), 0);
+      REQUIRE(n > 0);
+      ok.assign(buf.data(), static_cast<std::size_t>(n));
+    }
+    REQUIRE(ok.rfind("SIP/2.0 200", 0) == 0);
+    const auto to_at = ok.find("\r\nTo:");
+    REQUIRE(to_at != std::string::npos);
+    const std::string to_line = ok.substr(to_at + 2, ok.find("\r\n", to_at + 2) - to_at - 2);
+    const auto m_at = ok.find("m=audio ");
+    REQUIRE(m_at != std::string::npos);
+    const auto rtp_port = static_cast<uint16_t>(std::stoi(ok.substr(m_at + 8)));
+    sig.send_to(asio::buffer("ACK sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
+                             ";branch=z9hG4bKack1\r\n" + dialog + to_line + "\r\nCSeq: 1 ACK\r\nMax-Forwards: 70\r\n" +
+                             "Content-Length: 0\r\n\r\n"),
+                sip_ep);
+
+    const asio::ip::udp::endpoint rtp_ep(lo, rtp_port);
+    auto rtp = [](uint16_t seq, uint8_t pt, uint8_t b0 = 0x80) {
+      std::vector<uint8_t> d(12 + 160, 0xff);  // header, then 20 ms of mu-law silence
+      const uint8_t header[12] = {b0, pt, uint8_t(seq >> 8), uint8_t(seq), 0, 0, uint8_t(seq >> 8), uint8_t(seq), 1, 2, 3, 4};
+      std::copy(std::begin(header), std::end(header), d.begin());
+      return d;
+    };
+    // Empty, shorter than a header, version 1, and 15 CSRCs announced in a 16-byte datagram.
+    const std::vector<std::vector<uint8_t>> junk{
+        {}, {0x80}, std::vector<uint8_t>(11, 0x80), rtp(1, 0, 0x40), {0x8f, 0, 0, 2, 0, 0, 0, 0, 1, 2, 3, 4, 9, 9, 9, 9}};
+    for (const auto& j : junk) media.send_to(asio::buffer(j), rtp_ep);
+    for (uint16_t q = 10; q < 20; ++q) media.send_to(asio::buffer(rtp(q, 0)), rtp_ep);  // latches this source
+    for (uint16_t q = 20; q < 25; ++q) intruder.send_to(asio::buffer(rtp(q, 0)), rtp_ep);
+    media.send_to(asio::buffer(rtp(30, 99)), rtp_ep);     // a payload type never offered
+    media.send_to(asio::buffer(rtp(40000, 0)), rtp_ep);   // a sequence jump: a restart
+    // A datagram after all of those from the latched source, so the count below is complete
+    // once it has arrived: the BYE follows it.
+    media.send_to(asio::buffer(rtp(40001, 0)), rtp_ep);
+
+    sig.send_to(asio::buffer("BYE sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
+                             ";branch=z9hG4bKbye1\r\n" + dialog + to_line + "\r\nCSeq: 2 BYE\r\nMax-Forwards: 70\r\n" +
+                             "Content-Length: 0\r\n\r\n"),
+                sip_ep);
+    REQUIRE(s.wait_for([&] {
+      auto c = s.sip_calls();
+      return c.size() == 1 && !c[0].live;
+    }));
+    const auto c = s.sip_calls()[0];
+    CHECK(c.end_reason == "hangup");
+    const auto& k = c.start.metadata["rtp"][0];
+    INFO(k.dump());
+    // Loopback delivers every datagram; all 23 were queued at the port before the BYE was sent, and a stopping receiver reads what is queued.
+    CHECK(k["datagrams"].get<int>() == 23);
+    CHECK(k["not_rtp"].get<int>() == 5);
+    CHECK(k["foreign_source"].get<int>() == 5);
+    CHECK(s.sip->live_calls() == 0);
   }
 }

@@ -81,6 +81,7 @@ TEST_SUITE("sip jitter buffer") {
     (void)jb.pop(0);
     jb.push(s.make(3, 2 * frame), frame, 40);
     CHECK(jb.pop(40).empty());
+    CHECK(jb.give_up_at_ms() == 100);  // 3 arrived at 40, waits at most 60
     CHECK(jb.pop(99).empty());  // 59 ms held: still waiting
     auto items = jb.pop(100);   // 60 ms: given up
     REQUIRE(items.size() == 2);
@@ -88,6 +89,7 @@ TEST_SUITE("sip jitter buffer") {
     CHECK(items[0].duration == frame);
     CHECK(items[1].seq == 3);
     CHECK(jb.stats().lost == 1);
+    CHECK(jb.give_up_at_ms() == -1);  // nothing held
     // The packet that was given up arrives after all: dropped, counted as late.
     jb.push(s.make(2, frame), frame, 120);
     CHECK(jb.pop(120).empty());

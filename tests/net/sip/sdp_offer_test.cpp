@@ -61,7 +61,7 @@ TEST_SUITE("sip sdp offer") {
     CHECK(pcma->streams[0].telephone_event_pt == -1);
   }
 
-  TEST_CASE("a video line is refused with port 0 and kept in place; a sendonly stream stays recvonly") {
+  TEST_CASE("a video line is refused with port 0 and kept in place, a sendonly stream stays recvonly") {
     auto o = parse_offer(
         "v=0\r\no=- 1 1 IN IP4 10.0.0.1\r\ns=-\r\nc=IN IP4 10.0.0.1\r\nt=0 0\r\n"
         "m=video 9000 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\n"

@@ -67,6 +67,33 @@ TEST_SUITE("sip calls from SIPp") {
     CHECK(s.sip->live_calls() == 0);
   }
 
+  TEST_CASE("the same call over TCP: registered with its text") {
+    temp_dir tmp;
+    sip_served s;
+    const auto pcap = make_pcap(tmp, "call.pcap", "");
+    auto r = run_sipp(s, tmp, "uac_pcap.xml", {{"@PCAP@", pcap}, {"@PAUSE_MS@", std::to_string(whole_call_ms)}},
+                      "-m 1 -t t1");
+    const auto c = one_call(s, r);
+    CHECK(c.end_reason == "hangup");
+    const auto text = finals_text(c);
+    MESSAGE("over SIP/TCP: \"" << text << "\", word error rate " << wer(text));
+    CHECK(wer(text) <= phone_wer_target);
+  }
+
+  TEST_CASE("re-INVITE: hold is answered with a newer SDP version, a codec change gets 488, and the call goes on") {
+    temp_dir tmp;
+    sip_served s;
+    const auto pcap = make_pcap(tmp, "call.pcap", "");
+    // SIPp itself checks the 200's SDP (version 2, recvonly) and expects the 488: it fails the
+    // call, and exits non-zero, otherwise.
+    auto r = run_sipp(s, tmp, "uac_reinvite.xml", {{"@PCAP@", pcap}, {"@PAUSE_MS@", "6000"}}, "-m 1");
+    const auto c = one_call(s, r);
+    CHECK(c.end_reason == "hangup");
+    const auto text = finals_text(c);
+    MESSAGE("across two re-INVITEs: \"" << text << "\", word error rate " << wer(text));
+    CHECK(wer(text) <= phone_wer_target);
+  }
+
   TEST_CASE("5% loss and 5% reordering in the RTP path keep the text within the phone WER target") {
     temp_dir tmp;
     sip_served s;
