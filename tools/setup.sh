@@ -12,6 +12,7 @@ build_pkgs=(
   libexpected-dev libopenblas-dev libopenblas0-pthread libsqlite3-dev libssl-dev
   clang libclang-rt-14-dev  # make fuzz: libFuzzer (clang 14's runtime)
   libsofia-sip-ua-dev libspandsp-dev  # net/sip: the SIP stack; G.722 and G.711 loss concealment
+  libxml2-dev  # net/sip: SIPREC recording metadata
 )
 # Tools the test suite uses to make real audio at test time.
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican

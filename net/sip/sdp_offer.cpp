@@ -115,7 +115,8 @@ std::string media_line_of(const sdp_media_t& m) {
     any = true;
   }
   for (auto* rm = m.m_rtpmaps; !any && rm; rm = rm->rm_next) {
-    line += " " + std::to_string(rm->rm_pt);
+    line += ' ';
+    line += std::to_string(rm->rm_pt);
     any = true;
   }
   if (!any) line += " 0";

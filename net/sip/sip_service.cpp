@@ -29,6 +29,7 @@
 #include "net/sip/channel_bridge.hpp"
 #include "net/sip/rtp_receiver.hpp"
 #include "net/sip/sdp_offer.hpp"
+#include "net/sip/siprec_metadata.hpp"
 
 namespace sluice::net::sip {
 
@@ -47,6 +48,23 @@ constexpr int sip_busy_everywhere = 503;
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// The Content-Type with its parameters (the multipart boundary), as sofia parsed it.
+std::string content_type_of(const sip_t* sip) {
+  if (!sip->sip_content_type || !sip->sip_content_type->c_type) return "application/sdp";
+  std::string ct = sip->sip_content_type->c_type;
+  if (sip->sip_content_type->c_params)
+    for (auto* p = sip->sip_content_type->c_params; *p; ++p) ct += std::string(";") + *p;
+  return ct;
+}
+
+// A Warning header (RFC 3261 20.43) carrying `text`, with the quotes and line breaks a quoted
+// string may not hold replaced.
+std::string warning_of(const std::string& text) {
+  std::string safe;
+  for (char ch : text) safe += (ch == '"' || ch == '\\' || ch == '\r' || ch == '\n') ? ' ' : ch;
+  return "399 sluice \"" + safe + "\"";
 }
 
 std::string address_of(const sip_addr_s* a) {
@@ -183,20 +201,29 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
                 TAG_END());
     return;
   }
-  if (sip->sip_content_type && sip->sip_content_type->c_type &&
-      std::string_view(sip->sip_content_type->c_type) != "application/sdp") {
-    nua_respond(nh, SIP_415_UNSUPPORTED_MEDIA, SIPTAG_ACCEPT_STR("application/sdp"), TAG_END());
+  auto body = split_invite_body(content_type_of(sip), std::string_view(sip->sip_payload->pl_data, sip->sip_payload->pl_len));
+  if (!body) {
+    spdlog::info("sip {}: body refused: {}", call_id, body.error().message);
+    if (body.error().code == errc::unsupported)
+      nua_respond(nh, SIP_415_UNSUPPORTED_MEDIA, SIPTAG_ACCEPT_STR("application/sdp, multipart/mixed"), TAG_END());
+    else
+      nua_respond(nh, SIP_400_BAD_REQUEST, SIPTAG_WARNING_STR(warning_of(body.error().message).c_str()), TAG_END());
     return;
   }
-  auto offer = parse_offer(std::string_view(sip->sip_payload->pl_data, sip->sip_payload->pl_len), max_streams_per_call);
+  auto offer = parse_offer(body->sdp, max_streams_per_call);
   if (!offer) {
     spdlog::info("sip {}: offer refused: {}", call_id, offer.error().message);
-    const auto warning = "399 sluice \"" + offer.error().message + "\"";
-    // The warning text is ours (sofia's parse messages do not carry quotes); keep it one token.
-    std::string safe;
-    for (char ch : warning) safe += (ch == '\r' || ch == '\n') ? ' ' : ch;
-    nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR(safe.c_str()), TAG_END());
+    nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR(warning_of(offer.error().message).c_str()), TAG_END());
     return;
+  }
+  // SIPREC (RFC 7866): the recorder names who sends each stream; broken metadata costs the
+  // labels, not the recording.
+  std::optional<siprec_metadata> siprec;
+  std::string siprec_error;
+  if (!body->rs_metadata.empty()) {
+    auto m = parse_rs_metadata(body->rs_metadata);
+    if (m) siprec = std::move(*m);
+    else siprec_error = m.error().message;
   }
 
   auto c = std::make_shared<sip_call>();
@@ -207,7 +234,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   c->session_id = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
 
   calls::call_start start;
-  start.source = "sip";
+  start.source = body->rs_metadata.empty() ? "sip" : "siprec";
   start.external_id = call_id;
   nlohmann::json streams = nlohmann::json::array();
   const bool one = c->offer.accepted() == 1;
@@ -215,13 +242,17 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   for (const auto& s : c->offer.streams) {
     if (!s.accepted) continue;
     ++n;
-    start.channel_labels.push_back(!s.label.empty() ? s.label : one ? "caller" : "stream" + std::to_string(n));
+    std::string label = siprec && !s.label.empty() ? siprec->channel_label(s.label) : std::string();
+    if (label.empty()) label = !s.label.empty() ? s.label : one ? "caller" : "stream" + std::to_string(n);
+    start.channel_labels.push_back(std::move(label));
     streams.push_back({{"codec", codec_name(s.codec.codec)}, {"payload_type", s.codec.payload_type},
                        {"remote", s.remote_address + ":" + std::to_string(s.remote_port)},
                        {"telephone_event", s.telephone_event_pt >= 0}});
   }
   start.metadata = {{"from", address_of(sip->sip_from)}, {"to", address_of(sip->sip_to)}, {"streams", streams}};
   if (sip->sip_user_agent && sip->sip_user_agent->g_string) start.metadata["user_agent"] = sip->sip_user_agent->g_string;
+  if (siprec) start.metadata["siprec"] = siprec->to_json();
+  if (!siprec_error.empty()) start.metadata["siprec_error"] = siprec_error;
 
   // RTP ports first: without them nothing is registered.
   jitter_buffer_config jc;
@@ -289,7 +320,13 @@ void sip_service::impl::on_reinvite(sip_call& c, const sip_t* sip) {
                 TAG_END());
     return;
   }
-  auto offer = parse_offer(std::string_view(sip->sip_payload->pl_data, sip->sip_payload->pl_len), max_streams_per_call);
+  auto body = split_invite_body(content_type_of(sip), std::string_view(sip->sip_payload->pl_data, sip->sip_payload->pl_len));
+  if (body && !body->rs_metadata.empty()) {
+    // RFC 7866 7.1.1: metadata updates come by re-INVITE.
+    if (auto m = parse_rs_metadata(body->rs_metadata)) registry->update_metadata(c.id, {{"siprec", m->to_json()}});
+  }
+  auto offer = body ? parse_offer(body->sdp, max_streams_per_call)
+                    : result<sdp_offer>(tl::unexpected(body.error()));
   // The streams' receivers and channels stay as they are: a new offer must keep their number
   // and codecs (hold, resume, a new remote address, a session refresh all do).
   bool same = offer.has_value() && offer->accepted() == c.offer.accepted();
@@ -418,7 +455,10 @@ result<void> sip_service::impl::loop(std::promise<result<void>>& started) {
   std::string url = "sip:" + (v6 ? "[" + cfg.host + "]" : cfg.host) + ":" + std::to_string(cfg.port);
   if (cfg.udp != cfg.tcp) url += cfg.udp ? ";transport=udp" : ";transport=tcp";
   nua = nua_create(root, event_callback, this, NUTAG_URL(url.c_str()), NUTAG_MEDIA_ENABLE(0), NUTAG_AUTOALERT(0),
-                   SIPTAG_USER_AGENT_STR("sluice"), SIPTAG_SERVER_STR("sluice"), TAG_NULL());
+                   SIPTAG_USER_AGENT_STR("sluice"), SIPTAG_SERVER_STR("sluice"),
+                   // sofia's own extensions plus SIPREC: recorders send Require: siprec (RFC 7866
+                   // 6.1.1), which sofia answers 420 Bad Extension unless it is listed here.
+                   SIPTAG_SUPPORTED_STR("timer, 100rel, siprec"), TAG_NULL());
   if (!nua) {
     started.set_value(fail(errc::io, "sip: cannot listen on " + url));
     su_root_destroy(root);

@@ -12,6 +12,9 @@
 /// on one thread of its own; media never touches it: RTP runs on Asio (rtp_receiver.hpp), and
 /// each call's channels are CAF actors (channel_bridge.hpp). This file is the glue.
 ///
+/// SIPREC (RFC 7866): a multipart INVITE with recording metadata (net/sip/siprec_metadata.hpp)
+/// is a call of source "siprec" whose channels are named by the participant sending each stream.
+///
 /// A call: INVITE with an SDP offer -> 100 Trying (sofia) -> ports from the pool and one engine
 /// channel per accepted audio stream (the engine may refuse: 503) -> 180 Ringing -> 200 OK with
 /// the answer (after [sip] answer_delay_ms) -> RTP until BYE (either side), CANCEL, the RTP

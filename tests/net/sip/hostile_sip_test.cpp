@@ -46,6 +46,11 @@ TEST_SUITE("sip hostile input") {
       CHECK(sip_udp_request(s.cfg.port, invite("c4", "Max-Forwards: 70\r\n", "<xml/>", "application/xml"))
                 .rfind("SIP/2.0 415", 0) == 0);
     }
+    SUBCASE("a SIPREC multipart body without its closing boundary: 400") {
+      const std::string body = "--b1\r\nContent-Type: application/sdp\r\n\r\n" + g729_only;
+      CHECK(sip_udp_request(s.cfg.port, invite("c6", "Max-Forwards: 70\r\n", body, "multipart/mixed;boundary=b1"))
+                .rfind("SIP/2.0 400", 0) == 0);
+    }
     SUBCASE("Max-Forwards 0 at its destination is handled like any request (RFC 3261 16.3 is for proxies)") {
       CHECK(sip_udp_request(s.cfg.port, invite("c5", "Max-Forwards: 0\r\n", g729_only)).rfind("SIP/2.0 488", 0) == 0);
     }

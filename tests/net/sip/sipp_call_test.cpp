@@ -94,6 +94,31 @@ TEST_SUITE("sip calls from SIPp") {
     CHECK(wer(text) <= phone_wer_target);
   }
 
+  TEST_CASE("SIPREC: a multipart INVITE with two recorded streams gives one channel per stream, named by its participant") {
+    temp_dir tmp;
+    sip_served s;
+    const auto pcap = make_pcap(tmp, "call.pcap", "");
+    auto r = run_sipp(s, tmp, "uac_siprec.xml", {{"@PCAP@", pcap}, {"@PAUSE_MS@", std::to_string(whole_call_ms)}},
+                      "-m 1");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    REQUIRE(s.wait_for([&] {
+      auto all = s.calls->list();
+      return all.size() == 1 && !all[0].live;
+    }));
+    const auto c = s.calls->list()[0];
+    CHECK(c.start.source == "siprec");
+    REQUIRE(c.channels.size() == 2);
+    CHECK(c.channels[0].label == "Alice");
+    CHECK(c.channels[1].label == "Bob");
+    CHECK(c.start.metadata["siprec"]["participants"].size() == 2);
+    // SIPp plays the recording to the first stream only: Alice's channel has its text, Bob's none.
+    const auto text = finals_text(c, 0);
+    MESSAGE("SIPREC stream 1: \"" << text << "\", word error rate " << wer(text));
+    CHECK(wer(text) <= phone_wer_target);
+    CHECK(c.channels[1].finals.empty());
+  }
+
   TEST_CASE("5% loss and 5% reordering in the RTP path keep the text within the phone WER target") {
     temp_dir tmp;
     sip_served s;
