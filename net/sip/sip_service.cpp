@@ -106,25 +106,30 @@ struct sip_service::impl {
   nua_t* nua = nullptr;
   std::atomic<bool> stop_requested{false}, stopped{false};
   std::atomic<int> live{0};
-  std::mutex commands_mu;
-  std::deque<std::function<void()>> commands;
+  // Work for the sofia thread from other threads. Shared, so that a bridge actor that answers
+  // after the service is gone posts into a queue nobody runs rather than into freed memory.
+  struct command_queue {
+    std::mutex mu;
+    std::deque<std::function<void(impl&)>> items;
+  };
+  std::shared_ptr<command_queue> commands = std::make_shared<command_queue>();
   // Sofia thread only:
   std::map<uint64_t, std::shared_ptr<sip_call>> calls;
   std::map<nua_handle_t*, uint64_t> by_handle;
   uint64_t next_key = 1;
   bool shutdown_done = false;
 
-  void post(std::function<void()> f) {
-    std::lock_guard lock(commands_mu);
-    commands.push_back(std::move(f));
+  static void post(const std::shared_ptr<command_queue>& q, std::function<void(impl&)> f) {
+    std::lock_guard lock(q->mu);
+    q->items.push_back(std::move(f));
   }
   void run_commands() {
-    std::deque<std::function<void()>> now;
+    std::deque<std::function<void(impl&)>> now;
     {
-      std::lock_guard lock(commands_mu);
-      now.swap(commands);
+      std::lock_guard lock(commands->mu);
+      now.swap(commands->items);
     }
-    for (auto& f : now) f();
+    for (auto& f : now) f(*this);
   }
 
   result<void> loop(std::promise<result<void>>& started);
@@ -290,8 +295,8 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
     a.request = req;
     a.call = c->completion;
     a.channel_index = static_cast<int>(i);
-    a.on_open = [this, key = c->key](bool ok, const std::string& reason) {
-      post([this, key, ok, reason] { on_channel_open(key, ok, reason); });
+    a.on_open = [q = commands, key = c->key](bool ok, const std::string& reason) {
+      post(q, [key, ok, reason](impl& self) { self.on_channel_open(key, ok, reason); });
     };
     auto bridge = spawn_channel_bridge(engine->system(), std::move(a));
     c->bridges.push_back(bridge);
