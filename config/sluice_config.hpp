@@ -20,6 +20,7 @@
 #include "config/model_config.hpp"
 #include "config/postproc_config.hpp"
 #include "config/server_config.hpp"
+#include "config/sip_config.hpp"
 #include "config/upload_config.hpp"
 #include "config/vad_config.hpp"
 
@@ -40,6 +41,7 @@ struct sluice_config {
   upload_config upload;
   auth_config auth;
   audiosocket_config audiosocket;
+  sip_config sip;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -58,6 +60,7 @@ struct sluice_config {
     v("upload", upload);
     v("auth", auth);
     v("audiosocket", audiosocket);
+    v("sip", sip);
   }
 };
 

@@ -81,6 +81,8 @@ class server {
   uint16_t audiosocket_port() const { return audiosocket_port_; }
   /// The calls of this server (live and recent); see net/calls/call_registry.hpp.
   calls::call_registry& calls() { return *state_->calls; }
+  /// The same registry, shared: for ingests that run beside the server (net/sip/sip_service.hpp).
+  std::shared_ptr<calls::call_registry> shared_calls() const { return state_->calls; }
   /// Whether the port serves TLS.
   bool tls() const { return state_->tls != nullptr; }
   /// Reads the TLS certificate and key again for new connections; open connections keep

@@ -11,10 +11,13 @@ build_pkgs=(
   doctest-dev libsoxr-dev libspeexdsp-dev libtomlplusplus-dev nlohmann-json3-dev
   libexpected-dev libopenblas-dev libopenblas0-pthread libsqlite3-dev libssl-dev
   clang libclang-rt-14-dev  # make fuzz: libFuzzer (clang 14's runtime)
+  libsofia-sip-ua-dev libspandsp-dev  # net/sip: the SIP stack; G.722 and G.711 loss concealment
+  libxml2-dev  # net/sip: SIPREC recording metadata
 )
 # Tools the test suite uses to make real audio at test time.
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican
-  python3-prometheus-client chromium )
+  python3-prometheus-client chromium
+  sip-tester )  # SIPp: the real SIP peer of tests/net/sip
 train_pkgs=(
   python3 python3-torch python3-torchaudio python3-numpy python3-soundfile
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts fortunes fortunes-min wamerican

@@ -38,7 +38,7 @@ struct stream_config {
   std::optional<decoder_options> decoder;
   /// Words added to this stream's lexicon-decoder vocabulary besides the hotwords' (a tenant's
   /// lexicon additions); unused by the other decoders.
-  std::vector<std::string> extra_words;
+  std::vector<std::string> extra_words{};
 };
 
 /// A stream's options, checked and prepared: its hotword graph, the hotwords' words (they join

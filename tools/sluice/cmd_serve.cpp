@@ -13,6 +13,7 @@
 
 #include "actors/engine.hpp"
 #include "net/server.hpp"
+#include "net/sip/sip_service.hpp"
 #include "tools/sluice/cli.hpp"
 
 namespace sluice::cli {
@@ -45,6 +46,18 @@ int cmd_serve(invocation& inv) {
     std::fprintf(stderr, "sluice serve: %s\n", srv.error().message.c_str());
     return exit_failure;
   }
+  // [sip]: calls into sluice, registered with the server's calls (GET /v1/calls).
+  std::unique_ptr<net::sip::sip_service> sip;
+  if (inv.cfg.sip.enabled) {
+    auto started = net::sip::sip_service::start(*eng, (*srv)->shared_calls(), inv.cfg.sip);
+    if (!started) {
+      std::fprintf(stderr, "sluice serve: %s (set --sip.port=N, or --sip.enabled=false)\n",
+                   started.error().message.c_str());
+      (*srv)->stop();
+      return exit_failure;
+    }
+    sip = std::move(*started);
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGHUP, on_hangup);
@@ -67,6 +80,10 @@ int cmd_serve(invocation& inv) {
   if (!inv.cfg.auth.keys_file.empty())
     std::printf("  auth        API keys from %s: send Authorization: Bearer <key> (dashboard: /?token=<key>)\n",
                 inv.cfg.auth.keys_file.c_str());
+  if (sip)
+    std::printf("  sip         sip:sluice@%s:%d (%s%s%s), RTP ports %d-%d\n", inv.cfg.sip.host.c_str(), inv.cfg.sip.port,
+                inv.cfg.sip.udp ? "udp" : "", inv.cfg.sip.udp && inv.cfg.sip.tcp ? "+" : "", inv.cfg.sip.tcp ? "tcp" : "",
+                inv.cfg.sip.rtp_port_min, inv.cfg.sip.rtp_port_max);
   std::fflush(stdout);
   while (!stop_requested) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -78,6 +95,7 @@ int cmd_serve(invocation& inv) {
     }
   }
   spdlog::info("stopping: draining open streams");
+  if (sip) sip->stop();  // its calls end (BYE) and their channels get their end before the engine drains
   (*srv)->stop();
   return exit_ok;
 }

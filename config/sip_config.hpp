@@ -1,0 +1,66 @@
+#pragma once
+#include <string>
+
+#include "config/field.hpp"
+
+namespace sluice::config {
+
+/// [sip]: the SIP user agent server and its RTP receivers (net/sip/). Phones, trunks and PBXs
+/// call sluice; each call's audio is transcribed like any other ingest.
+struct sip_config {
+  /// Listen for SIP at all (`sluice serve`).
+  bool enabled = true;
+  std::string host = "127.0.0.1";
+  /// SIP port for UDP and TCP.
+  int port = 5060;
+  bool udp = true;
+  bool tcp = true;
+  /// Calls at once; one more is answered 503 Service Unavailable with Retry-After (as
+  /// for no free RTP port, or an engine that refuses the call's channels).
+  int max_calls = 64;
+  /// RTP ports are taken from [rtp_port_min, rtp_port_max] (even ports; the odd one above each
+  /// is its RTCP port). Fewer free ports than a call needs: 503 Service Unavailable.
+  int rtp_port_min = 40000;
+  int rtp_port_max = 40999;
+  /// The jitter buffer holds an out-of-order packet at most this long before the gap in front
+  /// of it is declared lost and concealed (ms): the delay the buffer adds at worst.
+  int jitter_max_delay_ms = 80;
+  /// Longest gap filled (ms of concealment or silence) for one loss or timestamp jump; a longer
+  /// jump (a new talk spurt after DTX, a restarted sender) is not filled.
+  int max_fill_ms = 1000;
+  /// A call that receives no RTP for this long is hung up (BYE) (s).
+  int rtp_timeout_s = 60;
+  /// Longest call (s); then sluice hangs up (BYE).
+  int max_call_s = 4 * 3600;
+  /// Time between 180 Ringing and 200 OK (ms); 0 answers as soon as the engine has the
+  /// call's channels. A PBX that expects ringing, or a test of CANCEL, sets it.
+  int answer_delay_ms = 0;
+  /// Retry-After sent with 503 (s).
+  int retry_after_s = 5;
+
+  template <class V>
+  void visit(V&& v) {
+    v("enabled", enabled, any_bool{}, "listen for SIP calls in `sluice serve`");
+    v("host", host, non_empty{}, "address SIP and RTP listen on");
+    v("port", port, range{1, 65535}, "SIP port, UDP and TCP");
+    v("udp", udp, any_bool{}, "accept SIP over UDP");
+    v("tcp", tcp, any_bool{}, "accept SIP over TCP");
+    v("max_calls", max_calls, range{1, 100000}, "SIP calls at once (one more gets 503)");
+    v("rtp_port_min", rtp_port_min, range{1024, 65534}, "lowest RTP port");
+    v("rtp_port_max", rtp_port_max, range{1025, 65535}, "highest RTP port");
+    v("jitter_max_delay_ms", jitter_max_delay_ms, range{0, 2000},
+      "longest wait for a late RTP packet before its gap is concealed (ms)");
+    v("max_fill_ms", max_fill_ms, range{20, 60000}, "longest gap concealed or filled with silence (ms)");
+    v("rtp_timeout_s", rtp_timeout_s, range{1, 86400}, "hang up a call without RTP this long (s)");
+    v("max_call_s", max_call_s, range{1, 7 * 86400}, "longest SIP call (s)");
+    v("answer_delay_ms", answer_delay_ms, range{0, 60000}, "ringing time before 200 OK (ms)");
+    v("retry_after_s", retry_after_s, range{1, 3600}, "Retry-After with 503 (s)");
+  }
+  std::string check() const {
+    if (rtp_port_max < rtp_port_min + 1) return "sip.rtp_port_max must be above sip.rtp_port_min";
+    if (enabled && !udp && !tcp) return "sip.udp and sip.tcp are both false: set sip.enabled = false instead";
+    return {};
+  }
+};
+
+}  // namespace sluice::config

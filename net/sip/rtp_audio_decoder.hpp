@@ -1,0 +1,36 @@
+#pragma once
+/// Turns what the jitter buffer releases into 16-bit PCM at the codec's rate: G.711 through
+/// dsp/g711, G.722 through spandsp's decoder; lost packets concealed with spandsp's packet loss
+/// concealment (pitch-period repetition fading to silence, after ITU-T G.711 Appendix I), gaps
+/// without a loss (DTX) as silence. One per RTP stream; not thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "net/sip/jitter_buffer.hpp"
+#include "net/sip/sdp_offer.hpp"
+
+namespace sluice::net::sip {
+
+class rtp_audio_decoder {
+ public:
+  explicit rtp_audio_decoder(codec_choice codec);
+  ~rtp_audio_decoder();
+  rtp_audio_decoder(const rtp_audio_decoder&) = delete;
+  rtp_audio_decoder& operator=(const rtp_audio_decoder&) = delete;
+
+  /// Appends the item's audio to `out` (samples at codec().sample_rate). Packets of another
+  /// payload type than the codec's add nothing.
+  void decode(const playout_item& item, std::vector<int16_t>& out);
+  const codec_choice& codec() const { return codec_; }
+  uint64_t concealed_samples() const { return concealed_; }
+
+ private:
+  struct spandsp_state;  // spandsp's PLC and G.722 states (its headers stay out of ours)
+  codec_choice codec_;
+  std::unique_ptr<spandsp_state> dsp_;
+  uint64_t concealed_ = 0;
+};
+
+}  // namespace sluice::net::sip

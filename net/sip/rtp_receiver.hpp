@@ -1,0 +1,98 @@
+#pragma once
+/// One RTP stream of a call: a UDP socket on a port from the pool, the jitter buffer, the
+/// decoder and RFC 4733 DTMF. Runs on its own strand of the SIP service's io_context; what it
+/// hears it hands to its sinks from that strand (audio as 16-bit little-endian PCM bytes at
+/// the codec's rate, DTMF digits when they end).
+///
+/// Symmetric RTP: the first source address heard is latched, packets from any other are
+/// dropped (counted), so a stray or hostile sender cannot inject audio into a call, while a
+/// peer behind NAT (whose address differs from its SDP) is still heard. Hostile datagrams
+/// (not RTP, wrong payload type) are dropped and counted, never fatal.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "config/error.hpp"
+#include "net/sip/jitter_buffer.hpp"
+#include "net/sip/port_pool.hpp"
+#include "net/sip/rtp_audio_decoder.hpp"
+#include "net/sip/sdp_offer.hpp"
+
+namespace sluice::net::sip {
+
+struct rtp_sinks {
+  std::function<void(std::vector<uint8_t> pcm_s16le)> audio;
+  std::function<void(char digit, int duration_ms)> dtmf;
+};
+
+/// Counters of one stream, readable from any thread.
+struct rtp_counters {
+  std::atomic<uint64_t> datagrams{0}, not_rtp{0}, foreign_source{0}, packets_lost{0}, late{0}, reordered{0},
+      concealed_samples{0};
+  std::atomic<int64_t> max_hold_ms{0};
+};
+
+class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
+ public:
+  /// Binds a port of the pool on `host`; errc::limit_exceeded when no port is free (or bindable).
+  static result<std::shared_ptr<rtp_receiver>> open(boost::asio::io_context& ioc, const std::string& host,
+                                                    std::shared_ptr<port_pool> pool, jitter_buffer_config jitter,
+                                                    codec_choice codec, int telephone_event_pt, rtp_sinks sinks);
+  ~rtp_receiver();
+
+  uint16_t port() const { return port_; }
+  /// Where audio and DTMF go; only before start().
+  void set_sinks(rtp_sinks sinks) { sinks_ = std::move(sinks); }
+  /// Starts receiving. Thread-safe.
+  void start();
+  /// Stops receiving: reads the datagrams the socket still queues, releases what the jitter
+  /// buffer holds to the sinks, closes the socket.
+  /// Thread-safe and idempotent; `done` (if any) runs on the strand after the last sink call.
+  void stop(std::function<void()> done = {});
+  /// Steady-clock ms of the last RTP packet (or of start()); for the RTP timeout.
+  int64_t last_packet_ms() const { return last_packet_ms_; }
+  const rtp_counters& counters() const { return counters_; }
+  int sample_rate() const { return decoder_.codec().sample_rate; }
+
+ private:
+  rtp_receiver(boost::asio::io_context& ioc, std::shared_ptr<port_pool> pool, jitter_buffer_config jitter,
+               codec_choice codec, int telephone_event_pt, rtp_sinks sinks);
+  void do_receive();
+  void on_datagram(std::size_t n);
+  void deliver(std::vector<playout_item> items);
+  void on_event(const playout_item& item);
+  void arm_gap_timer();
+  void publish_stats();
+
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  boost::asio::ip::udp::socket socket_;
+  boost::asio::steady_timer gap_timer_;
+  std::shared_ptr<port_pool> pool_;
+  uint16_t port_ = 0;
+  jitter_buffer jitter_;
+  rtp_audio_decoder decoder_;
+  int te_pt_;
+  rtp_sinks sinks_;
+  std::vector<uint8_t> buf_;
+  boost::asio::ip::udp::endpoint from_, peer_;
+  bool latched_ = false, stopped_ = false, timer_armed_ = false;
+  // RFC 4733: an event is reported once, at its first end packet (they are sent three times).
+  bool event_open_ = false;
+  uint32_t event_ts_ = 0;
+  uint8_t event_code_ = 0;
+  uint16_t event_duration_ = 0;
+  bool reported_ts_valid_ = false;
+  std::atomic<int64_t> last_packet_ms_{0};
+  rtp_counters counters_;
+};
+
+}  // namespace sluice::net::sip

@@ -1,0 +1,52 @@
+// libFuzzer target: net/sip/rtp_packet.hpp and the jitter buffer, what every datagram reaching an
+// RTP port goes through. The input is cut into datagrams (a length byte before each), each parsed
+// and, when RTP, pushed into a jitter buffer with arrival times that advance 20 ms per datagram.
+// Beyond "no crash": a payload view lies inside its datagram; the buffer never holds more than
+// it was given; every released packet was pushed; a flush leaves it empty; concealment and
+// silence items are never longer than max_fill_ms.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "net/sip/jitter_buffer.hpp"
+#include "net/sip/rtp_packet.hpp"
+#include "tests/fuzz/fuzz_checks.hpp"
+
+using namespace sluice;
+using namespace sluice::net::sip;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  jitter_buffer_config cfg;
+  cfg.max_packets = 16;
+  jitter_buffer jb(cfg);
+  const uint32_t max_fill = static_cast<uint32_t>(cfg.max_fill_ms) * cfg.clock_rate / 1000;
+  std::size_t off = 0;
+  int64_t now = 0;
+  uint64_t pushed = 0, released = 0;
+  auto check = [&](const std::vector<playout_item>& items) {
+    for (const auto& it : items) {
+      if (it.what == playout_item::kind::packet) ++released;
+      else fuzz::require(it.duration > 0 && it.duration <= max_fill, "a fill longer than max_fill_ms");
+    }
+  };
+  while (off < size) {
+    const std::size_t n = std::min<std::size_t>(data[off], size - off - 1);
+    const std::span<const uint8_t> d(data + off + 1, n);
+    off += 1 + n;
+    auto p = parse_rtp(d);
+    if (!p) continue;
+    fuzz::require(p->payload.data() >= d.data() && p->payload.data() + p->payload.size() <= d.data() + d.size(),
+                  "an RTP payload outside its datagram");
+    (void)parse_telephone_event(p->payload);
+    jb.push(*p, static_cast<uint32_t>(p->payload.size()), now);
+    ++pushed;
+    now += 20;
+    check(jb.pop(now));
+    fuzz::require(jb.held() <= pushed, "the buffer holds more than it was given");
+  }
+  check(jb.flush());
+  fuzz::require(jb.held() == 0, "a flush left packets held");
+  fuzz::require(released <= pushed, "more packets released than pushed");
+  return 0;
+}

@@ -1,0 +1,164 @@
+// Hostile and malformed SIP over UDP, sent raw: each gets the status RFC 3261 names (or is
+// dropped), and the service answers a well-formed OPTIONS afterwards, so none of it crashed it.
+#include "tests/net/sip/sip_test_util.hpp"
+
+using namespace sluice;
+using namespace sluice::test;
+
+namespace {
+std::string invite(const std::string& call_id, const std::string& extra_headers, const std::string& body,
+                   const std::string& content_type = "application/sdp") {
+  std::string m = "INVITE sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:@LPORT@;branch=z9hG4bK" + call_id +
+                  "\r\nFrom: <sip:evil@127.0.0.1>;tag=x1\r\nTo: <sip:sluice@127.0.0.1>\r\nCall-ID: " + call_id +
+                  "\r\nCSeq: 1 INVITE\r\nContact: <sip:evil@127.0.0.1:@LPORT@>\r\n" + extra_headers;
+  if (!body.empty()) m += "Content-Type: " + content_type + "\r\n";
+  m += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return m;
+}
+
+std::string options(const std::string& call_id) {
+  return "OPTIONS sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:@LPORT@;branch=z9hG4bK" + call_id +
+         "\r\nFrom: <sip:t@127.0.0.1>;tag=1\r\nTo: <sip:sluice@127.0.0.1>\r\nCall-ID: " + call_id +
+         "\r\nCSeq: 1 OPTIONS\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n";
+}
+
+const std::string g729_only =
+    "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 7000 RTP/AVP 18\r\n"
+    "a=rtpmap:18 G729/8000\r\n";
+}  // namespace
+
+TEST_SUITE("sip hostile input") {
+  TEST_CASE("malformed and unacceptable requests get their status and the service stays up") {
+    sip_served s;
+    CHECK(sip_udp_request(s.cfg.port, options("o1")) == "SIP/2.0 200 OK");
+
+    SUBCASE("an offer without a codec we take: 488") {
+      CHECK(sip_udp_request(s.cfg.port, invite("c1", "Max-Forwards: 70\r\n", g729_only)).rfind("SIP/2.0 488", 0) == 0);
+    }
+    SUBCASE("an INVITE without an offer: 488") {
+      CHECK(sip_udp_request(s.cfg.port, invite("c2", "Max-Forwards: 70\r\n", "")).rfind("SIP/2.0 488", 0) == 0);
+    }
+    SUBCASE("a body that is not SDP, labelled SDP: 488") {
+      CHECK(sip_udp_request(s.cfg.port, invite("c3", "Max-Forwards: 70\r\n", "\x01\x02garbage\r\nm=\r\n"))
+                .rfind("SIP/2.0 488", 0) == 0);
+    }
+    SUBCASE("a body of another type: 415") {
+      CHECK(sip_udp_request(s.cfg.port, invite("c4", "Max-Forwards: 70\r\n", "<xml/>", "application/xml"))
+                .rfind("SIP/2.0 415", 0) == 0);
+    }
+    SUBCASE("a SIPREC multipart body without its closing boundary: 400") {
+      const std::string body = "--b1\r\nContent-Type: application/sdp\r\n\r\n" + g729_only;
+      CHECK(sip_udp_request(s.cfg.port, invite("c6", "Max-Forwards: 70\r\n", body, "multipart/mixed;boundary=b1"))
+                .rfind("SIP/2.0 400", 0) == 0);
+    }
+    SUBCASE("Max-Forwards 0 at its destination is handled like any request (RFC 3261 16.3 is for proxies)") {
+      CHECK(sip_udp_request(s.cfg.port, invite("c5", "Max-Forwards: 0\r\n", g729_only)).rfind("SIP/2.0 488", 0) == 0);
+    }
+    SUBCASE("garbage datagrams and a truncated request are dropped or refused, never fatal") {
+      for (const std::string& junk : {std::string("\x00\x01\x02", 3), std::string(1400, 'A'),
+                                     std::string("INVITE sip:x SIP/2.0\r\nVia: broken\r\n\r\n"),
+                                     std::string("SIP/2.0 200 OK\r\n\r\n")}) {
+        const auto reply = sip_udp_request(s.cfg.port, junk, std::chrono::milliseconds(300));
+        CHECK((reply.empty() || reply.rfind("SIP/2.0 4", 0) == 0));
+      }
+    }
+    CHECK(sip_udp_request(s.cfg.port, options("o2")) == "SIP/2.0 200 OK");
+    CHECK(s.sip->live_calls() == 0);
+    CHECK(s.sip_calls().empty());  // nothing refused was registered as a call
+  }
+
+  TEST_CASE("no free RTP port: 503 with Retry-After, and nothing registered") {
+    config::sip_config cfg;
+    cfg.rtp_port_min = free_rtp_base(2);
+    cfg.rtp_port_max = cfg.rtp_port_min + 1;  // room for exactly one stream
+    sip_served s(cfg);
+    // Hold the only port with a socket of our own: the pool finds it taken.
+    asio::io_context ioc;
+    asio::ip::udp::socket holder(ioc, asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), cfg.rtp_port_min));
+    const std::string pcmu =
+        "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 7000 RTP/AVP 0\r\n";
+    std::string whole;
+    const auto status = sip_udp_request(s.cfg.port, invite("p1", "Max-Forwards: 70\r\n", pcmu),
+                                        std::chrono::milliseconds(3000), &whole);
+    CHECK(status.rfind("SIP/2.0 503", 0) == 0);
+    CHECK(whole.find("Retry-After: 5") != std::string::npos);
+    CHECK(s.sip_calls().empty());
+  }
+
+  TEST_CASE("hostile RTP on a live call: garbage is dropped, a second source is shut out, the call ends normally") {
+    sip_served s;
+    asio::io_context ioc;
+    const auto lo = asio::ip::make_address("127.0.0.1");
+    asio::ip::udp::socket sig(ioc, asio::ip::udp::endpoint(lo, 0)), media(ioc, asio::ip::udp::endpoint(lo, 0)),
+        intruder(ioc, asio::ip::udp::endpoint(lo, 0));
+    timeval tv{3, 0};
+    ::setsockopt(sig.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const auto sip_ep = asio::ip::udp::endpoint(lo, s.cfg.port);
+    const auto lport = std::to_string(sig.local_endpoint().port());
+    const std::string sdp = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio " +
+                            std::to_string(media.local_endpoint().port()) + " RTP/AVP 0\r\n";
+    const std::string dialog = "From: <sip:evil@127.0.0.1>;tag=x1\r\nCall-ID: rtp-hostile\r\n";
+    sig.send_to(asio::buffer("INVITE sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
+                             ";branch=z9hG4bKinv1\r\n" + dialog + "To: <sip:sluice@127.0.0.1>\r\nCSeq: 1 INVITE\r\n" +
+                             "Contact: <sip:evil@127.0.0.1:" + lport + ">\r\nMax-Forwards: 70\r\n" +
+                             "Content-Type: application/sdp\r\nContent-Length: " + std::to_string(sdp.size()) +
+                             "\r\n\r\n" + sdp),
+                sip_ep);
+    // The 200 OK: the dialog's To tag and the RTP port of the answer.
+    std::string ok;
+    for (int i = 0; i < 10 && ok.rfind("SIP/2.0 200", 0) != 0; ++i) {
+      std::vector<char> buf(65536);
+      const auto n = ::recv(sig.native_handle(), buf.data(), buf.size(), 0);
+      REQUIRE(n > 0);
+      ok.assign(buf.data(), static_cast<std::size_t>(n));
+    }
+    REQUIRE(ok.rfind("SIP/2.0 200", 0) == 0);
+    const auto to_at = ok.find("\r\nTo:");
+    REQUIRE(to_at != std::string::npos);
+    const std::string to_line = ok.substr(to_at + 2, ok.find("\r\n", to_at + 2) - to_at - 2);
+    const auto m_at = ok.find("m=audio ");
+    REQUIRE(m_at != std::string::npos);
+    const auto rtp_port = static_cast<uint16_t>(std::stoi(ok.substr(m_at + 8)));
+    sig.send_to(asio::buffer("ACK sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
+                             ";branch=z9hG4bKack1\r\n" + dialog + to_line + "\r\nCSeq: 1 ACK\r\nMax-Forwards: 70\r\n" +
+                             "Content-Length: 0\r\n\r\n"),
+                sip_ep);
+
+    const asio::ip::udp::endpoint rtp_ep(lo, rtp_port);
+    auto rtp = [](uint16_t seq, uint8_t pt, uint8_t b0 = 0x80) {
+      std::vector<uint8_t> d(12 + 160, 0xff);  // header, then 20 ms of mu-law silence
+      const uint8_t header[12] = {b0, pt, uint8_t(seq >> 8), uint8_t(seq), 0, 0, uint8_t(seq >> 8), uint8_t(seq), 1, 2, 3, 4};
+      std::copy(std::begin(header), std::end(header), d.begin());
+      return d;
+    };
+    // Empty, shorter than a header, version 1, and 15 CSRCs announced in a 16-byte datagram.
+    const std::vector<std::vector<uint8_t>> junk{
+        {}, {0x80}, std::vector<uint8_t>(11, 0x80), rtp(1, 0, 0x40), {0x8f, 0, 0, 2, 0, 0, 0, 0, 1, 2, 3, 4, 9, 9, 9, 9}};
+    for (const auto& j : junk) media.send_to(asio::buffer(j), rtp_ep);
+    for (uint16_t q = 10; q < 20; ++q) media.send_to(asio::buffer(rtp(q, 0)), rtp_ep);  // latches this source
+    for (uint16_t q = 20; q < 25; ++q) intruder.send_to(asio::buffer(rtp(q, 0)), rtp_ep);
+    media.send_to(asio::buffer(rtp(30, 99)), rtp_ep);     // a payload type never offered
+    media.send_to(asio::buffer(rtp(40000, 0)), rtp_ep);   // a sequence jump: a restart
+    // A datagram after all of those from the latched source, so the count below is complete
+    // once it has arrived: the BYE follows it.
+    media.send_to(asio::buffer(rtp(40001, 0)), rtp_ep);
+
+    sig.send_to(asio::buffer("BYE sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
+                             ";branch=z9hG4bKbye1\r\n" + dialog + to_line + "\r\nCSeq: 2 BYE\r\nMax-Forwards: 70\r\n" +
+                             "Content-Length: 0\r\n\r\n"),
+                sip_ep);
+    REQUIRE(s.wait_for([&] {
+      auto c = s.sip_calls();
+      return c.size() == 1 && !c[0].live;
+    }));
+    const auto c = s.sip_calls()[0];
+    CHECK(c.end_reason == "hangup");
+    const auto& k = c.start.metadata["rtp"][0];
+    INFO(k.dump());
+    // Loopback delivers every datagram; all 23 were queued at the port before the BYE was sent, and a stopping receiver reads what is queued.
+    CHECK(k["datagrams"].get<int>() == 23);
+    CHECK(k["not_rtp"].get<int>() == 5);
+    CHECK(k["foreign_source"].get<int>() == 5);
+    CHECK(s.sip->live_calls() == 0);
+  }
+}
