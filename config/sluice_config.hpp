@@ -15,6 +15,7 @@
 #include "config/engine_config.hpp"
 #include "config/error.hpp"
 #include "config/fbank_config.hpp"
+#include "config/listeners_config.hpp"
 #include "config/log_config.hpp"
 #include "config/model_config.hpp"
 #include "config/server_config.hpp"
@@ -34,6 +35,7 @@ struct sluice_config {
   decoder_config decoder;
   engine_config engine;
   server_config server;
+  listeners_config listeners;
   upload_config upload;
   auth_config auth;
 
@@ -50,6 +52,7 @@ struct sluice_config {
     v("decoder", decoder);
     v("engine", engine);
     v("server", server);
+    v("listeners", listeners);
     v("upload", upload);
     v("auth", auth);
   }

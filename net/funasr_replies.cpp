@@ -34,7 +34,7 @@ std::optional<json> funasr_replies::on_event(const actors::transcript_event& ev)
 }
 
 json funasr_replies::last() const {
-  return json{{"mode", reply_mode(true)}, {"wav_name", wav_name_}, {"text", ""}, {"is_final", true}};
+  return json{{"mode", reply_mode(true)}, {"wav_name", wav_name_}, {"text", ""}, {"is_final", true}, {"is_end", true}};
 }
 
 }  // namespace sluice::net

@@ -21,7 +21,8 @@ class funasr_replies {
 
   /// The reply for one transcript event (no error set), or nothing when this mode sends none.
   std::optional<nlohmann::json> on_event(const actors::transcript_event& ev);
-  /// The last reply of the stream (is_final true).
+  /// The last reply of the stream: is_final and is_end true (the end-of-input acknowledgement
+  /// the 2026 clients wait for; older ones stop at is_final).
   nlohmann::json last() const;
 
  private:
