@@ -104,6 +104,20 @@ class ws_transport {
   virtual const std::string& tenant() const = 0;
 };
 
+/// Whether a Sec-WebSocket-Protocol header (a comma list) offers `name`, exactly.
+inline bool offers_subprotocol(std::string_view header, std::string_view name) {
+  while (!header.empty()) {
+    const auto comma = header.find(',');
+    auto token = header.substr(0, comma);
+    while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+    if (token == name) return true;
+    if (comma == std::string_view::npos) break;
+    header.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 /// One wire protocol over a WebSocket. See the file comment for the order of calls.
 class ws_protocol {
  public:

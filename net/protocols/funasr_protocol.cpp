@@ -14,7 +14,7 @@ class funasr_protocol final : public ws_protocol {
 
   // Only FunASR's Python client offers "binary"; the others offer nothing.
   std::string accept_subprotocol(std::string_view offered) const override {
-    return offered.find("binary") != std::string_view::npos ? "binary" : "";
+    return offers_subprotocol(offered, "binary") ? "binary" : "";
   }
 
   void on_text(ws_transport& t, std::string_view text) override {

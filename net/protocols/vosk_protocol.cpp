@@ -57,7 +57,7 @@ class vosk_protocol final : public ws_protocol {
 
   // Asterisk's res_speech_vosk offers "ws".
   std::string accept_subprotocol(std::string_view offered) const override {
-    return offered.find("ws") != std::string_view::npos ? "ws" : "";
+    return offers_subprotocol(offered, "ws") ? "ws" : "";
   }
 
   void on_text(ws_transport& t, std::string_view text) override {
@@ -71,26 +71,11 @@ class vosk_protocol final : public ws_protocol {
       cfg_ = std::move(*m->config);
       return;
     }
-    if (t.channel_count() == 0) {
-      // Nothing was streamed: the final is empty, at once.
-      t.send_text(to_wire(combined({})));
-      if (m->eof) {
-        t.input_done();
-        t.close(ws_close::normal, "done");
-      }
-      return;
-    }
-    t.end_channel(current_);
-    owed_.push_back({m->eof ? owed::eof : owed::flush, current_});
-    if (m->eof) {
-      t.input_done();
-    } else {
-      // Audio after the reset goes to a fresh channel while this one finishes.
-      current_ = t.channel_count();
-      t.open_channels({request()}, {0});
-    }
-    pump(t);
+    flush(t, m->eof);
   }
+
+  // server.max_session_s: the input ends as with {"eof" : 1} (its final, then close 1000).
+  void on_session_limit(ws_transport& t) override { flush(t, true); }
 
   void on_binary(ws_transport& t, std::vector<uint8_t> bytes) override {
     if (t.channel_count() == 0) open(t);
@@ -126,6 +111,29 @@ class vosk_protocol final : public ws_protocol {
   }
 
  private:
+  // reset (eof false) or eof: the finals of everything streamed so far in one reply.
+  void flush(ws_transport& t, bool eof) {
+    if (t.channel_count() == 0) {
+      // Nothing was streamed: the final is empty, at once.
+      t.send_text(to_wire(combined({})));
+      if (eof) {
+        t.input_done();
+        t.close(ws_close::normal, "done");
+      }
+      return;
+    }
+    t.end_channel(current_);
+    owed_.push_back({eof ? owed::eof : owed::flush, current_});
+    if (eof) {
+      t.input_done();
+    } else {
+      // Audio after the reset goes to a fresh channel while this one finishes.
+      current_ = t.channel_count();
+      t.open_channels({request()}, {0});
+    }
+    pump(t);
+  }
+
   struct owed {
     enum kind_t { frame, flush, eof } kind;
     std::size_t channel;

@@ -59,6 +59,32 @@ TEST_SUITE("funasr protocol") {
     CHECK(offline_text(finished) == offline_text(plain));
   }
 
+  TEST_CASE("online mode: the appended online text has exactly the words of the sentences (none sent twice)") {
+    // Regression: online deltas used to resend a whole partial whenever its last word grew
+    // ("thank you for calling o" then "thank you for calling northwind"), and FunASR's clients
+    // append every online message.
+    served s;
+    const auto frames = call_pcm16_frames();
+    auto offline = ws_session(s.port, "/funasr", {R"({"mode":"offline","audio_fs":8000})"}, frames,
+                              {R"({"is_speaking":false,"is_end":true})"});
+    auto online = ws_session(s.port, "/funasr", {R"({"mode":"online","audio_fs":8000})"}, frames,
+                             {R"({"is_speaking":false,"is_end":true})"});
+    expect_acknowledged(online);
+    auto word_count = [](const ws_result& r) {
+      std::string all;
+      for (const auto& m : r.messages) all += m.value("text", std::string());
+      std::size_t n = 0;
+      bool in_word = false;
+      for (char c : all) {
+        if (c != ' ' && !in_word) ++n;
+        in_word = c != ' ';
+      }
+      return n;
+    };
+    CHECK(word_count(offline) > 20);
+    CHECK(word_count(online) == word_count(offline));
+  }
+
   TEST_CASE("hostile FunASR input gets a clear error with text and is_final false; an honest stream is unaffected") {
     served s;
     const auto ref = reference_finals(s.port);

@@ -13,8 +13,12 @@ const std::string start_8k = R"({"type":"start","sample_rate":8000,"encoding":"p
 std::vector<std::string> finals_sent(const ws_result& r, const char* final_type_key, const char* final_value) {
   std::vector<std::string> out;
   for (const auto& m : r.messages)
-    if (m.value(final_type_key, std::string()) == final_value && !m.value("text", std::string()).empty())
-      out.push_back(m["text"]);
+    if (m.value(final_type_key, std::string()) == final_value && !m.value("text", std::string()).empty()) {
+      std::string t = m["text"];
+      // FunASR's sentences after the first start with a space (its clients append them).
+      if (!out.empty() && t.rfind(' ', 0) == 0) t.erase(0, 1);
+      out.push_back(std::move(t));
+    }
   return out;
 }
 
