@@ -45,7 +45,7 @@ TEST_SUITE("funasr protocol") {
     CHECK(offline_text(r).size() > 10);
   }
 
-  TEST_CASE("{is_finished:true} ends like is_speaking false; upper-case wav_format and spaced hotwords are taken") {
+  TEST_CASE("{is_finished:true} ends like is_speaking false - upper-case wav_format and spaced hotwords are taken") {
     served s;
     const auto frames = call_pcm16_frames();
     auto plain = ws_session(s.port, "/funasr", {start_2pass}, frames, {R"({"is_speaking":false})"});
@@ -85,7 +85,7 @@ TEST_SUITE("funasr protocol") {
     CHECK(word_count(online) == word_count(offline));
   }
 
-  TEST_CASE("hostile FunASR input gets a clear error with text and is_final false; an honest stream is unaffected") {
+  TEST_CASE("hostile FunASR input gets a clear error with text and is_final false - an honest stream is unaffected") {
     served s;
     const auto ref = reference_finals(s.port);
     honest_stream h(s.port);

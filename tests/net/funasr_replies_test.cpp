@@ -51,7 +51,7 @@ TEST_SUITE("funasr replies") {
     CHECK(appended(r, {ev(0, false, "a b c d"), ev(0, false, "a b c d e"), ev(0, true, "a x c d e")}) == "a b c d e");
   }
 
-  TEST_CASE("2pass: online words of an utterance, then its sentence; later ones start with a space") {
+  TEST_CASE("2pass: online words of an utterance, then its sentence - later ones start with a space") {
     funasr_replies r("2pass", "w");
     std::vector<json> out;
     for (const auto& e : {ev(0, false, "hello wor"), ev(0, false, "hello world"), ev(0, true, "hello world"),
@@ -72,7 +72,7 @@ TEST_SUITE("funasr replies") {
     CHECK(last["text"] == "");
   }
 
-  TEST_CASE("offline: sentences only, spaced; empty finals send nothing") {
+  TEST_CASE("offline: sentences only, spaced - empty finals send nothing") {
     funasr_replies r("offline", "w");
     CHECK(appended(r, {ev(0, false, "a b"), ev(0, true, "a b c"), ev(1, true, ""), ev(2, true, "d")}) == "a b c d");
   }

@@ -7,7 +7,7 @@ using namespace sluice;
 using namespace sluice::test;
 
 TEST_SUITE("listeners") {
-  TEST_CASE("each protocol port speaks its protocol on any path; plain HTTP there gets 400 naming it") {
+  TEST_CASE("each protocol port speaks its protocol on any path - plain HTTP there gets 400 naming it") {
     served s({}, true);
     const uint16_t funasr = s.server->port(net::ws_listener::funasr);
     const uint16_t vosk = s.server->port(net::ws_listener::vosk);
@@ -49,7 +49,7 @@ TEST_SUITE("listeners") {
     CHECK(poll_until([&] { return http_request(vosk, http::verb::get, "/").status == 400; }));
   }
 
-  TEST_CASE("disabled listeners are not bound; a busy port or two listeners on one port fail the start, naming the key") {
+  TEST_CASE("disabled listeners are not bound - a busy port or two listeners on one port fail the start, naming the key") {
     config::sluice_config cfg;
     cfg.listeners.sherpa = false;
     served s(cfg, true);

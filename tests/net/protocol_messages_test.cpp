@@ -59,7 +59,7 @@ TEST_SUITE("protocol messages") {
     }
   }
 
-  TEST_CASE("sherpa-onnx: float32 LE samples, clamped; torn frames and non-finite samples refused") {
+  TEST_CASE("sherpa-onnx: float32 LE samples, clamped - torn frames and non-finite samples refused") {
     const float in[] = {0.5f, -0.25f, 1.5f, -3.0f};
     std::vector<uint8_t> bytes(sizeof(in));
     std::memcpy(bytes.data(), in, sizeof(in));

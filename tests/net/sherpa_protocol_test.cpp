@@ -115,7 +115,7 @@ TEST_SUITE("sherpa protocol") {
     CHECK(r.close_code == 1000);
   }
 
-  TEST_CASE("hostile sherpa input: torn floats, NaN, unknown text, huge message get a clear error; honest stream unaffected") {
+  TEST_CASE("hostile sherpa input: torn floats, NaN, unknown text, huge message get a clear error - honest stream unaffected") {
     config::sluice_config cfg;
     cfg.server.max_message_bytes = 64 * 1024;
     served s(cfg, true);

@@ -59,7 +59,7 @@ std::string joined(const std::vector<std::string>& v) {
 }  // namespace
 
 TEST_SUITE("vosk protocol") {
-  TEST_CASE("lock-step: one reply per frame (partial or result), eof gives the final then close 1000; text equals /v1/stream's") {
+  TEST_CASE("lock-step: one reply per frame (partial or result), eof gives the final then close 1000 - text equals /v1/stream's") {
     served s({}, true);
     const auto pcm = call_pcm16(0, 8000);
     const auto frames = pcm16_messages(pcm, samples_per_message);
@@ -102,7 +102,7 @@ TEST_SUITE("vosk protocol") {
     }
   }
 
-  TEST_CASE("reset gives every final so far in one result and the stream goes on; max_alternatives gives alternatives") {
+  TEST_CASE("reset gives every final so far in one result and the stream goes on - max_alternatives gives alternatives") {
     served s({}, true);
     const auto frames = pcm16_messages(call_pcm16(0, 8000), samples_per_message);
     vosk_client c(s.server->port(net::ws_listener::vosk));
@@ -142,7 +142,7 @@ TEST_SUITE("vosk protocol") {
     CHECK(call.channels[0].finals.size() >= 2);
   }
 
-  TEST_CASE("hostile Vosk input: config after audio, wrong types, unknown message, not JSON get a clear error; honest stream unaffected") {
+  TEST_CASE("hostile Vosk input: config after audio, wrong types, unknown message, not JSON get a clear error - honest stream unaffected") {
     served s({}, true);
     const auto ref = reference_finals(s.port);
     honest_stream h(s.port);

@@ -54,7 +54,7 @@ TEST_SUITE("ws calls") {
     CHECK(recorded_finals(c, 0) == sent);
   }
 
-  TEST_CASE("a FunASR stream is one call with source funasr and its mode; a refused start makes no call") {
+  TEST_CASE("a FunASR stream is one call with source funasr and its mode - a refused start makes no call") {
     served s;
     auto bad = ws_session(s.port, "/funasr", {R"({"mode":"fast"})"}, {}, {});
     CHECK(bad.close_code == 1003);
