@@ -16,6 +16,7 @@
 #include "config/engine_config.hpp"
 #include "config/error.hpp"
 #include "config/fbank_config.hpp"
+#include "config/listeners_config.hpp"
 #include "config/log_config.hpp"
 #include "config/model_config.hpp"
 #include "config/postproc_config.hpp"
@@ -38,6 +39,7 @@ struct sluice_config {
   postproc_config postproc;
   engine_config engine;
   server_config server;
+  listeners_config listeners;
   upload_config upload;
   auth_config auth;
   audiosocket_config audiosocket;
@@ -57,6 +59,7 @@ struct sluice_config {
     v("postproc", postproc);
     v("engine", engine);
     v("server", server);
+    v("listeners", listeners);
     v("upload", upload);
     v("auth", auth);
     v("audiosocket", audiosocket);

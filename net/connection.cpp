@@ -28,8 +28,8 @@ constexpr std::size_t drain_chunk_bytes = 4096;
 
 class tls_detector : public std::enable_shared_from_this<tls_detector> {
  public:
-  tls_detector(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st)
-      : stream_(std::move(socket)), st_(std::move(st)) {}
+  tls_detector(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st, ws_listener kind)
+      : stream_(std::move(socket)), st_(std::move(st)), kind_(kind) {}
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->guarded([&] { self->detect(); }); });
@@ -77,7 +77,7 @@ class tls_detector : public std::enable_shared_from_this<tls_detector> {
       return;
     }
     buffer_.consume(used);
-    run_http_session(std::move(*tls_), std::move(buffer_), st_);
+    run_http_session(std::move(*tls_), std::move(buffer_), st_, kind_);
   }
 
   // A plain-HTTP client on a TLS port: one plain answer it can read, then the connection ends.
@@ -110,15 +110,16 @@ class tls_detector : public std::enable_shared_from_this<tls_detector> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::shared_ptr<server_state> st_;
+  ws_listener kind_;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
   std::array<char, drain_chunk_bytes> drain_{};
 };
 
 }  // namespace
 
-void run_connection(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st) {
-  if (!st->tls) return run_http_session(beast::tcp_stream(std::move(socket)), beast::flat_buffer{}, std::move(st));
-  std::make_shared<tls_detector>(std::move(socket), std::move(st))->run();
+void run_connection(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st, ws_listener kind) {
+  if (!st->tls) return run_http_session(beast::tcp_stream(std::move(socket)), beast::flat_buffer{}, std::move(st), kind);
+  std::make_shared<tls_detector>(std::move(socket), std::move(st), kind)->run();
 }
 
 }  // namespace sluice::net

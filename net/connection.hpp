@@ -19,6 +19,8 @@
 
 namespace sluice::net {
 
-void run_connection(boost::asio::ip::tcp::socket socket, std::shared_ptr<server_state> st);
+/// `kind`: which port accepted it (its protocol and connection limit, net/ws_routes.hpp).
+void run_connection(boost::asio::ip::tcp::socket socket, std::shared_ptr<server_state> st,
+                    ws_listener kind = ws_listener::main);
 
 }  // namespace sluice::net

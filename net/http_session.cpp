@@ -24,6 +24,7 @@
 #include "net/auth/tenant_view.hpp"
 #include "net/switches/switch_routes.hpp"
 #include "net/switches/switch_ws_session.hpp"
+#include "net/ws_routes.hpp"
 #include "net/ws_session.hpp"
 
 namespace sluice::net {
@@ -38,11 +39,20 @@ namespace asio = boost::asio;
 // {"error": why}, built by the JSON library (never by concatenation: `why` may quote a path).
 std::string error_body(const std::string& why) { return to_wire(json{{"error", why}}); }
 
-// Counts a connection for as long as it lives (HTTP, then maybe WebSocket).
+// Counts a connection for as long as it lives (HTTP, then maybe WebSocket), on every port and
+// on its own.
 struct connection_slot {
-  explicit connection_slot(std::shared_ptr<server_state> s) : st(std::move(s)) { ++st->connections; }
-  ~connection_slot() { --st->connections; }
+  connection_slot(std::shared_ptr<server_state> s, ws_listener k) : st(std::move(s)), kind(k) {
+    ++st->connections;
+    ++own();
+  }
+  ~connection_slot() {
+    --st->connections;
+    --own();
+  }
+  std::atomic<int>& own() { return st->listener_connections[static_cast<std::size_t>(kind)]; }
   std::shared_ptr<server_state> st;
+  ws_listener kind;
 };
 
 template <class Stream>
@@ -56,9 +66,9 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   using std::enable_shared_from_this<http_session<Stream>>::shared_from_this;
 
  public:
-  http_session(Stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st)
-      : stream_(std::move(stream)), buffer_(std::move(buffer)), st_(std::move(st)),
-        slot_(std::make_shared<connection_slot>(st_)), id_(st_->next_connection_id++) {}
+  http_session(Stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st, ws_listener kind)
+      : stream_(std::move(stream)), buffer_(std::move(buffer)), st_(std::move(st)), kind_(kind),
+        slot_(std::make_shared<connection_slot>(st_, kind)), id_(st_->next_connection_id++) {}
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->guarded("start", [&] { self->start(); }); });
@@ -104,11 +114,12 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   }
 
   void start() {
-    if (st_->connections > st_->cfg.max_connections) {
+    if (slot_->own() > st_->max_connections(kind_)) {
       // Over the limit: one clear answer, then the connection closes.
+      const std::string key = kind_ == ws_listener::main ? "server.max_connections"
+                                                         : "listeners." + std::string(listener_name(kind_)) + "_max_connections";
       auto res = make_response(http::status::service_unavailable, "text/plain",
-                               "too many connections (server.max_connections = " +
-                                   std::to_string(st_->cfg.max_connections) + ")\n",
+                               "too many connections (" + key + " = " + std::to_string(st_->max_connections(kind_)) + ")\n",
                                11, false);
       write(std::move(res));
       return;
@@ -178,14 +189,13 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
     if (websocket::is_upgrade(req)) {
       const std::string target(req.target());
       const std::string path = target.substr(0, target.find('?'));
-      // FunASR's own clients connect to the root path.
-      if (path == "/v1/stream" || path == "/funasr" || path == "/") {
+      auto proto = kind_ == ws_listener::main ? protocol_for_path(path) : protocol_for_listener(kind_);
+      if (proto) {
         lowest().expires_never();
-        run_ws_session(std::move(stream_), std::move(req), st_,
-                       path == "/v1/stream" ? ws_dialect::sluice : ws_dialect::funasr, slot_, id_, who_);
+        run_ws_session(std::move(stream_), std::move(req), st_, std::move(proto), slot_, id_, who_);
         return;
       }
-      if (switches::is_switch_path(path)) {
+      if (kind_ == ws_listener::main && switches::is_switch_path(path)) {
         auto protocol = switches::make_switch_protocol(target, std::string(req["Audiohook-Session-Id"]));
         if (!protocol)
           return write(make_response(http::status::bad_request, "application/json", error_body(protocol.error()),
@@ -195,6 +205,13 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         return;
       }
       write(make_response(http::status::not_found, "application/json", error_body("no WebSocket at this path"),
+                          req.version(), false));
+      return;
+    }
+    if (kind_ != ws_listener::main) {
+      write(make_response(http::status::bad_request, "application/json",
+                          error_body("this port speaks only the " + std::string(listener_name(kind_)) +
+                                     " WebSocket protocol; HTTP requests go to the main port"),
                           req.version(), false));
       return;
     }
@@ -300,6 +317,7 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   Stream stream_;
   beast::flat_buffer buffer_;
   std::shared_ptr<server_state> st_;
+  ws_listener kind_;
   std::shared_ptr<connection_slot> slot_;
   std::optional<http::request_parser<http::string_body>> parser_;
   uint64_t id_;
@@ -308,14 +326,15 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
 
 }  // namespace
 
-void run_http_session(beast::tcp_stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st) {
-  std::make_shared<http_session<beast::tcp_stream>>(std::move(stream), std::move(buffer), std::move(st))->run();
+void run_http_session(beast::tcp_stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st,
+                      ws_listener kind) {
+  std::make_shared<http_session<beast::tcp_stream>>(std::move(stream), std::move(buffer), std::move(st), kind)->run();
 }
 
 void run_http_session(beast::ssl_stream<beast::tcp_stream> stream, beast::flat_buffer buffer,
-                      std::shared_ptr<server_state> st) {
+                      std::shared_ptr<server_state> st, ws_listener kind) {
   std::make_shared<http_session<beast::ssl_stream<beast::tcp_stream>>>(std::move(stream), std::move(buffer),
-                                                                      std::move(st))
+                                                                      std::move(st), kind)
       ->run();
 }
 

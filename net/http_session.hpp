@@ -14,11 +14,13 @@
 namespace sluice::net {
 
 /// Serves HTTP on `stream`; `buffer` holds bytes already read from it (by the TLS detection).
+/// `kind`: the port it came in on; on a protocol port (not main) every WebSocket upgrade speaks
+/// that port's protocol whatever its path, and other requests get 400.
 void run_http_session(boost::beast::tcp_stream stream, boost::beast::flat_buffer buffer,
-                      std::shared_ptr<server_state> st);
+                      std::shared_ptr<server_state> st, ws_listener kind = ws_listener::main);
 /// The same over TLS (the handshake done).
 void run_http_session(boost::beast::ssl_stream<boost::beast::tcp_stream> stream, boost::beast::flat_buffer buffer,
-                      std::shared_ptr<server_state> st);
+                      std::shared_ptr<server_state> st, ws_listener kind = ws_listener::main);
 
 /// The dashboard page (net/assets/dashboard.html, compiled in).
 const char* dashboard_html();

@@ -19,8 +19,8 @@ using tcp = asio::ip::tcp;
 
 class listener : public std::enable_shared_from_this<listener> {
  public:
-  listener(asio::io_context& ioc, tcp::acceptor acceptor, std::shared_ptr<server_state> st)
-      : ioc_(ioc), acceptor_(std::move(acceptor)), st_(std::move(st)) {}
+  listener(asio::io_context& ioc, tcp::acceptor acceptor, std::shared_ptr<server_state> st, ws_listener kind)
+      : ioc_(ioc), acceptor_(std::move(acceptor)), st_(std::move(st)), kind_(kind) {}
 
   void run() { do_accept(); }
   void stop() {
@@ -38,7 +38,7 @@ class listener : public std::enable_shared_from_this<listener> {
   void on_accept(beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted) return;
     try {
-      if (!ec) run_connection(std::move(socket), st_);
+      if (!ec) run_connection(std::move(socket), st_, kind_);
     } catch (const std::exception& e) {
       // The new connection is dropped (its socket closes); the listener goes on.
       spdlog::error("server: could not start a connection: {}", e.what());
@@ -49,7 +49,24 @@ class listener : public std::enable_shared_from_this<listener> {
   asio::io_context& ioc_;
   tcp::acceptor acceptor_;
   std::shared_ptr<server_state> st_;
+  ws_listener kind_;
 };
+
+// Binds host:port for one listener; errc::io when it cannot listen.
+result<tcp::acceptor> bind_port(asio::io_context& ioc, const asio::ip::address& address, const std::string& host, int port,
+                                std::string_view what) {
+  beast::error_code ec;
+  tcp::acceptor acceptor(asio::make_strand(ioc));
+  const tcp::endpoint ep{address, static_cast<unsigned short>(port)};
+  acceptor.open(ep.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(ep, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    return fail(errc::io, "cannot listen on " + host + ":" + std::to_string(port) + " (" + std::string(what) +
+                              "): " + ec.message());
+  return acceptor;
+}
 
 // Checks the TLS files every server.tls_reload_check_s and reloads them when they changed.
 class tls_watch : public std::enable_shared_from_this<tls_watch> {
@@ -98,7 +115,9 @@ void run_io(asio::io_context& ioc) {
 
 result<std::unique_ptr<server>> server::start(actors::engine& engine, const config::server_config& cfg,
                                              const config::auth_config& auth,
+                                             const config::listeners_config& listeners,
                                              const std::optional<config::audiosocket_config>& audiosocket) {
+  if (auto why = listeners.check(); !why.empty()) return fail(errc::invalid_config, "[listeners] " + why);
   // Access policy first: a host it forbids is never bound.
   auto gate = auth::gate::create(cfg, auth);
   if (!gate) return tl::unexpected(gate.error());
@@ -106,6 +125,7 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   s->state_ = std::make_shared<server_state>();
   s->state_->engine = &engine;
   s->state_->cfg = cfg;
+  s->state_->listeners = listeners;
   s->state_->policy = request_policy(cfg);
   s->state_->gate = std::move(*gate);
   s->state_->calls = std::make_shared<calls::call_registry>();
@@ -120,24 +140,35 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   beast::error_code ec;
   const auto address = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "server.host = \"" + cfg.host + "\" is not an IP address");
-  tcp::acceptor acceptor(asio::make_strand(*s->ioc_));
-  const tcp::endpoint ep{address, static_cast<unsigned short>(cfg.port)};
-  acceptor.open(ep.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(ep, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
-    return fail(errc::io, "cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) + ": " + ec.message());
-  s->port_ = acceptor.local_endpoint().port();
+  // The main port, then each enabled protocol port; nothing runs until every one is bound.
+  const struct {
+    ws_listener kind;
+    bool on;
+    int port;
+  } wanted[] = {{ws_listener::main, true, cfg.port},
+                {ws_listener::funasr, listeners.funasr, listeners.funasr_port},
+                {ws_listener::sherpa, listeners.sherpa, listeners.sherpa_port},
+                {ws_listener::vosk, listeners.vosk, listeners.vosk_port}};
+  std::vector<std::shared_ptr<listener>> bound;
+  for (const auto& w : wanted) {
+    if (!w.on) continue;
+    const auto name = w.kind == ws_listener::main ? std::string("server.port") : "listeners." + std::string(listener_name(w.kind)) + "_port";
+    auto acceptor = bind_port(*s->ioc_, address, cfg.host, w.port, name);
+    if (!acceptor) return tl::unexpected(acceptor.error());
+    s->ports_.push_back({w.kind, acceptor->local_endpoint().port()});
+    bound.push_back(std::make_shared<listener>(*s->ioc_, std::move(*acceptor), s->state_, w.kind));
+  }
+  s->port_ = s->ports_.front().port;
   if (audiosocket && audiosocket->enabled) {
     auto as = switches::audiosocket_listener::start(*s->ioc_, s->state_, *audiosocket);
     if (!as) return tl::unexpected(as.error());
     s->audiosocket_port_ = (*as)->port();
     s->audiosocket_ = std::move(*as);
   }
-  auto l = std::make_shared<listener>(*s->ioc_, std::move(acceptor), s->state_);
-  l->run();
-  s->listener_ = l;
+  for (auto& l : bound) {
+    l->run();
+    s->listeners_.push_back(l);
+  }
   if (s->state_->tls && cfg.tls_reload_check_s > 0) {
     auto w = std::make_shared<tls_watch>(*s->ioc_, s->state_->tls, cfg.tls_reload_check_s);
     w->run();
@@ -152,9 +183,9 @@ void server::stop() {
   stopped_ = true;
   // A start() that failed before listening (bad host, unusable TLS files) left nothing running,
   // and the engine is the caller's to keep.
-  if (!listener_) return;
+  if (listeners_.empty()) return;
   state_->draining = true;
-  std::static_pointer_cast<listener>(listener_)->stop();
+  for (auto& l : listeners_) std::static_pointer_cast<listener>(l)->stop();
   const auto audiosocket = std::static_pointer_cast<switches::audiosocket_listener>(audiosocket_);
   if (audiosocket) audiosocket->stop();
   if (tls_watch_) std::static_pointer_cast<tls_watch>(tls_watch_)->stop();
@@ -173,5 +204,27 @@ result<void> server::reload_tls() {
 }
 
 server::~server() { stop(); }
+
+config::listeners_config server::no_listeners() {
+  config::listeners_config l;
+  l.funasr = l.sherpa = l.vosk = false;
+  return l;
+}
+
+uint16_t server::port(ws_listener l) const {
+  for (const auto& p : ports_)
+    if (p.listener == l) return p.port;
+  return 0;
+}
+
+int server_state::max_connections(ws_listener l) const {
+  switch (l) {
+    case ws_listener::funasr: return listeners.funasr_max_connections;
+    case ws_listener::sherpa: return listeners.sherpa_max_connections;
+    case ws_listener::vosk: return listeners.vosk_max_connections;
+    case ws_listener::main: break;
+  }
+  return cfg.max_connections;
+}
 
 }  // namespace sluice::net

@@ -9,12 +9,17 @@
 ///   GET  /v1/actors        the metrics snapshot as JSON
 ///   POST /v1/transcribe    an audio file in the body -> JSON transcript (a job on the engine's
 ///                          upload queue: actors/upload_queue.hpp; 413/429/503 refusals)
-///   WS   /v1/stream        sluice streaming protocol (ws_session.hpp)
-///   WS   /funasr           FunASR runtime protocol
+///   WS   /v1/stream        sluice streaming protocol (net/protocols/sluice_protocol.hpp)
+///   WS   /funasr and /     FunASR runtime protocol (net/protocols/funasr_protocol.hpp)
+///   WS   /sherpa           sherpa-onnx streaming protocol (net/protocols/sherpa_protocol.hpp)
+///   WS   /vosk             Vosk server protocol (net/protocols/vosk_protocol.hpp)
 ///   WS   /audio_fork /jambonz /jambonz/stt /twilio /audiohook   switches' protocols
 ///                          (net/switches/switch_routes.hpp), each source a call in `calls`
 /// Listeners of their own on the same I/O threads: Asterisk AudioSocket ([audiosocket], TCP,
 /// net/switches/audiosocket_listener.hpp).
+/// Protocol ports ([listeners], net/ws_routes.hpp): FunASR, sherpa-onnx and Vosk each also on a
+/// port of its own, where any path speaks that protocol and other HTTP requests get 400; each
+/// has its own connection limit (the main port's is server.max_connections).
 /// Limits ([server]): connections, message and body sizes, idle timeout, session length.
 /// Every request is first checked for its Host and Origin (request_policy.hpp): 403 otherwise.
 /// No exception leaves a handler: each is caught, logged with the connection id, and ends
@@ -24,6 +29,7 @@
 /// (net/connection.hpp); the certificate is reloaded for new connections when its files change
 /// (every tls_reload_check_s) or on reload_tls() (SIGHUP in `sluice serve`).
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -38,11 +44,13 @@
 #include "config/error.hpp"
 #include "config/audiosocket_config.hpp"
 #include "config/auth_config.hpp"
+#include "config/listeners_config.hpp"
 #include "config/server_config.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/gate.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/tls_context.hpp"
+#include "net/ws_routes.hpp"
 
 namespace sluice::net {
 
@@ -51,7 +59,10 @@ struct server_state {
   actors::engine* engine = nullptr;
   config::server_config cfg;
   request_policy policy{cfg};  ///< Host and Origin checks of [server]
-  std::atomic<int> connections{0};
+  config::listeners_config listeners;  ///< the protocol ports' settings
+  std::atomic<int> connections{0};     ///< on every port
+  /// Open connections per port, indexed by ws_listener.
+  std::array<std::atomic<int>, ws_listener_count> listener_connections{};
   std::atomic<uint64_t> next_connection_id{1};  ///< ids in the logs of connections and streams
   std::atomic<int64_t> ws_sessions{0};
   std::atomic<bool> draining{false};
@@ -61,11 +72,21 @@ struct server_state {
   std::shared_ptr<tls_context_store> tls;
   /// Every ingested source as a call (net/calls/call_registry.hpp); never null once started.
   std::shared_ptr<calls::call_registry> calls;
+
+  /// The connection limit of a port: server.max_connections for main, its own for the others.
+  int max_connections(ws_listener l) const;
+};
+
+/// One bound port: which protocol it serves and its number.
+struct bound_port {
+  ws_listener listener = ws_listener::main;
+  uint16_t port = 0;
 };
 
 class server {
  public:
-  /// Binds [server] host:port (port 0: any free port). errc::io when it cannot listen;
+  /// Binds [server] host:port (port 0: any free port), and each enabled protocol port of
+  /// `listeners` on the same host (the default binds none). errc::io when it cannot listen;
   /// errc::invalid_config (and the key store's errors) when [auth] forbids serving that host
   /// or its keys file cannot be used (net/auth/gate.hpp); errc::io or errc::invalid_config
   /// when TLS is configured and its files cannot be used (net/tls_context.hpp).
@@ -73,10 +94,17 @@ class server {
   /// nullopt or disabled: none.
   static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg,
                                                const config::auth_config& auth = {},
+                                               const config::listeners_config& listeners = no_listeners(),
                                                const std::optional<config::audiosocket_config>& audiosocket = {});
+  /// A [listeners] with every protocol port disabled.
+  static config::listeners_config no_listeners();
   ~server();
 
   uint16_t port() const { return port_; }
+  /// The port a listener is bound to; 0 when it is not (disabled).
+  uint16_t port(ws_listener l) const;
+  /// Every bound port, the main one first.
+  const std::vector<bound_port>& ports() const { return ports_; }
   /// The AudioSocket listener's port; 0 when it does not listen.
   uint16_t audiosocket_port() const { return audiosocket_port_; }
   /// The calls of this server (live and recent); see net/calls/call_registry.hpp.
@@ -97,7 +125,8 @@ class server {
   std::shared_ptr<server_state> state_;
   std::unique_ptr<boost::asio::io_context> ioc_;
   std::vector<std::thread> threads_;
-  std::shared_ptr<void> listener_;
+  std::vector<std::shared_ptr<void>> listeners_;  // one per bound port
+  std::vector<bound_port> ports_;
   std::shared_ptr<void> tls_watch_;  // the timer of tls_reload_check_s (net/server.cpp)
   std::shared_ptr<void> audiosocket_;  // net/switches/audiosocket_listener.hpp
   uint16_t port_ = 0, audiosocket_port_ = 0;

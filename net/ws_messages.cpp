@@ -61,7 +61,8 @@ result<std::vector<std::string>> sluice_hotwords(const json& j) {
   return out;
 }
 
-// FunASR: a string holding a JSON object {"phrase": weight}, or a comma/newline list.
+// FunASR: a string holding a JSON object {"phrase": weight}, a comma/newline list, or (when it
+// has neither commas nor newlines) space-separated words, as FunASR's clients send them.
 result<std::vector<std::string>> funasr_hotwords(const std::string& s) {
   std::vector<std::string> out;
   if (auto j = parse_object(s)) {
@@ -75,9 +76,10 @@ result<std::vector<std::string>> funasr_hotwords(const std::string& s) {
     }
     return out;
   }
+  const bool listed = s.find_first_of(",\n") != std::string::npos;
   std::string cur;
   for (char c : s + ",") {
-    if (c == ',' || c == '\n') {
+    if (c == ',' || c == '\n' || (!listed && (c == ' ' || c == '\t'))) {
       const auto first = cur.find_first_not_of(' ');
       if (first != std::string::npos) {
         SLUICE_TRY(p, checked_phrase(cur.substr(first, cur.find_last_not_of(' ') + 1 - first)));
@@ -156,8 +158,11 @@ result<funasr_start> parse_funasr_start(std::string_view text) {
   SLUICE_TRY(hotwords, get_string(j, "hotwords", "", max_funasr_hotwords_bytes));
   SLUICE_TRY(lines, funasr_hotwords(hotwords));
   out.request.hotwords = std::move(lines);
+  SLUICE_TRY(itn, get_bool(j, "itn", true));
+  out.itn = itn;
   SLUICE_TRY(speaking, get_bool(j, "is_speaking", true));
-  out.end_requested = !speaking;
+  SLUICE_TRY(finished, get_bool(j, "is_finished", false));
+  out.end_requested = !speaking || finished;
   return out;
 }
 
@@ -170,8 +175,12 @@ result<void> parse_sluice_end(std::string_view text) {
 
 result<void> parse_funasr_end(std::string_view text) {
   SLUICE_TRY(j, object_of(text));
+  constexpr const char* expected = "expected {\"is_speaking\": false}, {\"is_finished\": true} or binary audio";
   const auto speaking = get_bool(j, "is_speaking", true);
-  if (!speaking || *speaking) return fail(errc::invalid_argument, "expected {\"is_speaking\": false} or binary audio");
+  const auto finished = get_bool(j, "is_finished", false);
+  if (!speaking) return fail(errc::invalid_argument, "\"is_speaking\" must be true or false; " + std::string(expected));
+  if (!finished) return fail(errc::invalid_argument, "\"is_finished\" must be true or false; " + std::string(expected));
+  if (*speaking && !*finished) return fail(errc::invalid_argument, expected);
   return {};
 }
 

@@ -43,16 +43,18 @@ struct funasr_start {
   bool itn = true;                  ///< "itn": finals carry the display form (FunASR's default: on)
 };
 
-/// FunASR: {"mode":"2pass","wav_name":"w","audio_fs":16000,"wav_format":"pcm",
-/// "hotwords":"{\"acme\":20}" or "acme,refund","is_speaking":true, ...}; fields this server
-/// does not use (chunk_size, itn, ...) are ignored.
+/// FunASR: {"mode":"2pass","wav_name":"w","audio_fs":16000,"wav_format":"pcm" (any case),
+/// "hotwords":...,"itn":true,"is_speaking":true, ...}; fields this server does not use
+/// (chunk_size, chunk_interval, ...) are ignored. "hotwords" is a string in one of the forms
+/// FunASR's clients send: a JSON object with weights ("{\"acme\":20}"), a comma or newline
+/// list ("acme,refund desk"), or space-separated words ("acme refund").
 result<funasr_start> parse_funasr_start(std::string_view text);
 
 /// A sluice text message after the start: success for {"type":"end"}; an error otherwise.
 result<void> parse_sluice_end(std::string_view text);
 
-/// A FunASR text message after the start: success for {"is_speaking": false}; an error
-/// otherwise.
+/// A FunASR text message after the start: success for the end of input, {"is_speaking": false}
+/// (with or without "is_end": true) or {"is_finished": true}; an error otherwise.
 result<void> parse_funasr_end(std::string_view text);
 
 }  // namespace sluice::net

@@ -2,8 +2,9 @@
 
 #include <chrono>
 #include <deque>
-#include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -16,10 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/messages.hpp"
-#include "net/funasr_replies.hpp"
 #include "net/json_fields.hpp"
-#include "net/result_json.hpp"
-#include "net/ws_messages.hpp"
 
 namespace sluice::net {
 
@@ -34,23 +32,27 @@ namespace asio = boost::asio;
 constexpr auto handshake_timeout = std::chrono::seconds(30);
 
 template <class Session>
-caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s, caf::actor supervisor);
+caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s, caf::actor supervisor,
+                           std::size_t index);
 
 // One template for both transports: Stream is beast::tcp_stream or
 // beast::ssl_stream<beast::tcp_stream> (Beast's teardown for the latter sends TLS close_notify
-// after the WebSocket close).
+// after the WebSocket close). The session is the transport; the protocol is its adapter.
 template <class Stream>
-class session : public std::enable_shared_from_this<session<Stream>> {
+class session : public std::enable_shared_from_this<session<Stream>>, public ws_transport {
   using std::enable_shared_from_this<session<Stream>>::shared_from_this;
   using std::enable_shared_from_this<session<Stream>>::weak_from_this;
 
  public:
-  session(Stream stream, std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id)
-      : ws_(std::move(stream)), st_(std::move(st)), dialect_(dialect), slot_(std::move(slot)), id_(id),
-        session_timer_(ws_.get_executor()), idle_timer_(ws_.get_executor()) {}
+  session(Stream stream, std::shared_ptr<server_state> st, std::unique_ptr<ws_protocol> proto,
+          std::shared_ptr<void> slot, uint64_t id, std::string tenant)
+      : ws_(std::move(stream)), st_(std::move(st)), proto_(std::move(proto)), slot_(std::move(slot)), id_(id),
+        tenant_(std::move(tenant)), session_timer_(ws_.get_executor()), idle_timer_(ws_.get_executor()) {}
 
-  ~session() {
-    if (bridge_) caf::anon_send_exit(bridge_, caf::exit_reason::user_shutdown);
+  ~session() override {
+    for (auto& c : channels_)
+      if (c.bridge) caf::anon_send_exit(c.bridge, caf::exit_reason::user_shutdown);
+    end_call("client left");
   }
 
   void run(http::request<http::string_body> req) {
@@ -58,11 +60,11 @@ class session : public std::enable_shared_from_this<session<Stream>> {
     // idle timeout would drop the TCP connection without a close frame.
     ws_.set_option(websocket::stream_base::timeout{handshake_timeout, websocket::stream_base::none(), false});
     ws_.read_message_max(static_cast<std::size_t>(st_->cfg.max_message_bytes));
-    // FunASR's clients ask for the "binary" subprotocol: it is granted when asked for.
-    const bool binary_protocol = req[http::field::sec_websocket_protocol].find("binary") != beast::string_view::npos;
-    ws_.set_option(websocket::stream_base::decorator([binary_protocol](websocket::response_type& res) {
+    // Granted only when the client offered it (FunASR's "binary", the switches' own names).
+    std::string granted = proto_->accept_subprotocol(req[http::field::sec_websocket_protocol]);
+    ws_.set_option(websocket::stream_base::decorator([granted](websocket::response_type& res) {
       res.set(http::field::server, "sluice");
-      if (binary_protocol) res.set(http::field::sec_websocket_protocol, "binary");
+      if (!granted.empty()) res.set(http::field::sec_websocket_protocol, granted);
     }));
     ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
       self->guarded("accept", [&] { self->on_accept(ec); });
@@ -82,77 +84,178 @@ class session : public std::enable_shared_from_this<session<Stream>> {
     }
   }
 
-  void set_tenant(std::string tenant) { tenant_ = std::move(tenant); }
-
-  // -- called on the strand by the bridge ----------------------------------------------------
-  void on_open(const actors::open_reply& r) {
+  // -- called on the strand by the bridges ---------------------------------------------------
+  void channel_opened(std::size_t i, const actors::open_reply& r) {
+    auto& c = channels_.at(i);
     if (closing_) {
       // The client left while its channel was being opened: stop the channel at once.
-      if (r.ok) caf::anon_send(r.handle, actors::abort_atom::value);
+      if (r.ok) caf::anon_send<caf::message_priority::high>(r.handle, actors::abort_atom::value);
       return;
     }
     if (!r.ok) {
       const bool full = r.reason.find("full") != std::string::npos || r.reason.find("overloaded") != std::string::npos ||
                         r.reason.find("shutting down") != std::string::npos;
-      fail(full ? "overloaded" : "bad_request", r.reason,
-           full ? websocket::close_code::try_again_later : websocket::close_code::unknown_data);
+      fail(full ? "overloaded" : "bad_request", r.reason, full ? ws_close::try_later : ws_close::unsupported);
       return;
     }
-    channel_ = r.handle;
-    state_ = state::streaming;
-    ++st_->ws_sessions;
-    counted_ = true;
-    for (auto& b : early_audio_) caf::anon_send(channel_, actors::audio_atom::value, std::move(b));
-    early_audio_.clear();
-    if (end_requested_) end_stream();
-    if (dialect_ == ws_dialect::sluice) send(json{{"type", "ready"}, {"channel", r.channel}});
-  }
-
-  void on_event(const actors::transcript_event& ev) {
-    if (closing_) return;
-    if (!ev.error.empty()) {
-      send(json{{"type", "error"}, {"code", ev.utterance < 0 ? "audio" : "utterance_lost"}, {"reason", ev.error}});
-      return;
+    c.handle = r.handle;
+    c.phase = channel_phase::open;
+    if (!counted_) {
+      ++st_->ws_sessions;
+      counted_ = true;
     }
-    if (dialect_ == ws_dialect::funasr) {
-      if (auto reply = funasr_->on_event(ev)) send(*reply);
-      return;
-    }
-    send(result_json(ev));
+    for (auto& b : c.early_audio) caf::anon_send(c.handle, actors::audio_atom::value, std::move(b));
+    for (auto& x : c.early_samples) caf::anon_send(c.handle, actors::samples_atom::value, std::move(x));
+    c.early_audio.clear();
+    c.early_samples.clear();
+    if (c.end_requested) end_channel(i);
+    proto_->on_open(*this, i, r);
   }
 
-  // The channel or the bridge failed (an actor exited with an error): the stream cannot go on.
-  void on_channel_lost(const std::string& why) {
-    channel_ = nullptr;
+  void channel_event(std::size_t i, const actors::transcript_event& ev) {
     if (closing_) return;
-    spdlog::warn("ws {}: {}", id_, why);
-    fail("internal", why, websocket::close_code::internal_error);
+    if (!call_id_.empty() && ev.error.empty()) st_->calls->result(call_id_, channels_.at(i).call_channel, ev);
+    proto_->on_event(*this, i, ev);
   }
 
-  void on_drained() {
-    channel_ = nullptr;  // the channel has stopped by itself
+  // A channel or its bridge failed (an actor exited with an error): the stream cannot go on.
+  void channel_lost(std::size_t i, const std::string& why) {
+    channels_.at(i).handle = nullptr;
     if (closing_) return;
-    send(dialect_ == ws_dialect::sluice ? json{{"type", "end"}} : funasr_->last());
-    close(websocket::close_code::normal, "done");
+    spdlog::warn("ws {}: channel {}: {}", id_, i, why);
+    fail("internal", why, ws_close::internal);
+  }
+
+  void channel_drained(std::size_t i) {
+    auto& c = channels_.at(i);
+    c.handle = nullptr;  // the channel has stopped by itself
+    c.phase = channel_phase::drained;
+    if (closing_) return;
+    proto_->on_drained(*this, i);
   }
 
   asio::any_io_executor executor() { return ws_.get_executor(); }
 
+  // -- ws_transport ------------------------------------------------------------------------
+  void send_text(std::string text) override { enqueue(std::move(text), true); }
+  void send_binary(std::vector<uint8_t> bytes) override { enqueue(std::string(bytes.begin(), bytes.end()), false); }
+
+  void open_channels(std::vector<actors::channel_request> requests, std::vector<int> call_channels) override {
+    if (!call_channels.empty() && call_channels.size() != requests.size())
+      throw std::logic_error("open_channels: one call channel per request");
+    const std::size_t first = channels_.size();
+    channels_.resize(first + requests.size());
+    for (std::size_t k = 0; k < requests.size(); ++k) {
+      const std::size_t i = first + k;
+      // auth: the key's tenant wins over one the start message names (which counts only without keys)
+      if (!tenant_.empty()) requests[k].tenant = tenant_;
+      auto& c = channels_[i];
+      c.call_channel = call_channels.empty() ? static_cast<int>(i) : call_channels[k];
+      c.bridge = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(), st_->engine->supervisor(), i);
+      caf::anon_send(c.bridge, actors::open_atom::value, requests[k]);
+    }
+  }
+  std::size_t channel_count() const override { return channels_.size(); }
+
+  void push_audio(std::size_t i, std::vector<uint8_t> bytes) override {
+    auto& c = channels_.at(i);
+    if (c.phase == channel_phase::opening && !c.end_requested) c.early_audio.push_back(std::move(bytes));
+    else if (c.phase == channel_phase::open) caf::anon_send(c.handle, actors::audio_atom::value, std::move(bytes));
+  }
+  void push_samples(std::size_t i, std::vector<float> samples) override {
+    auto& c = channels_.at(i);
+    if (c.phase == channel_phase::opening && !c.end_requested) c.early_samples.push_back(std::move(samples));
+    else if (c.phase == channel_phase::open) caf::anon_send(c.handle, actors::samples_atom::value, std::move(samples));
+  }
+
+  void end_channel(std::size_t i) override {
+    auto& c = channels_.at(i);
+    if (c.phase == channel_phase::opening) {
+      c.end_requested = true;
+    } else if (c.phase == channel_phase::open) {
+      caf::anon_send(c.handle, actors::end_atom::value);
+      c.phase = channel_phase::ending;
+    }
+  }
+
+  void input_done() override {
+    input_done_ = true;
+    ++idle_generation_;
+    idle_timer_.cancel();
+  }
+
+  void close(ws_close code, std::string_view reason) override {
+    if (close_pending_) return;
+    if (end_reason_.empty()) end_reason_ = code == ws_close::normal ? "done" : "closed: " + std::string(reason);
+    // Our close frame ends what we may send (RFC 6455 5.5.1): results after it are lost.
+    abort_channels();
+    closing_ = true;
+    close_pending_ = true;
+    idle_timer_.cancel();
+    close_reason_ = websocket::close_reason(static_cast<websocket::close_code>(code), close_reason_text(reason));
+    if (queue_.empty()) do_close();
+  }
+
+  void fail(std::string_view code, std::string_view reason, ws_close close_code) override {
+    spdlog::info("ws {}: {}: {}", id_, code, reason);
+    if (end_reason_.empty()) end_reason_ = "error: " + std::string(code) + ": " + std::string(reason);
+    if (!close_pending_)
+      if (auto m = proto_->error_message(code, reason)) send_text(std::move(*m));
+    close(close_code, code);
+  }
+
+  void begin_call(calls::call_start start) override {
+    if (!call_id_.empty()) return;
+    start.tenant = tenant_;
+    call_id_ = st_->calls->begin(std::move(start));
+    spdlog::info("ws {}: {} call {}", id_, proto_->name(), call_id_);
+  }
+  void call_event(calls::call_event ev) override {
+    if (!call_id_.empty()) st_->calls->event(call_id_, std::move(ev));
+  }
+  const calls::call_id& call() const override { return call_id_; }
+  uint64_t id() const override { return id_; }
+  const server_state& server() const override { return *st_; }
+  const std::string& tenant() const override { return tenant_; }
+
  private:
-  enum class state { awaiting_start, opening, streaming, ending };
+  enum class channel_phase { opening, open, ending, drained };
+
+  struct channel {
+    channel_phase phase = channel_phase::opening;
+    bool end_requested = false;  ///< end_channel while opening
+    int call_channel = 0;        ///< where the call registry keeps its results
+    caf::actor handle, bridge;
+    std::vector<std::vector<uint8_t>> early_audio;  ///< pushed while opening
+    std::vector<std::vector<float>> early_samples;
+  };
+
+  struct outgoing {
+    std::string data;
+    bool text = true;
+  };
 
   void on_accept(beast::error_code ec) {
     if (ec) return;
+    arm_session_timer();
+    proto_->on_start(*this);
+    if (!closing_) do_read();
+  }
+
+  // At server.max_session_s the input is ended as the client's end would end it; a stream still
+  // not drained a whole max_session_s after that is given up.
+  void arm_session_timer() {
     session_timer_.expires_after(std::chrono::seconds(st_->cfg.max_session_s));
     session_timer_.async_wait([w = weak_from_this()](beast::error_code e) {
       if (auto s = w.lock(); s && !e)
         s->guarded("session timer", [&] {
-          if (s->state_ != state::ending) return s->end_stream();
-          // Already ending and still not drained a whole max_session_s later: give up.
-          s->fail("timeout", "the stream outlived server.max_session_s", websocket::close_code::going_away);
+          if (s->closing_) return;
+          if (s->input_done_)
+            return s->fail("timeout", "the stream outlived server.max_session_s", ws_close::going_away);
+          s->proto_->on_session_limit(*s);
+          if (!s->closing_) s->arm_session_timer();
         });
     });
-    do_read();
   }
 
   void do_read() {
@@ -165,7 +268,7 @@ class session : public std::enable_shared_from_this<session<Stream>> {
   // A client that sends nothing for server.idle_timeout_s is told so, then closed. A client
   // that has sent its end is waiting for finals, not idle.
   void arm_idle_timer() {
-    if (state_ == state::ending) return;
+    if (input_done_) return;
     // The generation tells a stale expiry (one already queued when a message came in, which
     // cancel() cannot take back) from a real one.
     const uint64_t generation = ++idle_generation_;
@@ -174,9 +277,9 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       auto s = w.lock();
       if (!s || e) return;
       s->guarded("idle timer", [&] {
-        if (generation != s->idle_generation_ || s->closing_ || s->state_ == state::ending) return;
+        if (generation != s->idle_generation_ || s->closing_ || s->input_done_) return;
         s->fail("idle", "no message for " + std::to_string(s->st_->cfg.idle_timeout_s) + " s (server.idle_timeout_s)",
-                websocket::close_code::going_away);
+                ws_close::going_away);
       });
     });
   }
@@ -188,6 +291,7 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       if (ec == websocket::error::message_too_big) {
         // Beast has already answered with close code 1009 (too big); nothing more can be sent.
         spdlog::info("ws {}: message larger than {} bytes: closed with 1009", id_, st_->cfg.max_message_bytes);
+        if (end_reason_.empty()) end_reason_ = "error: too_big";
         gone();
         // Keep reading until the client's own close arrives, so it gets to read ours.
         buffer_.consume(buffer_.size());
@@ -201,11 +305,17 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       return;
     }
     if (closing_) return;
-    if (ws_.got_text()) on_text(beast::buffers_to_string(buffer_.data()));
-    else on_binary();
+    if (ws_.got_text()) {
+      proto_->on_text(*this, beast::buffers_to_string(buffer_.data()));
+    } else {
+      auto data = buffer_.data();
+      std::vector<uint8_t> bytes(asio::buffer_size(data));
+      asio::buffer_copy(asio::buffer(bytes), data);
+      proto_->on_binary(*this, std::move(bytes));
+    }
     buffer_.consume(buffer_.size());
     if (closing_) return;
-    if (state_ == state::ending || end_requested_) watch_after_end();
+    if (input_done_) watch_after_end();
     else do_read();
   }
 
@@ -248,73 +358,19 @@ class session : public std::enable_shared_from_this<session<Stream>> {
     do_read();
   }
 
-  void on_text(const std::string& text) {
-    if (state_ == state::awaiting_start) {
-      start(text);
-      return;
-    }
-    const auto end = dialect_ == ws_dialect::sluice ? parse_sluice_end(text) : parse_funasr_end(text);
-    if (end) {
-      end_stream();
-      return;
-    }
-    const bool not_json = end.error().code == errc::corrupt;
-    fail(not_json ? "bad_json" : "protocol", end.error().message, websocket::close_code::policy_error);
-  }
-
-  void on_binary() {
-    if (state_ == state::awaiting_start) {
-      fail("protocol", "binary audio before the start message", websocket::close_code::policy_error);
-      return;
-    }
-    if (state_ == state::ending || end_requested_) return;  // audio after the end: ignored
-    auto data = buffer_.data();
-    std::vector<uint8_t> bytes(asio::buffer_size(data));
-    asio::buffer_copy(asio::buffer(bytes), data);
-    if (state_ == state::opening) early_audio_.push_back(std::move(bytes));
-    else caf::anon_send(channel_, actors::audio_atom::value, std::move(bytes));
-  }
-
-  void start(const std::string& text) {
-    actors::channel_request req;
-    if (dialect_ == ws_dialect::sluice) {
-      auto r = parse_sluice_start(text);
-      if (!r) return refuse_start(r.error());
-      req = std::move(*r);
-    } else {
-      auto r = parse_funasr_start(text);
-      if (!r) return refuse_start(r.error());
-      req = std::move(r->request);
-      end_requested_ = r->end_requested;
-      funasr_.emplace(std::move(r->mode), std::move(r->wav_name), r->itn);
-    }
-    if (!tenant_.empty()) req.tenant = tenant_;  // auth: the key's tenant wins over the start message's
-    state_ = state::opening;
-    bridge_ = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(), st_->engine->supervisor());
-    caf::anon_send(bridge_, actors::open_atom::value, req);
-  }
-
-  void refuse_start(const error& e) {
-    if (e.code == errc::corrupt) fail("bad_json", e.message, websocket::close_code::policy_error);
-    else fail("bad_request", e.message, websocket::close_code::unknown_data);
-  }
-
-  void end_stream() {
-    if (state_ == state::streaming) {
-      caf::anon_send(channel_, actors::end_atom::value);
-      state_ = state::ending;
-    } else if (state_ == state::opening) {
-      end_requested_ = true;
-    } else if (state_ == state::awaiting_start) {
-      close(websocket::close_code::normal, "no stream");
+  // No result of the channels can reach the client any more: stop them, so that the engine
+  // spends nothing more on them (a drained channel has stopped already).
+  void abort_channels() {
+    for (auto& c : channels_) {
+      if (c.handle) caf::anon_send<caf::message_priority::high>(c.handle, actors::abort_atom::value);
+      c.handle = nullptr;
     }
   }
 
-  // No result of the channel can reach the client any more: stop it, so that the engine
-  // spends nothing more on it (a drained channel has stopped already).
-  void abort_channel() {
-    if (channel_) caf::anon_send(channel_, actors::abort_atom::value);
-    channel_ = nullptr;
+  void end_call(const std::string& reason) {
+    if (call_id_.empty() || call_ended_) return;
+    call_ended_ = true;
+    st_->calls->end(call_id_, end_reason_.empty() ? reason : end_reason_);
   }
 
   void gone() {
@@ -322,25 +378,20 @@ class session : public std::enable_shared_from_this<session<Stream>> {
     closing_ = true;
     session_timer_.cancel();
     idle_timer_.cancel();
-    abort_channel();
+    abort_channels();
     if (counted_) {
       --st_->ws_sessions;
       counted_ = false;
     }
-    state_ = state::ending;
-  }
-
-  void fail(const std::string& code, const std::string& reason, websocket::close_code cc) {
-    spdlog::info("ws {}: {}: {}", id_, code, reason);
-    send(json{{"type", "error"}, {"code", code}, {"reason", reason}});
-    close(cc, code);
+    input_done_ = true;
+    end_call("client left");
   }
 
   void internal_error(const char* where, const char* what) noexcept {
     spdlog::error("ws {}: {} handler threw: {}; ending this session", id_, where, what);
     try {
-      abort_channel();
-      if (!close_pending_) fail("internal", "internal server error", websocket::close_code::internal_error);
+      abort_channels();
+      if (!close_pending_) fail("internal", "internal server error", ws_close::internal);
     } catch (...) {
       // Even the error could not be sent: drop the connection (the close frame is lost).
       beast::error_code ignored;
@@ -348,14 +399,15 @@ class session : public std::enable_shared_from_this<session<Stream>> {
     }
   }
 
-  void send(const json& j) {
-    queue_.push_back(to_wire(j));
+  void enqueue(std::string data, bool text) {
+    if (close_pending_) return;
+    queue_.push_back({std::move(data), text});
     if (queue_.size() == 1) do_write();
   }
 
   void do_write() {
-    ws_.text(true);
-    ws_.async_write(asio::buffer(queue_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    ws_.text(queue_.front().text);
+    ws_.async_write(asio::buffer(queue_.front().data), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->guarded("write", [&] { self->on_write(ec); });
     });
   }
@@ -371,17 +423,6 @@ class session : public std::enable_shared_from_this<session<Stream>> {
     else if (close_pending_) do_close();
   }
 
-  void close(websocket::close_code cc, const std::string& reason) {
-    if (close_pending_) return;
-    // Our close frame ends what we may send (RFC 6455 5.5.1): results after it are lost.
-    abort_channel();
-    closing_ = true;
-    close_pending_ = true;
-    idle_timer_.cancel();
-    close_reason_ = websocket::close_reason(cc, close_reason_text(reason));
-    if (queue_.empty()) do_close();
-  }
-
   void do_close() {
     session_timer_.cancel();
     ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {
@@ -392,19 +433,18 @@ class session : public std::enable_shared_from_this<session<Stream>> {
   websocket::stream<Stream> ws_;
   beast::flat_buffer buffer_;
   std::shared_ptr<server_state> st_;
-  ws_dialect dialect_;
+  std::unique_ptr<ws_protocol> proto_;
   std::shared_ptr<void> slot_;
   uint64_t id_;
-  asio::steady_timer session_timer_, idle_timer_;
-  std::deque<std::string> queue_;
-  state state_ = state::awaiting_start;
-  bool closing_ = false, close_pending_ = false, end_requested_ = false, counted_ = false;
-  websocket::close_reason close_reason_;
-  caf::actor channel_, bridge_;
-  std::vector<std::vector<uint8_t>> early_audio_;
-  std::optional<funasr_replies> funasr_;
-  std::shared_ptr<session> keep_alive_;  ///< set while half-closed (see on_readable)
   std::string tenant_;  // auth: the admitted key's tenant; empty without keys
+  asio::steady_timer session_timer_, idle_timer_;
+  std::deque<outgoing> queue_;
+  std::vector<channel> channels_;  ///< one per engine channel, index = the protocol's channel
+  bool closing_ = false, close_pending_ = false, input_done_ = false, counted_ = false, call_ended_ = false;
+  websocket::close_reason close_reason_;
+  calls::call_id call_id_;
+  std::string end_reason_;  ///< why the call ended, once known (see close, fail)
+  std::shared_ptr<session> keep_alive_;  ///< set while half-closed (see on_readable)
   uint64_t idle_generation_ = 0;         ///< see arm_idle_timer
 };
 
@@ -420,18 +460,19 @@ void post_to(const std::weak_ptr<Session>& w, const char* where, F f) noexcept {
 }
 
 template <class Session>
-caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> w, caf::actor supervisor) {
+caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> w, caf::actor supervisor,
+                           std::size_t i) {
   using session = Session;
   // CAF already keeps a throwing handler inside this actor (it exits with an error); the
   // session is told, instead of waiting for events that will not come.
-  self->set_exception_handler([w](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
-    post_to(w, "bridge failure", [](session& s) { s.on_channel_lost("the stream's bridge actor failed"); });
+  self->set_exception_handler([w, i](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
+    post_to(w, "bridge failure", [i](session& s) { s.channel_lost(i, "the stream's bridge actor failed"); });
     return caf::make_error(caf::exit_reason::unhandled_exception);
   });
   // A channel stops normally after its drain or an abort; any other exit ends the stream.
-  self->set_down_handler([w](caf::down_msg& dm) {
+  self->set_down_handler([w, i](caf::down_msg& dm) {
     if (!dm.reason || dm.reason == caf::exit_reason::normal) return;
-    post_to(w, "channel failure", [](session& s) { s.on_channel_lost("the stream's channel failed"); });
+    post_to(w, "channel failure", [i](session& s) { s.channel_lost(i, "the stream's channel failed"); });
   });
   return {
       [=](actors::open_atom, actors::channel_request& req) {
@@ -439,16 +480,16 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> 
                       caf::actor_cast<caf::actor>(self))
             .then([=](actors::open_reply& r) {
                     if (r.ok) self->monitor(r.handle);
-                    post_to(w, "open", [r](session& s) { s.on_open(r); });
+                    post_to(w, "open", [i, r](session& s) { s.channel_opened(i, r); });
                   },
                   [=](caf::error& e) {
                     actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {}};
-                    post_to(w, "open", [r](session& s) { s.on_open(r); });
+                    post_to(w, "open", [i, r](session& s) { s.channel_opened(i, r); });
                   });
       },
-      [=](actors::transcript_event& ev) { post_to(w, "event", [ev](session& s) { s.on_event(ev); }); },
+      [=](actors::transcript_event& ev) { post_to(w, "event", [i, ev](session& s) { s.channel_event(i, ev); }); },
       [=](actors::drained_atom, actors::channel_id) {
-        post_to(w, "drained", [](session& s) { s.on_drained(); });
+        post_to(w, "drained", [i](session& s) { s.channel_drained(i); });
         self->quit();
       },
   };
@@ -456,23 +497,24 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> 
 
 template <class Stream>
 void start_session(Stream stream, http::request<http::string_body> req, std::shared_ptr<server_state> st,
-                   ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
-  auto s = std::make_shared<session<Stream>>(std::move(stream), std::move(st), dialect, std::move(slot), id);
-  s->set_tenant(std::move(who.tenant));  // auth: the stream's channel carries its tenant
+                   std::unique_ptr<ws_protocol> proto, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
+  // auth: the stream's channels carry the admitted tenant
+  auto s = std::make_shared<session<Stream>>(std::move(stream), std::move(st), std::move(proto), std::move(slot), id,
+                                             std::move(who.tenant));
   s->run(std::move(req));
 }
 
 }  // namespace
 
 void run_ws_session(beast::tcp_stream stream, http::request<http::string_body> req, std::shared_ptr<server_state> st,
-                    ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
-  start_session(std::move(stream), std::move(req), std::move(st), dialect, std::move(slot), id, std::move(who));
+                    std::unique_ptr<ws_protocol> proto, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
+  start_session(std::move(stream), std::move(req), std::move(st), std::move(proto), std::move(slot), id, std::move(who));
 }
 
 void run_ws_session(beast::ssl_stream<beast::tcp_stream> stream, http::request<http::string_body> req,
-                    std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id,
-                    auth::principal who) {
-  start_session(std::move(stream), std::move(req), std::move(st), dialect, std::move(slot), id, std::move(who));
+                    std::shared_ptr<server_state> st, std::unique_ptr<ws_protocol> proto, std::shared_ptr<void> slot,
+                    uint64_t id, auth::principal who) {
+  start_session(std::move(stream), std::move(req), std::move(st), std::move(proto), std::move(slot), id, std::move(who));
 }
 
 }  // namespace sluice::net

@@ -1,34 +1,19 @@
 #pragma once
-/// One WebSocket stream: /v1/stream (sluice protocol) or /funasr and / (FunASR runtime protocol,
-/// where FunASR's own clients connect, with their "binary" subprotocol).
-///
-/// sluice protocol:
-///   client -> {"type":"start","sample_rate":8000,"encoding":"pcm_s16le"|"mulaw"|"alaw"|"opus",
-///              "channels":1,"hotwords":[{"phrase":"acme","weight":4}] or ["acme 4"],
-///              "partials":true}
-///   client -> binary audio (PCM bytes in any split; one Opus packet per message)
-///   client -> {"type":"end"}
-///   server -> {"type":"ready","channel":N}
-///             {"type":"partial"|"final","utterance":N,"text":...,"start_ms":..,"end_ms":..,
-///              "words":[{"word":..,"start_ms":..,"end_ms":..,"confidence":..}]}
-///             {"type":"error","code":...,"reason":...}  (then a close unless code is "audio")
-///             {"type":"end"} once every utterance has its final, then close 1000.
-/// FunASR protocol: see PROTOCOLS.md; start {"mode","wav_name","audio_fs","hotwords",...},
-/// binary PCM16, {"is_speaking":false}; replies {"mode","wav_name","text","is_final",
-/// "timestamp","stamp_sents"}; online modes send the new text of each chunk, offline modes the
-/// sentence; the last reply has is_final true.
+/// The WebSocket transport: one upgraded connection driven for one protocol adapter
+/// (net/ws_protocol.hpp), which says what its messages mean. The adapters: sluice /v1/stream
+/// (net/protocols/sluice_protocol.hpp), FunASR (funasr_protocol.hpp), sherpa-onnx, Vosk, ...
 ///
 /// Close codes: 1000 done, 1001 idle (nothing received for server.idle_timeout_s; an error
 /// message with code "idle" comes first), 1003 bad start message or unsupported audio, 1008
 /// protocol violation (binary before start, malformed JSON, unknown message), 1009 message too
 /// big, 1011 internal error, 1013 engine full (try again).
 ///
-/// Ending a stream (RFC 6455 section 5.5.1 and 7): the client sends its end ({"type":"end"} or
-/// {"is_speaking": false}) and reads until the server's end and close frame; every final for
-/// the audio it sent comes before them. After its end the client may shut down its sending half
+/// Ending a stream (RFC 6455 section 5.5.1 and 7): the client sends its end (its protocol's
+/// end-of-input message: the adapter then calls input_done()) and reads until the server's last
+/// reply and close frame; every final for the audio it sent comes before them. After its end the client may shut down its sending half
 /// of the TCP connection (a half-close): finals still come. A close frame from the client is
 /// its last word: the server answers it at once, and nothing can follow that answer, so the
-/// stream's channel is aborted (no compute is spent on results nobody can receive). The same
+/// stream's channels are aborted (no compute is spent on results nobody can receive). The same
 /// holds when the connection is reset or a write fails: a departed client's audio is not
 /// transcribed further. Limitation: a close frame that arrives in the same read as the end
 /// message is only seen when the server closes (after the finals).
@@ -52,19 +37,19 @@
 
 #include "net/auth/principal.hpp"
 #include "net/server.hpp"
+#include "net/ws_protocol.hpp"
 
 namespace sluice::net {
 
-enum class ws_dialect { sluice, funasr };
-
-/// Takes over an upgraded connection; `slot` keeps the connection counted until it closes;
-/// `id` names it in the logs; `who` was admitted by the gate, its tenant goes with the stream's channel.
+/// Takes over an upgraded connection and speaks `proto` on it; `slot` keeps the connection
+/// counted until it closes; `id` names it in the logs; `who` was admitted by the gate, its
+/// tenant goes with the stream's channels and its call.
 void run_ws_session(boost::beast::tcp_stream stream, boost::beast::http::request<boost::beast::http::string_body> req,
-                    std::shared_ptr<server_state> st, ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id,
-                    auth::principal who);
+                    std::shared_ptr<server_state> st, std::unique_ptr<ws_protocol> proto, std::shared_ptr<void> slot,
+                    uint64_t id, auth::principal who);
 /// The same over TLS (wss).
 void run_ws_session(boost::beast::ssl_stream<boost::beast::tcp_stream> stream,
                     boost::beast::http::request<boost::beast::http::string_body> req, std::shared_ptr<server_state> st,
-                    ws_dialect dialect, std::shared_ptr<void> slot, uint64_t id, auth::principal who);
+                    std::unique_ptr<ws_protocol> proto, std::shared_ptr<void> slot, uint64_t id, auth::principal who);
 
 }  // namespace sluice::net

@@ -237,7 +237,7 @@ TEST_SUITE("audiosocket") {
     pub.server.port = 0;
     pub.audiosocket.port = 0;
     pub.audiosocket.host = "0.0.0.0";
-    auto refused = net::server::start(*s.engine, pub.server, pub.auth, pub.audiosocket);
+    auto refused = net::server::start(*s.engine, pub.server, pub.auth, net::server::no_listeners(), pub.audiosocket);
     REQUIRE_FALSE(refused.has_value());
     CHECK(contains(refused.error().message, "audiosocket.allow_public"));
   }

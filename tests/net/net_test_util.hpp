@@ -17,6 +17,7 @@
 
 #include "actors/engine.hpp"
 #include "dsp/audio_file.hpp"
+#include "dsp/resampler.hpp"
 #include "moe/acoustic_model.hpp"
 #include "net/server.hpp"
 
@@ -39,7 +40,9 @@ struct served {
   std::unique_ptr<net::server> server;
   uint16_t port = 0;
 
-  explicit served(config::sluice_config cfg = {}) {
+  /// `protocol_ports`: also the FunASR, sherpa-onnx and Vosk ports of [listeners], each on any
+  /// free port (server->port(net::ws_listener::...)); otherwise none of them.
+  explicit served(config::sluice_config cfg = {}, bool protocol_ports = false) {
     cfg.model.dir = SLUICE_SOURCE_DIR "/models/default";
     cfg.engine.report_ms = 50;
     cfg.engine.scheduler_threads = 2;
@@ -48,7 +51,9 @@ struct served {
     auto res = actors::engine_resources::create(cfg, served_model());
     REQUIRE(res.has_value());
     engine = actors::engine::start(*res);
-    auto s = net::server::start(*engine, cfg.server, cfg.auth, cfg.audiosocket);
+    cfg.listeners.funasr_port = cfg.listeners.sherpa_port = cfg.listeners.vosk_port = 0;
+    auto s = net::server::start(*engine, cfg.server, cfg.auth,
+                                protocol_ports ? cfg.listeners : net::server::no_listeners(), cfg.audiosocket);
     REQUIRE(s.has_value());
     server = std::move(*s);
     port = server->port();
@@ -134,6 +139,33 @@ inline ws_result ws_session(uint16_t port, const std::string& path, const std::v
   ws.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   ws.handshake("127.0.0.1", path);
   return exchange(ws, texts_before, frames, texts_after);
+}
+
+// Channel `ch` of the bundled call at `rate` Hz, quantised to 16-bit PCM values (so that a
+// float32 client and a PCM16 client send the engine the very same samples).
+inline std::vector<int16_t> call_pcm16(int ch, int rate) {
+  auto a = dsp::decode_audio_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav");
+  REQUIRE(a.has_value());
+  dsp::audio mono{a->sample_rate, {a->channels[static_cast<std::size_t>(ch)]}};
+  auto r = dsp::resample(mono, rate);
+  REQUIRE(r.has_value());
+  std::vector<int16_t> out;
+  for (float x : r->channels[0]) out.push_back(static_cast<int16_t>(std::lround(std::clamp(x, -1.0f, 1.0f) * 32767.0f)));
+  return out;
+}
+
+// `pcm` cut into binary messages of `per_message` samples, as 16-bit LE bytes.
+inline std::vector<std::vector<uint8_t>> pcm16_messages(const std::vector<int16_t>& pcm, std::size_t per_message) {
+  std::vector<std::vector<uint8_t>> out;
+  for (std::size_t i = 0; i < pcm.size(); i += per_message) {
+    std::vector<uint8_t> m;
+    for (std::size_t j = i; j < std::min(pcm.size(), i + per_message); ++j) {
+      m.push_back(static_cast<uint8_t>(pcm[j] & 0xFF));
+      m.push_back(static_cast<uint8_t>((pcm[j] >> 8) & 0xFF));
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 // Polls `done()` until it holds or `limit` passes; returns whether it held. For state that the

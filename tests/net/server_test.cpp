@@ -146,7 +146,8 @@ TEST_SUITE("server") {
         ++offline;
         CHECK(m["timestamp"].is_string());
         REQUIRE(m["stamp_sents"].size() == 1);
-        CHECK(m["stamp_sents"][0]["text_seg"] == m["text"]);
+        // Sentences after the first start with a space (FunASR's clients append them).
+        CHECK((offline == 1 ? "" : " ") + m["stamp_sents"][0]["text_seg"].get<std::string>() == m["text"]);
         CHECK(m["stamp_sents"][0]["end"].get<int64_t>() >= m["stamp_sents"][0]["start"].get<int64_t>());
       }
     }

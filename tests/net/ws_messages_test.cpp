@@ -97,6 +97,26 @@ TEST_SUITE("ws messages") {
     CHECK(list->request.partials);
     CHECK_FALSE(list->end_requested);
     CHECK(list->request.hotwords == std::vector<std::string>{"acme", "refund", "order"});
+    CHECK(list->itn);  // FunASR's default
+  }
+
+  TEST_CASE("FunASR start: the hotword forms of the current clients, itn kept, is_finished ends") {
+    // The 2026 Python client's file mode: first words of the hotword file joined by commas.
+    auto comma = parse_funasr_start(R"({"hotwords":"acme,refund desk","itn":false})");
+    REQUIRE_MESSAGE(comma.has_value(), comma.error().message);
+    CHECK(comma->request.hotwords == std::vector<std::string>{"acme", "refund desk"});
+    CHECK_FALSE(comma->itn);
+    // Its microphone mode and the C++ clients pass a plain string: space-separated words.
+    auto spaced = parse_funasr_start(R"({"hotwords":"acme  refund\torder"})");
+    REQUIRE_MESSAGE(spaced.has_value(), spaced.error().message);
+    CHECK(spaced->request.hotwords == std::vector<std::string>{"acme", "refund", "order"});
+    // Browser client, file mode: upper-case wav_format.
+    auto browser = parse_funasr_start(R"({"wav_format":"Pcm","is_finished":true})");
+    REQUIRE_MESSAGE(browser.has_value(), browser.error().message);
+    CHECK(browser->end_requested);
+    auto bad_itn = parse_funasr_start(R"({"itn":"yes"})");
+    REQUIRE_FALSE(bad_itn.has_value());
+    CHECK(bad_itn.error().message.find("itn") != std::string::npos);
   }
 
   TEST_CASE("FunASR start: each bad field is an invalid_argument naming it") {
@@ -123,13 +143,16 @@ TEST_SUITE("ws messages") {
     }
   }
 
-  TEST_CASE("end messages: only {\"type\":\"end\"} / {\"is_speaking\":false}, anything else is an error") {
+  TEST_CASE("end messages: only {\"type\":\"end\"} / {\"is_speaking\":false} or {\"is_finished\":true}, anything else is an error") {
     CHECK(parse_sluice_end(R"({"type":"end"})").has_value());
     for (const char* text : {R"({"type":5})", R"({"type":null})", R"({"type":"pause"})", R"({})"})
       CHECK(parse_sluice_end(text).error().code == errc::invalid_argument);
     CHECK(parse_sluice_end("nope").error().code == errc::corrupt);
     CHECK(parse_funasr_end(R"({"is_speaking":false})").has_value());
-    for (const char* text : {R"({"is_speaking":true})", R"({"is_speaking":"no"})", R"({"is_speaking":0})", R"({})"})
+    CHECK(parse_funasr_end(R"({"is_speaking":false,"is_end":true})").has_value());  // 2026 Python client
+    CHECK(parse_funasr_end(R"({"is_finished":true})").has_value());                 // FunASR's C++ server takes it
+    for (const char* text : {R"({"is_speaking":true})", R"({"is_speaking":"no"})", R"({"is_speaking":0})", R"({})",
+                             R"({"is_finished":false})", R"({"is_finished":"yes"})"})
       CHECK(parse_funasr_end(text).error().code == errc::invalid_argument);
   }
 }

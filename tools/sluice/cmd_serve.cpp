@@ -41,7 +41,7 @@ int cmd_serve(invocation& inv) {
     return exit_failure;
   }
   auto eng = actors::engine::start(*res);
-  auto srv = net::server::start(*eng, inv.cfg.server, inv.cfg.auth, inv.cfg.audiosocket);
+  auto srv = net::server::start(*eng, inv.cfg.server, inv.cfg.auth, inv.cfg.listeners, inv.cfg.audiosocket);
   if (!srv) {
     std::fprintf(stderr, "sluice serve: %s\n", srv.error().message.c_str());
     return exit_failure;
@@ -64,11 +64,25 @@ int cmd_serve(invocation& inv) {
   const bool tls = (*srv)->tls();
   const char* ws = tls ? "wss" : "ws";
   const auto url = std::string(tls ? "https" : "http") + "://" + inv.cfg.server.host + ":" + std::to_string((*srv)->port());
+  const auto& host = inv.cfg.server.host;
+  const auto main_port = static_cast<unsigned>((*srv)->port());
   std::printf("sluice is serving model %s\n  dashboard   %s/\n  stream      %s://%s:%u/v1/stream\n"
-              "  FunASR      %s://%s:%u/funasr\n  transcribe  curl --data-binary @call.wav %s/v1/transcribe\n"
-              "  metrics     %s/metrics\n",
-              inv.cfg.model.dir.c_str(), url.c_str(), ws, inv.cfg.server.host.c_str(), (*srv)->port(), ws,
-              inv.cfg.server.host.c_str(), (*srv)->port(), url.c_str(), url.c_str());
+              "  transcribe  curl --data-binary @call.wav %s/v1/transcribe\n  metrics     %s/metrics\n",
+              inv.cfg.model.dir.c_str(), url.c_str(), ws, host.c_str(), main_port, url.c_str(), url.c_str());
+  // Each field protocol: on its own port (any path) when enabled, and on a path of the main port.
+  const struct {
+    net::ws_listener kind;
+    const char* label;
+    const char* path;
+  } protocols[] = {{net::ws_listener::funasr, "FunASR", "/funasr"},
+                   {net::ws_listener::sherpa, "sherpa-onnx", "/sherpa"},
+                   {net::ws_listener::vosk, "Vosk", "/vosk"}};
+  for (const auto& p : protocols) {
+    std::printf("  %-11s %s://%s:%u%s", p.label, ws, host.c_str(), main_port, p.path);
+    if (const auto own = (*srv)->port(p.kind)) std::printf("  and %s://%s:%u/", ws, host.c_str(), static_cast<unsigned>(own));
+    else std::printf("  (own port disabled: listeners.%s = false)", std::string(net::listener_name(p.kind)).c_str());
+    std::printf("\n");
+  }
   std::printf("  switches    %s://%s:%u/{audio_fork,jambonz,jambonz/stt,twilio,audiohook}\n", ws,
               inv.cfg.server.host.c_str(), (*srv)->port());
   if ((*srv)->audiosocket_port() != 0)

@@ -1,0 +1,183 @@
+// The Vosk server protocol, by a lock-step client written from its published format
+// (PROTOCOLS.md; vosk-server's websocket/test.py): an optional config, int16 PCM in 0.2 s
+// messages each answered by exactly one reply, {"eof" : 1} answered by the final, then close
+// 1000; {"reset" : 1}; and its hostile inputs.
+#include "tests/net/honest_stream.hpp"
+
+using namespace sluice;
+using namespace sluice::test;
+
+namespace {
+
+// A lock-step Vosk client: sends one message, reads exactly one reply.
+class vosk_client {
+ public:
+  vosk_client(uint16_t port, const std::string& path = "/") : ws_(ioc_) {
+    ws_.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    ws_.handshake("127.0.0.1", path);
+  }
+  void send_text(const std::string& t) {
+    ws_.text(true);
+    ws_.write(asio::buffer(t));
+  }
+  void send_binary(const std::vector<uint8_t>& b) {
+    ws_.binary(true);
+    ws_.write(asio::buffer(b));
+  }
+  json reply() {
+    beast::flat_buffer b;
+    ws_.read(b);
+    auto j = json::parse(beast::buffers_to_string(b.data()), nullptr, false);
+    REQUIRE_MESSAGE(j.is_object(), beast::buffers_to_string(b.data()));
+    return j;
+  }
+  // Reads to the end: the close code (-1 when the connection ended otherwise) and any messages.
+  int close_code(std::vector<json>* extra = nullptr) {
+    beast::error_code ec;
+    for (;;) {
+      beast::flat_buffer b;
+      ws_.read(b, ec);
+      if (ec) return ec == websocket::error::closed ? ws_.reason().code : -1;
+      if (extra) extra->push_back(json::parse(beast::buffers_to_string(b.data()), nullptr, false));
+    }
+  }
+
+ private:
+  asio::io_context ioc_;
+  websocket::stream<tcp::socket> ws_;
+};
+
+constexpr std::size_t samples_per_message = 1600;  // 0.2 s at 8 kHz, as test.py sends
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v)
+    if (!s.empty()) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("vosk protocol") {
+  TEST_CASE("lock-step: one reply per frame (partial or result), eof gives the final then close 1000 - text equals /v1/stream's") {
+    served s({}, true);
+    const auto pcm = call_pcm16(0, 8000);
+    const auto frames = pcm16_messages(pcm, samples_per_message);
+    auto ref = ws_session(s.port, "/v1/stream", {R"({"type":"start","sample_rate":8000})"}, frames, {R"({"type":"end"})"});
+    const auto want = joined(final_texts(ref.messages));
+    REQUIRE(want.size() > 10);
+    for (const auto& [port, path] :
+         {std::pair<uint16_t, std::string>{s.server->port(net::ws_listener::vosk), "/"}, {s.port, "/vosk"}}) {
+      CAPTURE(path);
+      REQUIRE(port != 0);
+      vosk_client c(port, path);
+      c.send_text(R"({ "config" : { "sample_rate" : 8000, "words" : true } })");  // no reply
+      std::vector<std::string> results;
+      int partials = 0;
+      for (const auto& f : frames) {
+        c.send_binary(f);
+        const auto r = c.reply();
+        CHECK((r.contains("partial") != r.contains("text")));  // exactly one kind
+        if (r.contains("partial")) {
+          ++partials;
+          continue;
+        }
+        results.push_back(r["text"]);
+        REQUIRE(r.contains("result"));
+        for (const auto& w : r["result"]) {
+          for (const char* key : {"conf", "start", "end", "word"}) CHECK(w.contains(key));
+          CHECK(w["end"].get<double>() >= w["start"].get<double>());
+          CHECK(w["start"].get<double>() < 60.0);  // seconds, not ms
+        }
+      }
+      CHECK(partials > 0);
+      c.send_text(R"({"eof" : 1})");
+      const auto last = c.reply();
+      REQUIRE(last.contains("text"));
+      results.push_back(last["text"]);
+      std::vector<json> extra;
+      CHECK(c.close_code(&extra) == 1000);
+      CHECK(extra.empty());  // nothing after the final
+      CHECK(joined(results) == want);
+    }
+  }
+
+  TEST_CASE("reset gives every final so far in one result and the stream goes on - max_alternatives gives alternatives") {
+    served s({}, true);
+    const auto frames = pcm16_messages(call_pcm16(0, 8000), samples_per_message);
+    vosk_client c(s.server->port(net::ws_listener::vosk));
+    c.send_text(R"({"config": {"sample_rate": 8000.0, "max_alternatives": 2, "phrase_list": ["refund"]}})");
+    std::string before;
+    const std::size_t half = frames.size() / 2;
+    for (std::size_t i = 0; i < half; ++i) {
+      c.send_binary(frames[i]);
+      const auto r = c.reply();
+      if (r.contains("alternatives")) before += r["alternatives"][0]["text"].get<std::string>() + " ";
+      else CHECK(r.contains("partial"));
+    }
+    c.send_text(R"({"reset" : 1})");
+    const auto reset = c.reply();
+    REQUIRE(reset.contains("alternatives"));
+    REQUIRE(reset["alternatives"].size() == 1);
+    CHECK(reset["alternatives"][0].contains("confidence"));
+    before += reset["alternatives"][0]["text"].get<std::string>();
+    CHECK(before.size() > 5);  // the first half had speech
+    // The stream goes on after the reset: more replies, one per frame, and a final at eof.
+    for (std::size_t i = half; i < frames.size(); ++i) {
+      c.send_binary(frames[i]);
+      const auto r = c.reply();
+      CHECK((r.contains("partial") || r.contains("alternatives")));
+    }
+    c.send_text(R"({"eof" : 1})");
+    CHECK(c.reply().contains("alternatives"));
+    CHECK(c.close_code() == 1000);
+    // One call, its results all on its one channel.
+    REQUIRE(poll_until([&] {
+      auto l = s.server->calls().list();
+      return l.size() == 1 && !l.front().live;
+    }));
+    const auto call = s.server->calls().list().front();
+    CHECK(call.start.source == "vosk");
+    REQUIRE(call.channels.size() == 1);
+    CHECK(call.channels[0].finals.size() >= 2);
+  }
+
+  TEST_CASE("hostile Vosk input: config after audio, wrong types, unknown message, not JSON get a clear error - honest stream unaffected") {
+    served s({}, true);
+    const auto ref = reference_finals(s.port);
+    honest_stream h(s.port);
+    const uint16_t port = s.server->port(net::ws_listener::vosk);
+    const std::vector<uint8_t> some_audio(3200, 0);
+    struct bad_case {
+      bool audio_first;
+      std::string text;
+      std::string code, about;
+    };
+    const std::vector<bad_case> cases = {
+        {true, R"({"config": {"sample_rate": 16000}})", "protocol", "before any audio"},
+        {false, R"({"config": {"sample_rate": "8000"}})", "protocol", "sample_rate"},
+        {false, R"({"config": {"sample_rate": 8000.5}})", "protocol", "sample_rate"},
+        {false, R"({"config": {"phrase_list": "refund"}})", "protocol", "phrase_list"},
+        {false, R"({"config": {"words": "yes"}})", "protocol", "words"},
+        {false, R"({"config": {"max_alternatives": 1000}})", "protocol", "max_alternatives"},
+        {false, R"({"config": 5})", "protocol", "config"},
+        {false, R"({"eof": "now"})", "protocol", "eof"},
+        {false, R"({"pause": 1})", "protocol", "expected"},
+        {false, "{not json", "bad_json", ""},
+    };
+    for (const auto& bc : cases) {
+      CAPTURE(bc.text);
+      vosk_client c(port);
+      if (bc.audio_first) {
+        c.send_binary(some_audio);
+        CHECK(c.reply().contains("partial"));
+      }
+      c.send_text(bc.text);
+      const auto r = c.reply();  // the error is the reply of the message that caused it
+      CHECK(r.value("code", std::string()) == bc.code);
+      CHECK_MESSAGE(r.value("error", std::string()).find(bc.about) != std::string::npos, r.dump());
+      CHECK(c.close_code() == 1008);
+    }
+    CHECK(h.finish() == ref);
+  }
+}
