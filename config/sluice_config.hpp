@@ -11,6 +11,7 @@
 
 #include "config/audio_config.hpp"
 #include "config/auth_config.hpp"
+#include "config/calls_config.hpp"
 #include "config/decoder_config.hpp"
 #include "config/engine_config.hpp"
 #include "config/error.hpp"
@@ -36,6 +37,7 @@ struct sluice_config {
   server_config server;
   upload_config upload;
   auth_config auth;
+  calls_config calls;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -52,6 +54,7 @@ struct sluice_config {
     v("server", server);
     v("upload", upload);
     v("auth", auth);
+    v("calls", calls);
   }
 };
 

@@ -96,7 +96,7 @@ void run_io(asio::io_context& ioc) {
 }  // namespace
 
 result<std::unique_ptr<server>> server::start(actors::engine& engine, const config::server_config& cfg,
-                                             const config::auth_config& auth) {
+                                             const config::auth_config& auth, const config::calls_config& calls) {
   // Access policy first: a host it forbids is never bound.
   auto gate = auth::gate::create(cfg, auth);
   if (!gate) return tl::unexpected(gate.error());
@@ -106,7 +106,30 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   s->state_->cfg = cfg;
   s->state_->policy = request_policy(cfg);
   s->state_->gate = std::move(*gate);
-  s->state_->calls = std::make_shared<calls::call_registry>();
+  s->state_->calls_cfg = calls;
+  s->state_->calls = std::make_shared<calls::call_registry>(static_cast<std::size_t>(calls.max_recent));
+  if (calls.store) {
+    const auto path = calls::call_store::path_of(calls);
+    auto store = calls::call_store::open(path, static_cast<std::size_t>(calls.store_queue));
+    if (!store) return tl::unexpected(store.error());
+    auto recent = (*store)->load_recent(static_cast<std::size_t>(calls.max_recent));
+    if (!recent) return tl::unexpected(recent.error());
+    spdlog::info("calls: {} stored call(s) loaded from {}", recent->size(), path);
+    s->state_->calls->restore(std::move(*recent));
+    (*store)->attach(*s->state_->calls);
+    s->state_->call_store = std::move(*store);
+  }
+  if (!calls.webhook_url.empty()) {
+    calls::webhook::options o;
+    o.url = calls.webhook_url;
+    o.timeout = std::chrono::milliseconds(calls.webhook_timeout_ms);
+    o.retries = calls.webhook_retries;
+    o.backoff = std::chrono::milliseconds(calls.webhook_backoff_ms);
+    o.max_queued = static_cast<std::size_t>(calls.webhook_queue);
+    auto hook = calls::webhook::start(*s->state_->calls, std::move(o));
+    if (!hook) return tl::unexpected(hook.error());
+    s->state_->webhook = std::move(*hook);
+  }
   if (!cfg.tls_cert_file.empty() || !cfg.tls_key_file.empty()) {
     if (cfg.tls_cert_file.empty() || cfg.tls_key_file.empty())
       return fail(errc::invalid_config, "server.tls_cert_file and server.tls_key_file must be set together");
@@ -154,6 +177,8 @@ void server::stop() {
   for (int i = 0; i < 50 && state_->connections > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ioc_->stop();
   for (auto& t : threads_) t.join();
+  if (state_->call_store) state_->call_store->stop();
+  if (state_->webhook) state_->webhook->stop();
 }
 
 result<void> server::reload_tls() {

@@ -9,6 +9,8 @@
 ///   GET  /v1/actors        the metrics snapshot as JSON
 ///   POST /v1/transcribe    an audio file in the body -> JSON transcript (a job on the engine's
 ///                          upload queue: actors/upload_queue.hpp; 413/429/503 refusals)
+///   GET  /v1/calls         live and recent calls; GET /v1/calls/{id} one call (calls/calls_api.hpp)
+///   WS   /v1/events        live call updates (events_session.hpp)
 ///   WS   /v1/stream        sluice streaming protocol (ws_session.hpp)
 ///   WS   /funasr           FunASR runtime protocol
 /// Limits ([server]): connections, message and body sizes, idle timeout, session length.
@@ -32,10 +34,13 @@
 #include "actors/engine.hpp"
 #include "config/error.hpp"
 #include "config/auth_config.hpp"
+#include "config/calls_config.hpp"
 #include "config/server_config.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/gate.hpp"
 #include "net/calls/call_registry.hpp"
+#include "net/calls/call_store.hpp"
+#include "net/calls/webhook.hpp"
 #include "net/tls_context.hpp"
 
 namespace sluice::net {
@@ -55,6 +60,11 @@ struct server_state {
   std::shared_ptr<tls_context_store> tls;
   /// Every ingested source as a call (net/calls/call_registry.hpp); never null once started.
   std::shared_ptr<calls::call_registry> calls;
+  config::calls_config calls_cfg;  ///< [calls]
+  /// The SQLite store of the calls ([calls] store); null when off.
+  std::shared_ptr<calls::call_store> call_store;
+  /// The webhook of ended calls ([calls] webhook_url); null when none.
+  std::shared_ptr<calls::webhook> webhook;
 };
 
 class server {
@@ -63,8 +73,12 @@ class server {
   /// errc::invalid_config (and the key store's errors) when [auth] forbids serving that host
   /// or its keys file cannot be used (net/auth/gate.hpp); errc::io or errc::invalid_config
   /// when TLS is configured and its files cannot be used (net/tls_context.hpp).
+  /// [calls]: with store = true, the calls stored in its SQLite file are loaded back first
+  /// (errc::io when the file cannot be used); a webhook_url that is not http:// is
+  /// errc::invalid_config.
   static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg,
-                                               const config::auth_config& auth = {});
+                                               const config::auth_config& auth = {},
+                                               const config::calls_config& calls = {});
   ~server();
 
   uint16_t port() const { return port_; }
@@ -76,7 +90,12 @@ class server {
   /// theirs. On failure the old certificate stays and the error (also logged) says why.
   /// errc::invalid_argument when the server has no TLS. Thread-safe.
   result<void> reload_tls();
-  /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads.
+  /// The calls store and webhook (null when not configured): their counters, for tests and tools.
+  const calls::call_store* call_store() const { return state_->call_store.get(); }
+  const calls::webhook* webhook() const { return state_->webhook.get(); }
+  /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads, then
+  /// writes the calls store's queue and stops it, and stops the webhook (calls not yet posted
+  /// are not).
   void stop();
 
  private:

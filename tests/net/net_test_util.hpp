@@ -47,7 +47,7 @@ struct served {
     auto res = actors::engine_resources::create(cfg, served_model());
     REQUIRE(res.has_value());
     engine = actors::engine::start(*res);
-    auto s = net::server::start(*engine, cfg.server, cfg.auth);
+    auto s = net::server::start(*engine, cfg.server, cfg.auth, cfg.calls);
     REQUIRE(s.has_value());
     server = std::move(*s);
     port = server->port();
