@@ -49,7 +49,7 @@ struct calls_config {
   }
   std::string check() const {
     if (!webhook_url.empty() && webhook_url.rfind("http://", 0) != 0)
-      return "calls.webhook_url must start with http:// (got \"" + webhook_url + "\")";
+      return "webhook_url must start with http:// (got \"" + webhook_url + "\")";
     return {};
   }
 };

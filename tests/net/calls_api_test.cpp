@@ -261,3 +261,35 @@ TEST_SUITE("calls api") {
     CHECK(reg.get(id)->live);  // the call itself is untouched
   }
 }
+
+TEST_SUITE("calls api") {
+  TEST_CASE("with calls.store on, the calls of a served engine are listed again after the server restarts") {
+    temp_dir dir;
+    config::sluice_config cfg;
+    cfg.calls.store = true;
+    cfg.calls.data_dir = dir.file("data");
+    json before;
+    {
+      served s(cfg);
+      REQUIRE(request_with(s.port, http::verb::post, "/v1/transcribe", {}, stereo_call()).status == 200);
+      int st = 0;
+      const auto list = get_json(s.port, "/v1/calls", {}, st);
+      REQUIRE(list["calls"].size() == 1);
+      before = get_json(s.port, "/v1/calls/" + list["calls"][0]["id"].get<std::string>(), {}, st);
+      REQUIRE(st == 200);
+      CHECK(s.server->call_store() != nullptr);
+    }  // the server stops: its store writes what is queued
+    CHECK(std::filesystem::exists(dir.file("data/calls.sqlite")));
+    served again(cfg);
+    int st = 0;
+    const auto list = get_json(again.port, "/v1/calls", {}, st);
+    REQUIRE(list["calls"].size() == 1);
+    const auto after = get_json(again.port, "/v1/calls/" + before["id"].get<std::string>(), {}, st);
+    REQUIRE(st == 200);
+    CHECK(after["source"] == "upload");
+    CHECK(after["end_reason"] == "completed");
+    CHECK(after["began_at"] == before["began_at"]);
+    CHECK(after["ended_at"] == before["ended_at"]);
+    CHECK(after["channels"] == before["channels"]);
+  }
+}
