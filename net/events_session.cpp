@@ -68,9 +68,13 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
     // The wake runs on the ingest's thread: it only posts to this session's strand, and holds the
     // session weakly so that a departed client is not kept alive by the registry.
     std::weak_ptr<events_session> weak = shared_from_this();
+    // The gate keeps a wake that comes while the server stops from posting to a context that
+    // is gone.
     auto ex = ws_.get_executor();
     sub_ = st_->calls->subscribe(filter_, static_cast<std::size_t>(st_->calls_cfg.subscriber_queue),
-                                 calls::overflow::drop_subscriber, [weak, ex] {
+                                 calls::overflow::drop_subscriber, [weak, ex, gate = st_->io] {
+                                   std::lock_guard lock(gate->mu);
+                                   if (!gate->open) return;
                                    asio::post(ex, [weak] {
                                      if (auto s = weak.lock()) s->guarded([&] { s->pump(); });
                                    });

@@ -177,6 +177,10 @@ void server::stop() {
   for (int i = 0; i < 50 && state_->connections > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ioc_->stop();
   for (auto& t : threads_) t.join();
+  {
+    std::lock_guard lock(state_->io->mu);
+    state_->io->open = false;
+  }
   if (state_->call_store) state_->call_store->stop();
   if (state_->webhook) state_->webhook->stop();
 }

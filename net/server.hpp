@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,6 +66,13 @@ struct server_state {
   std::shared_ptr<calls::call_store> call_store;
   /// The webhook of ended calls ([calls] webhook_url); null when none.
   std::shared_ptr<calls::webhook> webhook;
+  /// Lets other threads (the call registry's wakes of /v1/events sessions) post to the I/O
+  /// context only while it exists: server::stop() closes it before the context goes.
+  struct io_gate {
+    std::mutex mu;
+    bool open = true;
+  };
+  std::shared_ptr<io_gate> io = std::make_shared<io_gate>();
 };
 
 class server {
