@@ -19,6 +19,7 @@ struct job {
   std::function<void(upload_reply)> done;
   int retry_after_s = 0;
   std::string tenant;
+  upload_observer observer;
   std::map<channel_id, std::size_t> channel_of;
   std::vector<std::vector<transcript_event>> finals;
   std::vector<std::string> errors;
@@ -43,7 +44,8 @@ void finish(job& j) {
         words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
       segs.push_back({{"start_ms", ev.start_ms}, {"end_ms", ev.end_ms}, {"text", ev.text}, {"words", words}});
     }
-    const std::string label = n == 2 ? (c == 0 ? "agent" : "customer") : n > 2 ? "channel " + std::to_string(c) : "";
+    // The reply has always left a mono file's channel unlabelled.
+    const std::string label = n == 1 ? "" : upload_channel_label(c, n);
     channels.push_back({{"channel", c}, {"label", label}, {"segments", segs}});
   }
   json out{{"duration_s", j.speech.duration_s}, {"sample_rate", j.speech.input_sample_rate}, {"channels", channels}};
@@ -52,6 +54,12 @@ void finish(job& j) {
 }
 
 caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, caf::actor supervisor) {
+  if (j->observer.started) {
+    std::vector<std::string> labels;
+    const auto n = j->speech.channels.size();
+    for (std::size_t c = 0; c < n; ++c) labels.push_back(upload_channel_label(c, n));
+    j->observer.started(labels);
+  }
   // Open every channel, then send its segments; results come back to this actor.
   for (std::size_t c = 0; c < j->speech.channels.size(); ++c) {
     channel_request req;
@@ -90,6 +98,7 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
         if (it == j->channel_of.end()) return;
         if (!ev.error.empty()) j->errors.push_back(ev.error);
         else if (ev.is_final) j->finals[it->second].push_back(ev);
+        if ((ev.is_final || !ev.error.empty()) && j->observer.result) j->observer.result(it->second, ev);
       },
       [=](drained_atom, channel_id) {
         if (++j->drained == j->speech.channels.size()) {
@@ -102,14 +111,21 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
 
 }  // namespace
 
+std::string upload_channel_label(std::size_t c, std::size_t n) {
+  if (n == 1) return "mono";
+  if (n == 2) return c == 0 ? "agent" : "customer";
+  return "channel " + std::to_string(c);
+}
+
 void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
                          std::function<void(upload_reply)> done, int retry_after_s,
-                         std::string tenant) {
+                         std::string tenant, upload_observer observer) {
   auto j = std::make_shared<job>();
   j->speech = std::move(speech);
   j->done = std::move(done);
   j->retry_after_s = retry_after_s;
   j->tenant = std::move(tenant);
+  j->observer = std::move(observer);
   j->finals.resize(j->speech.channels.size());
   sys.spawn(job_actor, j, supervisor);
 }

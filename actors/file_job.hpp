@@ -12,12 +12,16 @@
 
 namespace sluice::actors {
 
+/// The label of channel `c` of an `n`-channel upload: "mono" (1), "agent" and "customer" (2),
+/// "channel <c>" (more).
+std::string upload_channel_label(std::size_t c, std::size_t n);
+
 /// Spawns the actor that opens a channel per channel of `speech` at `supervisor`, sends the
 /// segments and gathers the finals; `done` gets 200 and the transcript, or 503 (with
 /// `retry_after_s`) when the engine refuses a channel or does not answer. Every channel carries
 /// `tenant` (auth: who may read it).
 void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
                          std::function<void(upload_reply)> done, int retry_after_s,
-                         std::string tenant = {});
+                         std::string tenant = {}, upload_observer observer = {});
 
 }  // namespace sluice::actors

@@ -2,9 +2,13 @@
 /// An upload (POST /v1/transcribe) as the network layer hands it to the engine's upload queue,
 /// and the answer it gets back.
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
 
 namespace sluice::actors {
 
@@ -24,6 +28,14 @@ struct upload_reply {
   int retry_after_s = 0;
 };
 
+/// Who else follows an upload as it is transcribed (net/ makes it a call). Both optional; called
+/// from the transcription's actor, before `done`: `started` once the file is decoded, with one
+/// label per audio channel; `result` for each final (or lost utterance, error set) of channel c.
+struct upload_observer {
+  std::function<void(const std::vector<std::string>& labels)> started;
+  std::function<void(std::size_t channel, const transcript_event& ev)> result;
+};
+
 /// One upload. `done` is called exactly once, from an actor's thread (or, for a refusal at the
 /// door, from the caller of upload_queue::submit), never while a lock of ours is held.
 struct upload_request {
@@ -32,6 +44,7 @@ struct upload_request {
   std::string client;                   ///< the client's address: its concurrent uploads share channels
   std::string tenant;                   ///< whose upload (auth); its channels carry it
   std::function<void(upload_reply)> done;
+  upload_observer observer;
 };
 
 }  // namespace sluice::actors

@@ -44,7 +44,8 @@ void run(upload_work& w, const caf::actor& supervisor, caf::actor_system& sys, c
   if (speech->channels.empty()) return done({status_unprocessable, upload_error_json("the file has no audio channels"), 0});
   speech->input_sample_rate = w.info.sample_rate;
   speech->duration_s = w.info.duration_s;
-  start_transcription(sys, supervisor, std::move(*speech), std::move(done), cfg.upload.retry_after_s, w.req.tenant);
+  start_transcription(sys, supervisor, std::move(*speech), std::move(done), cfg.upload.retry_after_s, w.req.tenant,
+                      std::move(w.req.observer));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "config/audio_config.hpp"
 #include "config/audiosocket_config.hpp"
 #include "config/auth_config.hpp"
+#include "config/calls_config.hpp"
 #include "config/decoder_config.hpp"
 #include "config/engine_config.hpp"
 #include "config/error.hpp"
@@ -44,6 +45,7 @@ struct sluice_config {
   auth_config auth;
   audiosocket_config audiosocket;
   sip_config sip;
+  calls_config calls;
 
   /// Calls `v(section_name, section)` for every section, in file order.
   template <class V>
@@ -64,6 +66,7 @@ struct sluice_config {
     v("auth", auth);
     v("audiosocket", audiosocket);
     v("sip", sip);
+    v("calls", calls);
   }
 };
 

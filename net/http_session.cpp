@@ -25,6 +25,9 @@
 #include "net/switches/switch_routes.hpp"
 #include "net/switches/switch_ws_session.hpp"
 #include "net/ws_routes.hpp"
+#include "net/calls/calls_api.hpp"
+#include "net/calls/upload_call.hpp"
+#include "net/events_session.hpp"
 #include "net/ws_session.hpp"
 
 namespace sluice::net {
@@ -189,6 +192,16 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
     if (websocket::is_upgrade(req)) {
       const std::string target(req.target());
       const std::string path = target.substr(0, target.find('?'));
+      if (path == "/v1/events") {
+        auto filter = calls::events_filter(who_, target);
+        if (!filter)
+          return write(make_response(filter.error().code == errc::unsupported ? http::status::forbidden
+                                                                              : http::status::bad_request,
+                                     "application/json", error_body(filter.error().message), req.version(), false));
+        lowest().expires_never();
+        run_events_session(std::move(stream_), std::move(req), st_, std::move(*filter), slot_, id_);
+        return;
+      }
       auto proto = kind_ == ws_listener::main ? protocol_for_path(path) : protocol_for_listener(kind_);
       if (proto) {
         lowest().expires_never();
@@ -242,6 +255,13 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
                      to_prometheus(st_->engine->snapshot()));
       if (path == "/" || path == "/index.html") return reply(http::status::ok, "text/html; charset=utf-8", dashboard_html());
+      constexpr std::string_view call_prefix = "/v1/calls/";
+      if (path == "/v1/calls" || path.rfind(call_prefix, 0) == 0) {
+        const std::string id = path.size() > call_prefix.size() ? path.substr(call_prefix.size()) : std::string();
+        const auto r = path == "/v1/calls" ? calls::list_calls(*st_->calls, who_, target)
+                                           : calls::get_call(*st_->calls, who_, id);
+        return reply(static_cast<http::status>(r.status), "application/json", r.body);
+      }
       return reply(http::status::not_found, "application/json", error_body("not found: " + path));
     }
     if (method == http::verb::post && path == "/v1/transcribe") {
@@ -289,6 +309,7 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
           });
         });
       };
+      calls::follow_upload(st_->calls, up);
       st_->engine->uploads().submit(std::move(up));
       return;
     }

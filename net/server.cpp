@@ -116,7 +116,8 @@ void run_io(asio::io_context& ioc) {
 result<std::unique_ptr<server>> server::start(actors::engine& engine, const config::server_config& cfg,
                                              const config::auth_config& auth,
                                              const config::listeners_config& listeners,
-                                             const std::optional<config::audiosocket_config>& audiosocket) {
+                                             const std::optional<config::audiosocket_config>& audiosocket,
+                                             const config::calls_config& calls) {
   if (auto why = listeners.check(); !why.empty()) return fail(errc::invalid_config, "[listeners] " + why);
   // Access policy first: a host it forbids is never bound.
   auto gate = auth::gate::create(cfg, auth);
@@ -128,7 +129,30 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   s->state_->listeners = listeners;
   s->state_->policy = request_policy(cfg);
   s->state_->gate = std::move(*gate);
-  s->state_->calls = std::make_shared<calls::call_registry>();
+  s->state_->calls_cfg = calls;
+  s->state_->calls = std::make_shared<calls::call_registry>(static_cast<std::size_t>(calls.max_recent));
+  if (calls.store) {
+    const auto path = calls::call_store::path_of(calls);
+    auto store = calls::call_store::open(path, static_cast<std::size_t>(calls.store_queue));
+    if (!store) return tl::unexpected(store.error());
+    auto recent = (*store)->load_recent(static_cast<std::size_t>(calls.max_recent));
+    if (!recent) return tl::unexpected(recent.error());
+    spdlog::info("calls: {} stored call(s) loaded from {}", recent->size(), path);
+    s->state_->calls->restore(std::move(*recent));
+    (*store)->attach(*s->state_->calls);
+    s->state_->call_store = std::move(*store);
+  }
+  if (!calls.webhook_url.empty()) {
+    calls::webhook::options o;
+    o.url = calls.webhook_url;
+    o.timeout = std::chrono::milliseconds(calls.webhook_timeout_ms);
+    o.retries = calls.webhook_retries;
+    o.backoff = std::chrono::milliseconds(calls.webhook_backoff_ms);
+    o.max_queued = static_cast<std::size_t>(calls.webhook_queue);
+    auto hook = calls::webhook::start(*s->state_->calls, std::move(o));
+    if (!hook) return tl::unexpected(hook.error());
+    s->state_->webhook = std::move(*hook);
+  }
   if (!cfg.tls_cert_file.empty() || !cfg.tls_key_file.empty()) {
     if (cfg.tls_cert_file.empty() || cfg.tls_key_file.empty())
       return fail(errc::invalid_config, "server.tls_cert_file and server.tls_key_file must be set together");
@@ -196,6 +220,12 @@ void server::stop() {
   for (int i = 0; i < 50 && open(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ioc_->stop();
   for (auto& t : threads_) t.join();
+  {
+    std::lock_guard lock(state_->io->mu);
+    state_->io->open = false;
+  }
+  if (state_->call_store) state_->call_store->stop();
+  if (state_->webhook) state_->webhook->stop();
 }
 
 result<void> server::reload_tls() {

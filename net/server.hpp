@@ -9,6 +9,8 @@
 ///   GET  /v1/actors        the metrics snapshot as JSON
 ///   POST /v1/transcribe    an audio file in the body -> JSON transcript (a job on the engine's
 ///                          upload queue: actors/upload_queue.hpp; 413/429/503 refusals)
+///   GET  /v1/calls         live and recent calls; GET /v1/calls/{id} one call (calls/calls_api.hpp)
+///   WS   /v1/events        live call updates (events_session.hpp)
 ///   WS   /v1/stream        sluice streaming protocol (net/protocols/sluice_protocol.hpp)
 ///   WS   /funasr and /     FunASR runtime protocol (net/protocols/funasr_protocol.hpp)
 ///   WS   /sherpa           sherpa-onnx streaming protocol (net/protocols/sherpa_protocol.hpp)
@@ -34,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,10 +48,13 @@
 #include "config/audiosocket_config.hpp"
 #include "config/auth_config.hpp"
 #include "config/listeners_config.hpp"
+#include "config/calls_config.hpp"
 #include "config/server_config.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/gate.hpp"
 #include "net/calls/call_registry.hpp"
+#include "net/calls/call_store.hpp"
+#include "net/calls/webhook.hpp"
 #include "net/tls_context.hpp"
 #include "net/ws_routes.hpp"
 
@@ -72,6 +78,18 @@ struct server_state {
   std::shared_ptr<tls_context_store> tls;
   /// Every ingested source as a call (net/calls/call_registry.hpp); never null once started.
   std::shared_ptr<calls::call_registry> calls;
+  config::calls_config calls_cfg;  ///< [calls]
+  /// The SQLite store of the calls ([calls] store); null when off.
+  std::shared_ptr<calls::call_store> call_store;
+  /// The webhook of ended calls ([calls] webhook_url); null when none.
+  std::shared_ptr<calls::webhook> webhook;
+  /// Lets other threads (the call registry's wakes of /v1/events sessions) post to the I/O
+  /// context only while it exists: server::stop() closes it before the context goes.
+  struct io_gate {
+    std::mutex mu;
+    bool open = true;
+  };
+  std::shared_ptr<io_gate> io = std::make_shared<io_gate>();
 
   /// The connection limit of a port: server.max_connections for main, its own for the others.
   int max_connections(ws_listener l) const;
@@ -92,10 +110,14 @@ class server {
   /// when TLS is configured and its files cannot be used (net/tls_context.hpp).
   /// `audiosocket`: the AudioSocket listener's config when it is enabled (its errors likewise);
   /// nullopt or disabled: none.
+  /// `calls` ([calls]): with store = true, the calls stored in its SQLite file are loaded back
+  /// first (errc::io when the file cannot be used); a webhook_url that is not http:// is
+  /// errc::invalid_config.
   static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg,
                                                const config::auth_config& auth = {},
                                                const config::listeners_config& listeners = no_listeners(),
-                                               const std::optional<config::audiosocket_config>& audiosocket = {});
+                                               const std::optional<config::audiosocket_config>& audiosocket = {},
+                                               const config::calls_config& calls = {});
   /// A [listeners] with every protocol port disabled.
   static config::listeners_config no_listeners();
   ~server();
@@ -117,7 +139,12 @@ class server {
   /// theirs. On failure the old certificate stays and the error (also logged) says why.
   /// errc::invalid_argument when the server has no TLS. Thread-safe.
   result<void> reload_tls();
-  /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads.
+  /// The calls store and webhook (null when not configured): their counters, for tests and tools.
+  const calls::call_store* call_store() const { return state_->call_store.get(); }
+  const calls::webhook* webhook() const { return state_->webhook.get(); }
+  /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads, then
+  /// writes the calls store's queue and stops it, and stops the webhook (calls not yet posted
+  /// are not).
   void stop();
 
  private:

@@ -158,8 +158,6 @@ result<funasr_start> parse_funasr_start(std::string_view text) {
   SLUICE_TRY(hotwords, get_string(j, "hotwords", "", max_funasr_hotwords_bytes));
   SLUICE_TRY(lines, funasr_hotwords(hotwords));
   out.request.hotwords = std::move(lines);
-  SLUICE_TRY(itn, get_bool(j, "itn", true));
-  out.itn = itn;
   SLUICE_TRY(speaking, get_bool(j, "is_speaking", true));
   SLUICE_TRY(finished, get_bool(j, "is_finished", false));
   out.end_requested = !speaking || finished;

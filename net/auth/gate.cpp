@@ -25,6 +25,8 @@ struct need {
 };
 
 need route_need(const http_request& req, const std::string& path, bool metrics_open) {
+  // Calls (net/calls/calls_api.hpp) are read: their live events too, though a WebSocket.
+  if (path == "/v1/events" || path == "/v1/calls" || path.rfind("/v1/calls/", 0) == 0) return {true, scope::read};
   if (boost::beast::websocket::is_upgrade(req)) return {true, scope::stream};
   if (path == "/healthz" || path == "/readyz") return {false, {}};
   if (path == "/metrics") return metrics_open ? need{false, {}} : need{true, scope::metrics};

@@ -14,8 +14,9 @@
 /// and the route's scope is checked:
 ///   /healthz /readyz                 no key
 ///   GET / /index.html, /v1/actors    read      (/v1/actors shows only the tenant's streams)
+///   GET /v1/calls[/{id}], WS /v1/events  read  (a tenant's own calls only)
 ///   GET /metrics                     metrics   (no key when auth.metrics_open)
-///   POST /v1/transcribe, WebSocket   stream
+///   POST /v1/transcribe, other WebSockets  stream
 ///   anything else                    any valid key (then the router answers 404/405)
 /// Missing or unknown key: 401 with `WWW-Authenticate: Bearer realm="sluice"` (RFC 6750); a
 /// valid key without the scope: 403 with error="insufficient_scope". Keys are never logged.

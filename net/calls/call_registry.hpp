@@ -10,19 +10,27 @@
 /// Threading: every member is thread-safe and never blocks on I/O (storage and webhooks, when
 /// configured, run on their own threads fed by bounded queues), so network strands and actors
 /// may call it directly.
+///
+/// Live updates (call_start, partial, final, event, call_end, metadata) go to subscribers
+/// (net/calls/call_subscription.hpp): each has a bounded queue, is woken outside the registry's
+/// lock, and takes its updates on its own thread; none can make an ingest wait.
+/// Memory: the live calls and at most max_recent_ended ended ones, each with all its finals.
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/messages.hpp"
+#include "net/calls/call_subscription.hpp"
 
 namespace sluice::net::calls {
 
@@ -92,12 +100,54 @@ class call_registry {
   /// Copies of the live and recent calls, newest first.
   std::vector<call_record> list() const;
 
+  /// Which calls list(query) copies.
+  struct query {
+    std::size_t limit = SIZE_MAX;       ///< at most this many, the newest
+    bool live_only = false;             ///< only calls not yet ended
+    std::optional<std::string> tenant;  ///< only this tenant's calls; nullopt: every tenant's
+  };
+  /// Copies of the calls `q` selects, newest (latest begun) first.
+  std::vector<call_record> list(const query& q) const;
+
+  /// Subscribes to the updates `filter` selects (see call_subscription.hpp). `wake` is called
+  /// outside the registry's lock, on the ingest's thread, when an update lands in the empty
+  /// queue or the subscriber is dropped: it must only signal (post to a strand, notify a
+  /// condition variable), never block. cancel() the subscription to stop.
+  std::shared_ptr<subscription> subscribe(subscription_filter filter, std::size_t max_queued, overflow policy,
+                                          std::function<void()> wake);
+
+  /// Puts back ended calls read from a store (net/calls/call_store.hpp) at start: they keep
+  /// their ids and times, are listed by the time they began, and count against the bound
+  /// (the oldest are left out). Live records are ignored. No subscriber hears of them.
+  void restore(std::vector<call_record> ended);
+
+  struct counts {
+    std::size_t live = 0, ended = 0;  ///< calls in memory
+    std::size_t subscribers = 0;
+    uint64_t subscribers_dropped = 0;  ///< dropped for falling behind, since start
+  };
+  counts stats() const;
+
  private:
+  struct entry {
+    std::shared_ptr<call_record> rec;
+    uint64_t order = 0;  // list order: later begun (or restored as later begun) is newer
+  };
+  // Queues `u` for every subscriber that wants it (under mu_); the ones to wake are appended.
+  void publish_locked(const call_update& u, std::vector<std::shared_ptr<subscription>>& to_wake);
+  bool anyone_wants_locked(update_kind kind, const call_record& c) const;
+  void evict_locked();
+  static void wake_all(const std::vector<std::shared_ptr<subscription>>& subs);
+
   mutable std::mutex mu_;
   std::size_t max_recent_ended_;
   std::string prefix_;  // random per registry: ids are not guessable from one another
   uint64_t next_ = 1;
-  std::vector<std::shared_ptr<call_record>> calls_;  // in order of begin()
+  uint64_t next_order_ = 1;
+  std::unordered_map<call_id, entry> calls_;
+  std::deque<call_id> ended_;  // ended calls in memory, oldest end first: eviction order
+  std::vector<std::shared_ptr<subscription>> subs_;
+  uint64_t subscribers_dropped_ = 0;
 };
 
 }  // namespace sluice::net::calls

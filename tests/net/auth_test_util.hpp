@@ -75,6 +75,8 @@ class stepped_stream {
     }
     return close_code_;
   }
+  // The next message; nullopt when the stream ends.
+  std::optional<json> read_next() { return read_one(); }
   const std::vector<json>& messages() const { return messages_; }
   std::vector<std::string> finals() const {
     std::vector<std::string> out;

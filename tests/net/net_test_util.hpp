@@ -53,7 +53,8 @@ struct served {
     engine = actors::engine::start(*res);
     cfg.listeners.funasr_port = cfg.listeners.sherpa_port = cfg.listeners.vosk_port = 0;
     auto s = net::server::start(*engine, cfg.server, cfg.auth,
-                                protocol_ports ? cfg.listeners : net::server::no_listeners(), cfg.audiosocket);
+                                protocol_ports ? cfg.listeners : net::server::no_listeners(), cfg.audiosocket,
+                                cfg.calls);
     REQUIRE(s.has_value());
     server = std::move(*s);
     port = server->port();

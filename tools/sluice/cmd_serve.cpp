@@ -41,7 +41,7 @@ int cmd_serve(invocation& inv) {
     return exit_failure;
   }
   auto eng = actors::engine::start(*res);
-  auto srv = net::server::start(*eng, inv.cfg.server, inv.cfg.auth, inv.cfg.listeners, inv.cfg.audiosocket);
+  auto srv = net::server::start(*eng, inv.cfg.server, inv.cfg.auth, inv.cfg.listeners, inv.cfg.audiosocket, inv.cfg.calls);
   if (!srv) {
     std::fprintf(stderr, "sluice serve: %s\n", srv.error().message.c_str());
     return exit_failure;
@@ -94,6 +94,11 @@ int cmd_serve(invocation& inv) {
   if (!inv.cfg.auth.keys_file.empty())
     std::printf("  auth        API keys from %s: send Authorization: Bearer <key> (dashboard: /?token=<key>)\n",
                 inv.cfg.auth.keys_file.c_str());
+  std::printf("  calls       %s/v1/calls   live events %s://%s:%u/v1/events\n", url.c_str(), ws,
+              inv.cfg.server.host.c_str(), (*srv)->port());
+  if (inv.cfg.calls.store)
+    std::printf("  calls store %s\n", net::calls::call_store::path_of(inv.cfg.calls).c_str());
+  if (!inv.cfg.calls.webhook_url.empty()) std::printf("  webhook     %s\n", inv.cfg.calls.webhook_url.c_str());
   if (sip)
     std::printf("  sip         sip:sluice@%s:%d (%s%s%s), RTP ports %d-%d\n", inv.cfg.sip.host.c_str(), inv.cfg.sip.port,
                 inv.cfg.sip.udp ? "udp" : "", inv.cfg.sip.udp && inv.cfg.sip.tcp ? "+" : "", inv.cfg.sip.tcp ? "tcp" : "",

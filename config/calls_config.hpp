@@ -1,0 +1,57 @@
+#pragma once
+#include <string>
+
+#include "config/field.hpp"
+
+namespace sluice::config {
+
+/// [calls]: every ingested source as a call (net/calls/): how many are kept in memory, whether
+/// they are stored in SQLite to survive a restart, the live-event subscribers' bound, and the
+/// optional webhook POSTed when a call ends.
+struct calls_config {
+  /// Ended calls kept in memory (the oldest go first); live calls are always kept.
+  int max_recent = 1000;
+  /// Events queued for one /v1/events subscriber before it is dropped as too slow.
+  int subscriber_queue = 1024;
+  /// Store calls (their start, finals, events and end) in SQLite so they survive a restart.
+  bool store = false;
+  /// Directory of the engine's files (created when missing).
+  std::string data_dir = "data";
+  /// The SQLite file; relative to data_dir unless absolute.
+  std::string store_file = "calls.sqlite";
+  /// Writes queued for the store's thread; past it a write is dropped and counted.
+  int store_queue = 65536;
+  /// http://host[:port]/path POSTed the whole call as JSON when it ends; empty: no webhook.
+  std::string webhook_url;
+  /// Each webhook attempt (connect, send, answer) must finish within this (ms).
+  int webhook_timeout_ms = 5000;
+  /// Attempts after the first failed one (a non-2xx answer, a refused or timed-out connection).
+  int webhook_retries = 3;
+  /// Wait before the first retry (ms); doubled for each further retry.
+  int webhook_backoff_ms = 500;
+  /// Ended calls waiting for the webhook; past it a call is not posted and is counted.
+  int webhook_queue = 1024;
+
+  template <class V>
+  void visit(V&& v) {
+    v("max_recent", max_recent, range{0, 10000000}, "ended calls kept in memory");
+    v("subscriber_queue", subscriber_queue, range{1, 10000000},
+      "events queued per /v1/events subscriber before it is dropped");
+    v("store", store, any_bool{}, "store calls in SQLite (they survive a restart)");
+    v("data_dir", data_dir, non_empty{}, "directory of the engine's files");
+    v("store_file", store_file, non_empty{}, "SQLite file of the calls (relative to data_dir unless absolute)");
+    v("store_queue", store_queue, range{1, 100000000}, "writes queued for the store before one is dropped");
+    v("webhook_url", webhook_url, any_string{}, "http:// URL POSTed each call when it ends; empty: none");
+    v("webhook_timeout_ms", webhook_timeout_ms, range{1, 600000}, "time limit of one webhook attempt (ms)");
+    v("webhook_retries", webhook_retries, range{0, 100}, "webhook attempts after the first failed one");
+    v("webhook_backoff_ms", webhook_backoff_ms, range{0, 3600000}, "wait before the first retry (ms), doubled each retry");
+    v("webhook_queue", webhook_queue, range{1, 10000000}, "ended calls waiting for the webhook");
+  }
+  std::string check() const {
+    if (!webhook_url.empty() && webhook_url.rfind("http://", 0) != 0)
+      return "webhook_url must start with http:// (got \"" + webhook_url + "\")";
+    return {};
+  }
+};
+
+}  // namespace sluice::config

@@ -1,0 +1,236 @@
+// The webhook (net/calls/webhook.hpp) against in-process Beast HTTP servers that capture its
+// POSTs: a server that fails once and then answers 200 gets the call twice (retried) with the
+// whole call document; a server that never answers is timed out and given up; while the webhook
+// waits on such a server the registry's ingest goes on, and calls past the queue bound are
+// counted, not waited for.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "net/calls/webhook.hpp"
+
+using namespace sluice;
+using namespace sluice::net::calls;
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// A one-thread blocking HTTP server on a free loopback port. `answer(n)` gives the status of the
+// n-th request (0-based); 0 means: never answer (hold the connection until the server stops).
+class capture_server {
+ public:
+  explicit capture_server(std::function<int(int)> answer)
+      : acceptor_(ioc_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)), answer_(std::move(answer)) {
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~capture_server() {
+    stopping_ = true;
+    release_.set_value();
+    // A blocked accept() is not woken by closing the acceptor from another thread: connect.
+    asio::io_context ioc;
+    tcp::socket poke(ioc);
+    beast::error_code ec;
+    poke.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port()), ec);
+    thread_.join();
+  }
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/hooks/calls"; }
+  // Resolves when the first request that is never answered has been read.
+  std::shared_future<void> held() { return held_.get_future().share(); }
+  std::vector<http::request<http::string_body>> requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void serve() {
+    auto released = release_.get_future().share();
+    for (int n = 0;; ++n) {
+      tcp::socket s(ioc_);
+      beast::error_code ec;
+      acceptor_.accept(s, ec);
+      if (ec || stopping_) return;
+      beast::flat_buffer buf;
+      http::request<http::string_body> req;
+      http::read(s, buf, req, ec);
+      if (ec) continue;
+      {
+        std::lock_guard lock(mu_);
+        requests_.push_back(req);
+      }
+      const int status = answer_(n);
+      if (status == 0) {
+        if (!held_set_) {
+          held_set_ = true;
+          held_.set_value();
+        }
+        released.wait();  // the test ends: the webhook's stop() or timeout has long closed its side
+        return;
+      }
+      http::response<http::string_body> res{static_cast<http::status>(status), 11};
+      res.body() = "{}";
+      res.prepare_payload();
+      http::write(s, res, ec);
+    }
+  }
+
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  std::function<int(int)> answer_;
+  std::thread thread_;
+  std::promise<void> release_, held_;
+  bool held_set_ = false;
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  std::vector<http::request<http::string_body>> requests_;
+};
+
+struct outcome {
+  std::string id;
+  bool delivered = false;
+  int attempts = 0;
+  std::string why;
+};
+
+actors::transcript_event final_of(const std::string& text) {
+  actors::transcript_event ev;
+  ev.is_final = true;
+  ev.text = text;
+  ev.start_ms = 10;
+  ev.end_ms = 900;
+  ev.words.push_back({text, 10, 900, 0.9f});
+  return ev;
+}
+
+call_start start_of(const std::string& tenant) {
+  call_start s;
+  s.source = "audiosocket";
+  s.tenant = tenant;
+  s.channel_labels = {"caller"};
+  return s;
+}
+
+}  // namespace
+
+TEST_SUITE("calls webhook") {
+  TEST_CASE("a failed POST is retried: the server answers 500 then 200 and gets the whole call twice") {
+    capture_server server([](int n) { return n == 0 ? 500 : 200; });
+    call_registry reg;
+    std::promise<outcome> done;
+    webhook::options o;
+    o.url = server.url();
+    o.timeout = std::chrono::seconds(30);
+    o.retries = 3;
+    o.backoff = std::chrono::milliseconds(1);
+    o.on_done = [&](const std::string& id, bool ok, int attempts, const std::string& why) {
+      done.set_value({id, ok, attempts, why});
+    };
+    auto hook = webhook::start(reg, o);
+    REQUIRE(hook.has_value());
+    const auto id = reg.begin(start_of("acme"));
+    reg.result(id, 0, final_of("hello world"));
+    reg.end(id, "hangup");
+    const auto r = done.get_future().get();
+    CHECK(r.id == id);
+    CHECK(r.delivered);
+    CHECK(r.attempts == 2);
+    const auto reqs = server.requests();
+    REQUIRE(reqs.size() == 2);
+    CHECK(reqs[0].body() == reqs[1].body());
+    CHECK(reqs[1].method() == http::verb::post);
+    CHECK(std::string(reqs[1].target()) == "/hooks/calls");
+    CHECK(std::string(reqs[1][http::field::content_type]) == "application/json");
+    CHECK(std::string(reqs[1]["X-Sluice-Call"]) == id);
+    const auto j = nlohmann::json::parse(reqs[1].body());
+    CHECK(j["id"] == id);
+    CHECK(j["end_reason"] == "hangup");
+    CHECK(j["tenant"] == "acme");
+    CHECK(j["channels"][0]["label"] == "caller");
+    CHECK(j["channels"][0]["finals"][0]["text"] == "hello world");
+    CHECK(j["channels"][0]["finals"][0]["words"][0]["start_ms"] == 10);
+    const auto st = (*hook)->stats();
+    CHECK(st.delivered == 1);
+    CHECK(st.attempts == 2);
+    CHECK(st.given_up == 0);
+  }
+
+  TEST_CASE("a server that never answers is timed out on every attempt and the call given up") {
+    capture_server server([](int) { return 0; });
+    call_registry reg;
+    std::promise<outcome> done;
+    webhook::options o;
+    o.url = server.url();
+    o.timeout = std::chrono::milliseconds(200);
+    o.retries = 1;
+    o.backoff = std::chrono::milliseconds(1);
+    o.on_done = [&](const std::string& id, bool ok, int attempts, const std::string& why) {
+      done.set_value({id, ok, attempts, why});
+    };
+    auto hook = webhook::start(reg, o);
+    REQUIRE(hook.has_value());
+    const auto id = reg.begin(start_of("acme"));
+    reg.end(id, "hangup");
+    const auto r = done.get_future().get();
+    CHECK_FALSE(r.delivered);
+    CHECK(r.attempts == 2);
+    CHECK(r.why.find("no answer within 200 ms") != std::string::npos);
+    CHECK((*hook)->stats().given_up == 1);
+  }
+
+  TEST_CASE("while the webhook waits on a server that never answers the ingest goes on; calls past its queue are counted") {
+    capture_server server([](int) { return 0; });
+    call_registry reg;
+    webhook::options o;
+    o.url = server.url();
+    o.timeout = std::chrono::minutes(5);  // it waits on the first call for the whole test
+    o.retries = 0;
+    o.max_queued = 4;
+    auto hook = webhook::start(reg, o);
+    REQUIRE(hook.has_value());
+    auto held = server.held();
+    const auto first = reg.begin(start_of("acme"));
+    reg.end(first, "hangup");
+    held.wait();  // the webhook's thread is inside its POST of `first`, unanswered
+    // The engine's side: 10 whole calls begun, transcribed and ended; none waits for the webhook.
+    for (int i = 0; i < 10; ++i) {
+      const auto id = reg.begin(start_of("acme"));
+      reg.result(id, 0, final_of("call " + std::to_string(i)));
+      reg.end(id, "hangup");
+    }
+    CHECK(reg.stats().ended == 11);
+    // 4 wait in the webhook's queue; the other 6 found it full.
+    CHECK((*hook)->stats().dropped == 6);
+    CHECK((*hook)->stats().attempts == 1);
+    (*hook)->stop();  // abandons the POST in flight, returns
+    CHECK((*hook)->stats().delivered == 0);
+  }
+
+  TEST_CASE("webhook urls: http only, host required, port checked") {
+    auto u = parse_http_url("http://hooks.example:8080/a/b?x=1");
+    REQUIRE(u.has_value());
+    CHECK(u->host == "hooks.example");
+    CHECK(u->port == "8080");
+    CHECK(u->target == "/a/b?x=1");
+    auto d = parse_http_url("http://10.0.0.1");
+    REQUIRE(d.has_value());
+    CHECK(d->port == "80");
+    CHECK(d->target == "/");
+    CHECK_FALSE(parse_http_url("https://x/").has_value());
+    CHECK_FALSE(parse_http_url("http:///path").has_value());
+    CHECK_FALSE(parse_http_url("http://x:0/").has_value());
+    CHECK_FALSE(parse_http_url("http://x:99999/").has_value());
+    CHECK_FALSE(parse_http_url("http://x:8a/").has_value());
+  }
+}
