@@ -62,8 +62,10 @@ std::optional<json> funasr_replies::on_event(const actors::transcript_event& ev)
   if (ev.text.empty()) return std::nullopt;
   // "timestamp" is a JSON-encoded string of [start, end] pairs, as FunASR's server sends it.
   // With itn (FunASR's default) the sentence is the display form: numbers written, punctuated.
-  const auto& shown = itn_ ? ev.display_text : ev.text;
-  const auto& words = itn_ ? ev.display_words : ev.words;
+  // (An event without a display form, e.g. with [postproc] off, shows its words as spoken.)
+  const bool display = itn_ && !ev.display_text.empty();
+  const auto& shown = display ? ev.display_text : ev.text;
+  const auto& words = display ? ev.display_words : ev.words;
   json ts_list = json::array();
   for (const auto& w : words) ts_list.push_back({w.start_ms, w.end_ms});
   json sent = {{"text_seg", shown}, {"punc", ""}, {"start", ev.start_ms}, {"end", ev.end_ms}, {"ts_list", ts_list}};

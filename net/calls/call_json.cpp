@@ -59,11 +59,24 @@ json word_json(const actors::word_event& w) {
   return json{{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}};
 }
 
+// The display form (ITN, punctuation, casing, redaction) beside the lexical one, as every other
+// output carries it (net/result_json.hpp).
+static void add_display(json& j, const actors::transcript_event& ev) {
+  json words = json::array();
+  for (const auto& w : ev.display_words) words.push_back(word_json(w));
+  json red = json::array();
+  for (const auto& r : ev.redactions) red.push_back({{"start_ms", r.start_ms}, {"end_ms", r.end_ms}, {"kind", r.kind}});
+  j["display_text"] = ev.display_text;
+  j["display_words"] = std::move(words);
+  j["redactions"] = std::move(red);
+}
+
 json final_json(const actors::transcript_event& ev) {
   json words = json::array();
   for (const auto& w : ev.words) words.push_back(word_json(w));
   json j{{"utterance", ev.utterance}, {"start_ms", ev.start_ms}, {"end_ms", ev.end_ms}, {"text", ev.text},
          {"words", std::move(words)}};
+  add_display(j, ev);
   if (!ev.error.empty()) j["error"] = ev.error;
   return j;
 }
@@ -112,6 +125,7 @@ json update_json(const call_update& u) {
         for (const auto& w : u.result.words) words.push_back(word_json(w));
         j["words"] = std::move(words);
       }
+      add_display(j, u.result);
       if (!u.result.error.empty()) j["error"] = u.result.error;
       return j;
     }

@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE INDEX IF NOT EXISTS calls_began ON calls(began_ms);
 CREATE TABLE IF NOT EXISTS finals (
   call_id TEXT NOT NULL, channel INTEGER NOT NULL, utterance INTEGER NOT NULL, start_ms INTEGER NOT NULL,
-  end_ms INTEGER NOT NULL, text TEXT NOT NULL, words TEXT NOT NULL, error TEXT NOT NULL);
+  end_ms INTEGER NOT NULL, text TEXT NOT NULL, words TEXT NOT NULL, error TEXT NOT NULL,
+  display TEXT NOT NULL DEFAULT '{}');
 CREATE INDEX IF NOT EXISTS finals_call ON finals(call_id);
 CREATE TABLE IF NOT EXISTS events (
   call_id TEXT NOT NULL, type TEXT NOT NULL, channel INTEGER NOT NULL, at_ms INTEGER NOT NULL, data TEXT NOT NULL);
@@ -153,7 +154,7 @@ result<std::vector<call_record>> call_store::load_recent(std::size_t n) {
   stmt q(db_,
          "SELECT id, tenant, source, external_id, labels, metadata, began_ms, ended_ms, end_reason FROM calls "
          "ORDER BY began_ms DESC, rowid DESC LIMIT ?1");
-  stmt fq(db_, "SELECT channel, utterance, start_ms, end_ms, text, words, error FROM finals WHERE call_id = ?1 ORDER BY rowid");
+  stmt fq(db_, "SELECT channel, utterance, start_ms, end_ms, text, words, error, display FROM finals WHERE call_id = ?1 ORDER BY rowid");
   stmt eq(db_, "SELECT type, channel, at_ms, data FROM events WHERE call_id = ?1 ORDER BY rowid");
   if (!q.ok() || !fq.ok() || !eq.ok()) return fail(errc::io, std::string("calls store: ") + sqlite3_errmsg(db_));
   q.bind(1, static_cast<int64_t>(std::min<std::size_t>(n, INT64_MAX)));
@@ -185,6 +186,16 @@ result<std::vector<call_record>> call_store::load_recent(std::size_t n) {
       ev.text = fq.text(4);
       ev.words = words_from(fq.text(5));
       ev.error = fq.text(6);
+      // The display form: {"text", "words", "redactions"} (written below).
+      const auto display = parse_or(fq.text(7), json::object());
+      if (display.is_object()) {
+        ev.display_text = display.value("text", "");
+        if (display.contains("words")) ev.display_words = words_from(display["words"].dump());
+        for (const auto& r : display.value("redactions", json::array()))
+          if (r.is_object())
+            ev.redactions.push_back(
+                {r.value("start_ms", int64_t{0}), r.value("end_ms", int64_t{0}), r.value("kind", std::string())});
+      }
       c.channels[static_cast<std::size_t>(ch)].finals.push_back(std::move(ev));
     }
     fq.reset();
@@ -256,8 +267,8 @@ void call_store::write_batch(const std::vector<call_update>& batch) {
   stmt ins_call(db_,
                 "INSERT OR REPLACE INTO calls (id, tenant, source, external_id, labels, metadata, began_ms, ended_ms, "
                 "end_reason, last_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, NULL, ?7)");
-  stmt ins_final(db_, "INSERT INTO finals (call_id, channel, utterance, start_ms, end_ms, text, words, error) VALUES "
-                      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+  stmt ins_final(db_, "INSERT INTO finals (call_id, channel, utterance, start_ms, end_ms, text, words, error, display) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
   stmt ins_event(db_, "INSERT INTO events (call_id, type, channel, at_ms, data) VALUES (?1, ?2, ?3, ?4, ?5)");
   stmt touch(db_, "UPDATE calls SET last_ms = ?2 WHERE id = ?1");
   stmt set_meta(db_, "UPDATE calls SET metadata = ?2 WHERE id = ?1");
@@ -280,6 +291,12 @@ void call_store::write_batch(const std::vector<call_update>& batch) {
       case update_kind::final: {
         json words = json::array();
         for (const auto& w : u.result.words) words.push_back(word_json(w));
+        json display_words = json::array();
+        for (const auto& w : u.result.display_words) display_words.push_back(word_json(w));
+        json redactions = json::array();
+        for (const auto& r : u.result.redactions)
+          redactions.push_back({{"start_ms", r.start_ms}, {"end_ms", r.end_ms}, {"kind", r.kind}});
+        const json display{{"text", u.result.display_text}, {"words", display_words}, {"redactions", redactions}};
         ok = ins_final.bind(1, u.id)
                  .bind(2, static_cast<int64_t>(u.channel))
                  .bind(3, u.result.utterance)
@@ -288,6 +305,7 @@ void call_store::write_batch(const std::vector<call_update>& batch) {
                  .bind(6, u.result.text)
                  .bind(7, dump(words))
                  .bind(8, u.result.error)
+                 .bind(9, dump(display))
                  .run() &&
              touch.bind(1, u.id).bind(2, now_ms()).run();
         break;

@@ -5,6 +5,7 @@
 // calls its filter selects, and nothing of another tenant's.
 #include "tests/net/auth_test_util.hpp"
 
+#include <cctype>
 #include <fstream>
 #include <future>
 #include <iterator>
@@ -82,6 +83,13 @@ TEST_SUITE("calls api") {
     const auto& first = call["channels"][0]["finals"][0];
     CHECK(first["end_ms"].get<int64_t>() > first["start_ms"].get<int64_t>());
     CHECK(!first["words"].empty());
+    // The display form is kept beside the lexical one: a sentence (capital, final mark) with words.
+    const auto display = first["display_text"].get<std::string>();
+    REQUIRE(!display.empty());
+    CHECK(std::isupper(static_cast<unsigned char>(display.front())));
+    CHECK((display.back() == '.' || display.back() == '?'));
+    CHECK(!first["display_words"].empty());
+    CHECK(first["redactions"].is_array());
     CHECK(call["began_at"].get<std::string>() <= call["ended_at"].get<std::string>());
     // Unknown ids and bad queries.
     get_json(s.port, "/v1/calls/nope", {}, st);
@@ -230,7 +238,7 @@ TEST_SUITE("calls api") {
 }
 
 TEST_SUITE("calls api") {
-  TEST_CASE("a /v1/events client that stops reading is dropped and its connection closed; the ingest never waits") {
+  TEST_CASE("a /v1/events client that stops reading is dropped and its connection closed, the ingest never waits") {
     config::sluice_config cfg;
     cfg.calls.subscriber_queue = 2;
     served s(cfg);

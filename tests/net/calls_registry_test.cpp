@@ -79,7 +79,7 @@ TEST_SUITE("calls registry") {
     CHECK(c->ended >= c->began);
   }
 
-  TEST_CASE("only max_recent_ended ended calls stay (the oldest go), live ones always; lists are newest first") {
+  TEST_CASE("only max_recent_ended ended calls stay (the oldest go), live ones always, lists are newest first") {
     call_registry reg(2);
     const auto live = reg.begin(start_of("a"));
     std::vector<call_id> ended;
@@ -177,7 +177,7 @@ TEST_SUITE("calls registry") {
     CHECK(got_finals[1].result.text == "for globex");
   }
 
-  TEST_CASE("a subscriber that falls behind is dropped with a reason; the ingest and the other subscribers go on") {
+  TEST_CASE("a subscriber that falls behind is dropped with a reason, the ingest and the other subscribers go on") {
     call_registry reg;
     int slow_wakes = 0;
     auto slow = reg.subscribe({}, 3, overflow::drop_subscriber, [&] { ++slow_wakes; });

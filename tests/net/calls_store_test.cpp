@@ -65,7 +65,7 @@ std::string integrity(const std::string& path) {
 }  // namespace
 
 TEST_SUITE("calls store") {
-  TEST_CASE("calls survive a restart: a new registry on the same file gets them back; a live one is interrupted") {
+  TEST_CASE("calls survive a restart: a new registry on the same file gets them back, a live one is interrupted") {
     test::temp_dir dir;
     const auto path = dir.file("data/calls.sqlite");  // the directory is created
     call_id done, live;

@@ -189,7 +189,7 @@ TEST_SUITE("calls webhook") {
     CHECK((*hook)->stats().given_up == 1);
   }
 
-  TEST_CASE("while the webhook waits on a server that never answers the ingest goes on; calls past its queue are counted") {
+  TEST_CASE("while the webhook waits on a server that never answers the ingest goes on, calls past its queue are counted") {
     capture_server server([](int) { return 0; });
     call_registry reg;
     webhook::options o;

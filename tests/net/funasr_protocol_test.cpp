@@ -65,7 +65,7 @@ TEST_SUITE("funasr protocol") {
     // append every online message.
     served s;
     const auto frames = call_pcm16_frames();
-    auto offline = ws_session(s.port, "/funasr", {R"({"mode":"offline","audio_fs":8000})"}, frames,
+    auto offline = ws_session(s.port, "/funasr", {R"({"mode":"offline","audio_fs":8000,"itn":false})"}, frames,
                               {R"({"is_speaking":false,"is_end":true})"});
     auto online = ws_session(s.port, "/funasr", {R"({"mode":"online","audio_fs":8000})"}, frames,
                              {R"({"is_speaking":false,"is_end":true})"});
