@@ -5,6 +5,33 @@
 using namespace sluice;
 using namespace sluice::actors;
 
+namespace {
+
+// What reached `self` until the monitored channel went down (or `limit` passed: a failure).
+struct until_down {
+  std::size_t finals = 0;
+  bool drained = false;
+};
+
+until_down wait_down(caf::scoped_actor& self, std::chrono::seconds limit, const char* why_not) {
+  until_down out;
+  bool down = false;
+  while (!down)
+    self->receive([&](transcript_event& ev) { out.finals += ev.is_final; },
+                  [&](caf::down_msg& dm) {
+                    down = true;
+                    CHECK_MESSAGE(!dm.reason, self->system().render(dm.reason));
+                  },
+                  [&](drained_atom, channel_id) { out.drained = true; },
+                  caf::after(limit) >> [&] {
+                    down = true;
+                    FAIL(why_not);
+                  });
+  return out;
+}
+
+}  // namespace
+
 TEST_SUITE("engine") {
   TEST_CASE("abort: the channel exits normally without finishing its audio or sending drained, the engine goes on") {
     auto cfg = test::base_config();
@@ -20,19 +47,7 @@ TEST_SUITE("engine") {
     for (int k = 0; k < copies; ++k)
       for (const auto& s : segments) self->send(a.handle, segment_atom::value, s.samples, s.start_sample);
     self->send(a.handle, abort_atom::value);
-    std::size_t finals = 0;
-    bool down = false, drained = false;
-    while (!down)
-      self->receive([&](transcript_event& ev) { finals += ev.is_final; },
-                    [&](caf::down_msg& dm) {
-                      down = true;
-                      CHECK_MESSAGE(!dm.reason, self->system().render(dm.reason));
-                    },
-                    [&](drained_atom, channel_id) { drained = true; },
-                    caf::after(std::chrono::seconds(30)) >> [&] {
-                      down = true;
-                      FAIL("the aborted channel did not exit");
-                    });
+    const auto [finals, drained] = wait_down(self, std::chrono::seconds(30), "the aborted channel did not exit");
     CHECK_FALSE(drained);
     // The abort was in its mailbox before any logits could come back from the batcher (CAF
     // mailboxes are FIFO), so not one utterance was finished.
@@ -68,19 +83,8 @@ TEST_SUITE("engine") {
       for (const auto& s : segments) self->send(a.handle, segment_atom::value, s.samples, s.start_sample);
     const std::size_t queued = copies * segments.size();
     CHECK_FALSE(e->shutdown(std::chrono::milliseconds(100)));
-    std::size_t finals = 0;
-    bool down = false, drained = false;
-    while (!down)
-      self->receive([&](transcript_event& ev) { finals += ev.is_final; },
-                    [&](caf::down_msg& dm) {
-                      down = true;
-                      CHECK_MESSAGE(!dm.reason, self->system().render(dm.reason));
-                    },
-                    [&](drained_atom, channel_id) { drained = true; },
-                    caf::after(std::chrono::seconds(60)) >> [&] {
-                      down = true;
-                      FAIL("the channel was not stopped after the drain timed out");
-                    });
+    const auto [finals, drained] =
+        wait_down(self, std::chrono::seconds(60), "the channel was not stopped after the drain timed out");
     // Without the abort the drain's end_atom would have let the channel finish every queued
     // utterance (and report drained) before it exited.
     CHECK_FALSE(drained);
