@@ -67,41 +67,65 @@ result<std::shared_ptr<rtp_receiver>> rtp_receiver::open(asio::io_context& ioc, 
 void rtp_receiver::start() {
   last_packet_ms_ = now_ms();
   asio::post(strand_, [self = shared_from_this()] {
-    if (!self->stopped_) self->do_receive();
+    if (!self->stopped_ && !self->stopping_) self->do_receive();
   });
 }
 
 void rtp_receiver::stop(std::function<void()> done) {
-  asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
-    if (!self->stopped_) {
-      // What arrived before the hang-up is part of the call: read what the socket still queues.
-      boost::system::error_code ec;
-      self->socket_.non_blocking(true, ec);
-      while (!ec) {
-        const auto n = self->socket_.receive_from(asio::buffer(self->buf_), self->from_, 0, ec);
-        if (!ec) self->on_datagram(n);
-      }
-      self->stopped_ = true;
-      boost::system::error_code ignored;
-      self->socket_.close(ignored);
-      self->gap_timer_.cancel();
-      self->deliver(self->jitter_.flush());
-      self->publish_stats();
+  asio::post(strand_, [self = shared_from_this(), done = std::move(done)]() mutable {
+    if (self->stopped_ || self->stopping_) {
+      if (done) done();
+      return;
     }
-    if (done) done();
+    self->stopping_ = true;
+    self->stop_done_ = std::move(done);
+    // A receive in flight may already hold a datagram whose handler is queued behind this one:
+    // cancel it and finish in its handler, after that datagram is counted, so nothing read from
+    // the socket is lost and the handler and the drain never share the buffer.
+    if (self->receiving_) {
+      boost::system::error_code ignored;
+      self->socket_.cancel(ignored);
+    } else {
+      self->finish_stop();
+    }
   });
 }
 
+void rtp_receiver::finish_stop() {
+  // What arrived before the hang-up is part of the call: read what the socket still queues.
+  boost::system::error_code ec;
+  socket_.non_blocking(true, ec);
+  while (!ec) {
+    const auto n = socket_.receive_from(asio::buffer(buf_), from_, 0, ec);
+    if (!ec) on_datagram(n);
+  }
+  stopped_ = true;
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+  gap_timer_.cancel();
+  deliver(jitter_.flush());
+  publish_stats();
+  if (auto done = std::move(stop_done_)) done();
+}
+
 void rtp_receiver::do_receive() {
+  receiving_ = true;
   socket_.async_receive_from(asio::buffer(buf_), from_,
                              [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
-                               if (ec || self->stopped_) return;  // closed by stop()
-                               try {
-                                 self->on_datagram(n);
-                               } catch (const std::exception& e) {
-                                 spdlog::error("rtp {}: a datagram's handler threw: {}", self->port_, e.what());
+                               self->receiving_ = false;
+                               if (self->stopped_) return;
+                               if (!ec) {
+                                 try {
+                                   self->on_datagram(n);
+                                 } catch (const std::exception& e) {
+                                   spdlog::error("rtp {}: a datagram's handler threw: {}", self->port_, e.what());
+                                 }
                                }
-                               self->do_receive();
+                               if (self->stopping_) {
+                                 self->finish_stop();
+                               } else if (!ec) {
+                                 self->do_receive();
+                               }
                              });
 }
 

@@ -67,6 +67,7 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   rtp_receiver(boost::asio::io_context& ioc, std::shared_ptr<port_pool> pool, jitter_buffer_config jitter,
                codec_choice codec, int telephone_event_pt, rtp_sinks sinks);
   void do_receive();
+  void finish_stop();
   void on_datagram(std::size_t n);
   void deliver(std::vector<playout_item> items);
   void on_event(const playout_item& item);
@@ -85,6 +86,9 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   std::vector<uint8_t> buf_;
   boost::asio::ip::udp::endpoint from_, peer_;
   bool latched_ = false, stopped_ = false, timer_armed_ = false;
+  // stop() was asked while a receive was in flight (receiving_): its handler finishes the stop.
+  bool stopping_ = false, receiving_ = false;
+  std::function<void()> stop_done_;
   // RFC 4733: an event is reported once, at its first end packet (they are sent three times).
   bool event_open_ = false;
   uint32_t event_ts_ = 0;
