@@ -1,6 +1,7 @@
 // The batcher watches each channel once, however many utterances the channel sends (issue 11,
 // point 6: one monitor per utterance piled up on long calls), and forgets it when it goes.
 #include "tests/actors/engine_test_util.hpp"
+#include "tests/common/poll_until.hpp"
 
 #include <thread>
 
@@ -17,17 +18,6 @@ double batcher_counter(engine& e, const std::string& key) {
   if (snap.is_discarded() || !snap.contains("kinds") || !snap["kinds"].contains("batcher")) return 0;
   const auto& c = snap["kinds"]["batcher"]["counters"];
   return c.contains(key) ? c[key].get<double>() : 0;
-}
-
-// Polls the snapshot (reports come every report_ms) until pred holds or 20 s pass.
-template <class Pred>
-bool poll_until(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
 }
 
 }  // namespace
@@ -50,7 +40,7 @@ TEST_SUITE("batcher monitors") {
     REQUIRE_FALSE(run.timed_out);
     REQUIRE(run.finals[ch.channel].size() == sent);
     // Every utterance has reached the batcher and been counted once its report is in.
-    REQUIRE(poll_until([&] { return batcher_counter(*e, "utterances") >= static_cast<double>(sent); }));
+    REQUIRE(test::poll_until([&] { return batcher_counter(*e, "utterances") >= static_cast<double>(sent); }, std::chrono::seconds(20)));
     CHECK(batcher_counter(*e, "utterances") == static_cast<double>(sent));
     CHECK(batcher_counter(*e, "monitors_placed") == 1);
   }

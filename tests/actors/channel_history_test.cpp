@@ -2,6 +2,7 @@
 // its front in batches: over a stream each sample is moved about once, not the whole 3 s history
 // on every 20 ms packet (issue 11, point 6).
 #include "tests/actors/engine_test_util.hpp"
+#include "tests/common/poll_until.hpp"
 
 #include <thread>
 
@@ -36,9 +37,7 @@ TEST_SUITE("channel history") {
     REQUIRE_FALSE(run.timed_out);
     // The channel's last report (sent as it stops) carries all its counts; poll until it is in.
     const double audio_ms = static_cast<double>(packets) * packet_samples / (dsp::model_sample_rate / 1000);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (channel_counter(*e, "audio_ms") < audio_ms && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    test::poll_until([&] { return channel_counter(*e, "audio_ms") >= audio_ms; }, std::chrono::seconds(20));
     REQUIRE(channel_counter(*e, "audio_ms") == audio_ms);
     const double moved = channel_counter(*e, "history_moved_samples");
     CHECK(moved > 0);  // the front was dropped (10 s of audio, 3 s kept)

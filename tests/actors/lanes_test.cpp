@@ -3,6 +3,7 @@
 // lanes and equal the batcher-with-expert-actors engine's; new channels go to the least-loaded
 // lane, so with as many channels as lanes every lane gets work.
 #include "tests/actors/engine_test_util.hpp"
+#include "tests/common/poll_until.hpp"
 
 #include <thread>
 
@@ -54,16 +55,18 @@ std::vector<std::vector<final_words>> run(int lanes, std::unique_ptr<engine>* ke
 // The counter `key` of actor `name` from the metrics snapshot, polled until it is > 0 (reports
 // come every report_ms) or 20 s pass; 0 then.
 double counter_of(engine& e, const std::string& name, const std::string& key) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const auto snap = nlohmann::json::parse(e.snapshot(), nullptr, false);
-    if (!snap.is_discarded())
-      for (const auto& a : snap["actors"])
-        if (a["name"] == name && a["counters"].contains(key) && a["counters"][key].get<double>() > 0)
-          return a["counters"][key].get<double>();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return 0;
+  double value = 0;
+  test::poll_until(
+      [&] {
+        const auto snap = nlohmann::json::parse(e.snapshot(), nullptr, false);
+        if (!snap.is_discarded())
+          for (const auto& a : snap["actors"])
+            if (a["name"] == name && a["counters"].contains(key) && a["counters"][key].get<double>() > 0)
+              value = a["counters"][key].get<double>();
+        return value > 0;
+      },
+      std::chrono::seconds(20));
+  return value;
 }
 
 }  // namespace

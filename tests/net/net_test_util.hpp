@@ -20,6 +20,7 @@
 #include "dsp/resampler.hpp"
 #include "moe/acoustic_model.hpp"
 #include "net/server.hpp"
+#include "tests/common/poll_until.hpp"
 
 namespace sluice::test {
 
@@ -167,20 +168,6 @@ inline std::vector<std::vector<uint8_t>> pcm16_messages(const std::vector<int16_
     out.push_back(std::move(m));
   }
   return out;
-}
-
-// Polls `done()` until it holds or `limit` passes; returns whether it held. For state that the
-// engine publishes only periodically (metrics reports): the condition is what is waited on, the
-// pause only paces the poll.
-template <class F>
-bool poll_until(F&& done, std::chrono::seconds limit = std::chrono::seconds(60)) {
-  constexpr auto pace = std::chrono::milliseconds(20);
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    if (done()) return true;
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(pace);
-  }
 }
 
 // Channel `ch` of the bundled call as 8 kHz PCM16 in 100 ms frames.

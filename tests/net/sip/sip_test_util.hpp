@@ -24,6 +24,7 @@
 #include "net/calls/call_registry.hpp"
 #include "net/sip/sip_service.hpp"
 #include "tests/common/audio_tools.hpp"
+#include "tests/common/poll_until.hpp"
 
 namespace sluice::test {
 
@@ -90,12 +91,7 @@ struct sip_served {
 
   /// Waits (bounded) until `done()` holds; what the service publishes comes from its threads.
   bool wait_for(const std::function<bool()>& done, std::chrono::seconds limit = std::chrono::seconds(30)) const {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return true;
+    return test::poll_until(done, limit);
   }
 
   std::vector<net::calls::call_record> sip_calls() const {
