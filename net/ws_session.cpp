@@ -32,7 +32,8 @@ namespace asio = boost::asio;
 constexpr auto handshake_timeout = std::chrono::seconds(30);
 
 template <class Session>
-caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s, caf::actor supervisor,
+caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s,
+                           std::shared_ptr<server_state::io_gate> gate, caf::actor supervisor,
                            std::size_t index);
 
 // One template for both transports: Stream is beast::tcp_stream or
@@ -151,7 +152,7 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
       if (!tenant_.empty()) requests[k].tenant = tenant_;
       auto& c = channels_[i];
       c.call_channel = call_channels.empty() ? static_cast<int>(i) : call_channels[k];
-      c.bridge = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(), st_->engine->supervisor(), i);
+      c.bridge = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(), st_->io, st_->engine->supervisor(), i);
       caf::anon_send(c.bridge, actors::open_atom::value, requests[k]);
     }
   }
@@ -448,10 +449,16 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   uint64_t idle_generation_ = 0;         ///< see arm_idle_timer
 };
 
-// Posts `f` onto the session's strand, guarded there. Never throws into the actor.
+// Posts `f` onto the session's strand, guarded there. Never throws into the actor. The session
+// (and its strand) is locked only under the server's I/O gate: the actor may outlive the
+// server, and a strand released after its io_context is a use after free (ASan found it for
+// the switch calls' bridge).
 template <class Session, class F>
-void post_to(const std::weak_ptr<Session>& w, const char* where, F f) noexcept {
+void post_to(const std::weak_ptr<Session>& w, const std::shared_ptr<server_state::io_gate>& gate, const char* where,
+             F f) noexcept {
   try {
+    std::lock_guard lock(gate->mu);
+    if (!gate->open) return;
     if (auto s = w.lock())
       asio::post(s->executor(), [s, where, f = std::move(f)]() mutable { s->guarded(where, [&] { f(*s); }); });
   } catch (const std::exception& e) {
@@ -460,19 +467,19 @@ void post_to(const std::weak_ptr<Session>& w, const char* where, F f) noexcept {
 }
 
 template <class Session>
-caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> w, caf::actor supervisor,
-                           std::size_t i) {
+caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> w,
+                           std::shared_ptr<server_state::io_gate> gate, caf::actor supervisor, std::size_t i) {
   using session = Session;
   // CAF already keeps a throwing handler inside this actor (it exits with an error); the
   // session is told, instead of waiting for events that will not come.
-  self->set_exception_handler([w, i](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
-    post_to(w, "bridge failure", [i](session& s) { s.channel_lost(i, "the stream's bridge actor failed"); });
+  self->set_exception_handler([w, gate, i](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
+    post_to(w, gate, "bridge failure", [i](session& s) { s.channel_lost(i, "the stream's bridge actor failed"); });
     return caf::make_error(caf::exit_reason::unhandled_exception);
   });
   // A channel stops normally after its drain or an abort; any other exit ends the stream.
-  self->set_down_handler([w, i](caf::down_msg& dm) {
+  self->set_down_handler([w, gate, i](caf::down_msg& dm) {
     if (!dm.reason || dm.reason == caf::exit_reason::normal) return;
-    post_to(w, "channel failure", [i](session& s) { s.channel_lost(i, "the stream's channel failed"); });
+    post_to(w, gate, "channel failure", [i](session& s) { s.channel_lost(i, "the stream's channel failed"); });
   });
   return {
       [=](actors::open_atom, actors::channel_request& req) {
@@ -480,16 +487,16 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> 
                       caf::actor_cast<caf::actor>(self))
             .then([=](actors::open_reply& r) {
                     if (r.ok) self->monitor(r.handle);
-                    post_to(w, "open", [i, r](session& s) { s.channel_opened(i, r); });
+                    post_to(w, gate, "open", [i, r](session& s) { s.channel_opened(i, r); });
                   },
                   [=](caf::error& e) {
                     actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {}};
-                    post_to(w, "open", [i, r](session& s) { s.channel_opened(i, r); });
+                    post_to(w, gate, "open", [i, r](session& s) { s.channel_opened(i, r); });
                   });
       },
-      [=](actors::transcript_event& ev) { post_to(w, "event", [i, ev](session& s) { s.channel_event(i, ev); }); },
+      [=](actors::transcript_event& ev) { post_to(w, gate, "event", [i, ev](session& s) { s.channel_event(i, ev); }); },
       [=](actors::drained_atom, actors::channel_id) {
-        post_to(w, "drained", [i](session& s) { s.channel_drained(i); });
+        post_to(w, gate, "drained", [i](session& s) { s.channel_drained(i); });
         self->quit();
       },
   };

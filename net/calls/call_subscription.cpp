@@ -4,7 +4,8 @@ namespace sluice::net::calls {
 
 subscription::subscription(subscription_filter filter, std::size_t max_queued, overflow policy,
                            std::function<void()> wake)
-    : filter_(std::move(filter)), max_queued_(max_queued == 0 ? 1 : max_queued), policy_(policy), wake_(std::move(wake)) {}
+    : filter_(std::move(filter)), max_queued_(max_queued == 0 ? 1 : max_queued), policy_(policy),
+      wake_(wake ? std::make_shared<const std::function<void()>>(std::move(wake)) : nullptr) {}
 
 std::vector<call_update> subscription::take(std::size_t max) {
   std::lock_guard lock(mu_);
@@ -34,9 +35,17 @@ uint64_t subscription::lost() const {
 }
 
 void subscription::cancel() {
-  std::lock_guard lock(mu_);
-  cancelled_ = true;
-  queue_.clear();
+  // The wake function is released here, on the canceller's thread, and not when the registry
+  // lets go of the subscription: what it captured (an io_context's strand) may not outlive its
+  // owner, and the registry can outlive the server (ASan caught a strand destroyed after its
+  // io_context at exit).
+  std::shared_ptr<const std::function<void()>> wake;
+  {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    queue_.clear();
+    wake.swap(wake_);
+  }
 }
 
 bool subscription::cancelled() const {
@@ -71,7 +80,12 @@ bool subscription::offer(call_update u) {
 }
 
 void subscription::wake() const {
-  if (wake_) wake_();
+  std::shared_ptr<const std::function<void()>> wake;
+  {
+    std::lock_guard lock(mu_);
+    wake = wake_;
+  }
+  if (wake) (*wake)();
 }
 
 }  // namespace sluice::net::calls

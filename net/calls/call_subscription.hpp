@@ -92,7 +92,7 @@ class subscription {
   const subscription_filter filter_;
   const std::size_t max_queued_;
   const overflow policy_;
-  const std::function<void()> wake_;
+  std::shared_ptr<const std::function<void()>> wake_;  ///< null once cancelled (under mu_)
   mutable std::mutex mu_;
   std::deque<call_update> queue_;
   bool dropped_ = false, cancelled_ = false;

@@ -104,7 +104,7 @@ result<std::vector<float>> sherpa_samples(const std::vector<uint8_t>& bytes) {
                                             " bytes is not a multiple of 4");
   std::vector<float> out(bytes.size() / sizeof(float));
   // The wire is little-endian float32, as this (x86-64 / aarch64) host's floats are.
-  std::memcpy(out.data(), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());  // data() may be null
   for (auto& x : out) {
     if (!std::isfinite(x)) return fail(errc::invalid_argument, "a float32 sample is not a finite number");
     x = std::clamp(x, -1.0f, 1.0f);

@@ -13,11 +13,19 @@ namespace asio = boost::asio;
 constexpr auto open_timeout = std::chrono::seconds(10);
 
 // Posts `f` onto the call's executor; it runs only if the call is still alive. Never throws
-// into the actor.
+// into the actor. The actor holds neither the call nor its strand: a strand must not outlive
+// its io_context, and the actor can outlive the server (ASan: a strand destroyed with the actor
+// after ~server). So the call is locked, and its executor used, only under the server's I/O
+// gate, while the context is known to exist.
 template <class F>
-void post_to(const std::weak_ptr<call_channels>& w, asio::any_io_executor exec, const char* where, F f) noexcept {
+void post_to(const std::weak_ptr<call_channels>& w, const std::shared_ptr<server_state::io_gate>& gate,
+             const char* where, F f) noexcept {
   try {
-    asio::post(exec, [w, where, f = std::move(f)]() mutable {
+    std::lock_guard lock(gate->mu);
+    if (!gate->open) return;
+    auto alive = w.lock();
+    if (!alive) return;
+    asio::post(alive->executor(), [w, where, f = std::move(f)]() mutable {
       auto c = w.lock();
       if (!c) return;
       try {
@@ -49,7 +57,7 @@ struct bridge_state {
 };
 
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, std::weak_ptr<call_channels> w,
-                           asio::any_io_executor exec, caf::actor supervisor, int channels) {
+                           std::shared_ptr<server_state::io_gate> exec, caf::actor supervisor, int channels) {
   self->state.channels = channels;
   self->set_exception_handler([w, exec](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
     post_to(w, exec, "bridge failure", [](call_channels& c) { c.on_lost("the call's bridge actor failed"); });
@@ -112,7 +120,7 @@ std::shared_ptr<call_channels> call_channels::open(std::shared_ptr<server_state>
   c->handles_.resize(labels.size());
   c->early_.resize(labels.size());
   spdlog::info("call {}: {} call on connection {} with {} channel(s)", c->id_, source, log_id, labels.size());
-  c->bridge_ = c->st_->engine->system().spawn(bridge_actor, std::weak_ptr<call_channels>(c), c->exec_,
+  c->bridge_ = c->st_->engine->system().spawn(bridge_actor, std::weak_ptr<call_channels>(c), c->st_->io,
                                               c->st_->engine->supervisor(), static_cast<int>(labels.size()));
   for (std::size_t i = 0; i < labels.size(); ++i) {
     auto req = request;

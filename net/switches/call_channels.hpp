@@ -66,6 +66,9 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
   void abort(std::string reason);
 
   const calls::call_id& id() const { return id_; }
+  /// The call's strand (its connection's executor); use it only while the server's I/O context
+  /// exists (under server_state::io).
+  const boost::asio::any_io_executor& executor() const { return exec_; }
   int channel_count() const { return static_cast<int>(handles_.size()); }
   bool ended() const { return end_requested_ || done_; }
   /// Whether the call is over (drained, failed or aborted).

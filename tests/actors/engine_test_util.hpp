@@ -31,6 +31,9 @@ inline config::sluice_config base_config() {
   cfg.model.dir = default_model_dir();
   cfg.engine.report_ms = 50;
   cfg.engine.scheduler_threads = 2;
+  // Admission by queue wait is for overload; these tests are not about it, and under ASan on a
+  // busy 2-core runner ready audio can wait seconds (the hot-swap test was refused at 1958 ms).
+  cfg.engine.max_queue_wait_ms = 60000;
   return cfg;
 }
 
