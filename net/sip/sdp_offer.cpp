@@ -4,6 +4,7 @@
 #include <sofia-sip/su_alloc.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <strings.h>
@@ -165,8 +166,15 @@ result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams) {
     if (c && c->c_address) s.remote_address = c->c_address;
     s.remote_port = m->m_port <= max_port ? static_cast<uint16_t>(m->m_port) : 0;
     s.peer_sends = (m->m_mode & sdp_sendonly) != 0;
-    for (auto* a = m->m_attributes; a; a = a->a_next)
+    for (auto* a = m->m_attributes; a; a = a->a_next) {
       if (same(a->a_name, "label") && a->a_value) s.label = a->a_value;
+      if (same(a->a_name, "rtcp-mux")) s.rtcp_mux = true;
+      // RFC 3605: "a=rtcp:port [nettype addrtype address]"; only the port is taken.
+      if (same(a->a_name, "rtcp") && a->a_value) {
+        const unsigned long port = std::strtoul(a->a_value, nullptr, 10);
+        if (port > 0 && port <= max_port) s.rtcp_port = static_cast<uint16_t>(port);
+      }
+    }
     const bool usable = m->m_type == sdp_media_audio && m->m_proto == sdp_proto_rtp && m->m_port > 0 &&
                         m->m_port <= max_port && !s.remote_address.empty() && !m->m_rejected;
     bool have_codec = false;
@@ -212,6 +220,7 @@ std::string render_answer(const sdp_offer& offer, const std::string& local_addre
       out += "a=rtpmap:" + te + " telephone-event/8000\r\na=fmtp:" + te + " 0-16\r\n";
     }
     if (!s.label.empty()) out += "a=label:" + s.label + "\r\n";
+    if (s.rtcp_mux) out += "a=rtcp-mux\r\n";
     out += s.peer_sends ? "a=recvonly\r\n" : "a=inactive\r\n";
   }
   return out;

@@ -41,6 +41,8 @@ struct offered_stream {
   uint16_t remote_port = 0;
   std::string label;            ///< a=label (RFC 4574), used by SIPREC to name streams
   bool peer_sends = true;       ///< sendrecv or sendonly; false: recvonly or inactive
+  bool rtcp_mux = false;        ///< a=rtcp-mux (RFC 5761): RTCP shares the RTP port (answered so)
+  uint16_t rtcp_port = 0;       ///< a=rtcp (RFC 3605) port; 0: the RTP port + 1
 };
 
 struct sdp_offer {

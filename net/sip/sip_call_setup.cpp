@@ -7,6 +7,25 @@
 
 namespace sluice::net::sip {
 
+namespace {
+// Where the peer listens for RTCP: its RTP port with rtcp-mux, else a=rtcp or RTP + 1 (RFC 3605,
+// RFC 3550 11). An address that is not a literal (a name in c=) leaves it unknown until the
+// peer's own RTCP shows it.
+boost::asio::ip::udp::endpoint rtcp_remote(const offered_stream& s) {
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(s.remote_address, ec);
+  if (ec) return {};
+  const auto port = s.rtcp_mux ? s.remote_port : s.rtcp_port ? s.rtcp_port : static_cast<uint16_t>(s.remote_port + 1);
+  return {address, port};
+}
+}  // namespace
+
+void sip_service::impl::enable_rtcp(rtp_receiver& r, const offered_stream& s, calls::call_id id) {
+  const auto interval = static_cast<int>(options.rtcp_interval.count());
+  if (auto ok = r.enable_rtcp(cfg.host, s.rtcp_mux, rtcp_remote(s), interval, "sluice@" + cfg.host); !ok)
+    spdlog::warn("sip call {}: no RTCP for the stream on port {}: {}", id, r.port(), ok.error().message);
+}
+
 void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   const std::string call_id = sip && sip->sip_call_id && sip->sip_call_id->i_id ? sip->sip_call_id->i_id : "";
   if (stop_requested) return refuse_503(nh, "Shutting down");
@@ -124,6 +143,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
       reg->event(id, std::move(ev));
     };
     rtp[i]->set_sinks(std::move(sinks));
+    if (options.rtcp_interval.count() > 0) enable_rtcp(*rtp[i], s, c->id);
     ++i;
   }
   c->rtp = std::move(rtp);

@@ -1,4 +1,4 @@
-// An established (or ringing) dialog: re-INVITE, the answer once the channels are open, the
+// An established (or ringing) dialog: re-INVITE and UPDATE (with SIPREC metadata updates), the answer once the channels are open, the
 // periodic timeouts, and the end, which drains every stream before its channel is told.
 #include <spdlog/spdlog.h>
 
@@ -7,18 +7,27 @@
 
 namespace sluice::net::sip {
 
-void sip_service::impl::on_reinvite(sip_call& c, const sip_t* sip) {
-  // A re-INVITE without an offer asks for ours: the current answer again.
+void sip_service::impl::on_reinvite(sip_call& c, const sip_t* sip) { on_session_change(c, sip, "re-INVITE"); }
+
+void sip_service::impl::on_update(sip_call& c, const sip_t* sip) { on_session_change(c, sip, "UPDATE"); }
+
+void sip_service::impl::on_session_change(sip_call& c, const sip_t* sip, const char* method) {
+  const bool update = std::string_view(method) == "UPDATE";
+  // Without a body: a re-INVITE asks for our offer (the current answer again); an UPDATE is a
+  // session refresh (RFC 3311 5.2: answered 200 without a body).
   if (!sip || !sip->sip_payload || sip->sip_payload->pl_len == 0 || !c.answered) {
-    if (!c.answered) return (void)nua_respond(c.nh, SIP_491_REQUEST_PENDING, TAG_END());
-    nua_respond(c.nh, SIP_200_OK, SIPTAG_CONTENT_TYPE_STR("application/sdp"), SIPTAG_PAYLOAD_STR(c.answer.c_str()),
-                TAG_END());
+    if (!c.answered) return (void)nua_respond(c.nh, SIP_491_REQUEST_PENDING, NUTAG_WITH_THIS(nua), TAG_END());
+    if (update) return (void)nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua), TAG_END());
+    nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua), SIPTAG_CONTENT_TYPE_STR("application/sdp"),
+                SIPTAG_PAYLOAD_STR(c.answer.c_str()), TAG_END());
     return;
   }
   auto body = split_invite_body(content_type_of(sip), std::string_view(sip->sip_payload->pl_data, sip->sip_payload->pl_len));
   if (body && !body->rs_metadata.empty()) {
-    // RFC 7866 7.1.1: metadata updates come by re-INVITE.
-    if (auto m = parse_rs_metadata(body->rs_metadata)) registry->update_metadata(c.id, {{"siprec", m->to_json()}});
+    // RFC 7866 7.1.1: metadata updates come by re-INVITE or UPDATE; broken metadata costs the
+    // update, not the call.
+    if (auto m = parse_rs_metadata(body->rs_metadata)) apply_siprec_update(c, *m);
+    else spdlog::info("sip call {}: {} metadata ignored: {}", c.id, method, m.error().message);
   }
   auto offer = body ? parse_offer(body->sdp, max_streams_per_call)
                     : result<sdp_offer>(tl::unexpected(body.error()));
@@ -36,17 +45,31 @@ void sip_service::impl::on_reinvite(sip_call& c, const sip_t* sip) {
       }
   }
   if (!same) {
-    nua_respond(c.nh, SIP_488_NOT_ACCEPTABLE,
-                SIPTAG_WARNING_STR("399 sluice \"a re-INVITE may not change the streams or codecs\""), TAG_END());
+    const auto warning = warning_of(std::string("a ") + method + " may not change the streams or codecs");
+    nua_respond(c.nh, SIP_488_NOT_ACCEPTABLE, NUTAG_WITH_THIS(nua), SIPTAG_WARNING_STR(warning.c_str()), TAG_END());
     return;
   }
   c.offer = std::move(*offer);
   std::vector<uint16_t> ports;
   for (const auto& r : c.rtp) ports.push_back(r->port());
   c.answer = render_answer(c.offer, cfg.host, ports, c.session_id, ++c.session_version);
-  nua_respond(c.nh, SIP_200_OK, SIPTAG_CONTENT_TYPE_STR("application/sdp"), SIPTAG_PAYLOAD_STR(c.answer.c_str()),
-              TAG_END());
-  spdlog::info("sip call {}: re-INVITE answered (version {})", c.id, c.session_version);
+  nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua), SIPTAG_CONTENT_TYPE_STR("application/sdp"),
+              SIPTAG_PAYLOAD_STR(c.answer.c_str()), TAG_END());
+  spdlog::info("sip call {}: {} answered (version {})", c.id, method, c.session_version);
+}
+
+void sip_service::impl::apply_siprec_update(sip_call& c, const siprec_metadata& m) {
+  registry->update_metadata(c.id, {{"siprec", m.to_json()}});
+  // The channels keep the labels they were opened with; who now sends each stream (a transfer,
+  // a new participant) is an event of the call, one label per channel in channel order.
+  nlohmann::json labels = nlohmann::json::array();
+  for (const auto& s : c.offer.streams)
+    if (s.accepted) labels.push_back(s.label.empty() ? std::string() : m.channel_label(s.label));
+  calls::call_event ev;
+  ev.type = "siprec_metadata";
+  ev.at_ms = steady_ms() - c.started_ms;
+  ev.data = {{"labels", labels}, {"participants", m.participants.size()}};
+  registry->event(c.id, std::move(ev));
 }
 
 void sip_service::impl::on_channel_open(uint64_t key, bool ok, const std::string& reason) {
@@ -105,7 +128,9 @@ void sip_service::impl::terminated(nua_handle_t* nh, const std::string& status_r
                               {"foreign_source", k.foreign_source.load()}, {"lost", k.packets_lost.load()},
                               {"late", k.late.load()},                     {"reordered", k.reordered.load()},
                               {"max_hold_ms", k.max_hold_ms.load()},
-                              {"concealed_ms", rate > 0 ? k.concealed_samples.load() * 1000 / rate : 0}};
+                              {"concealed_ms", rate > 0 ? k.concealed_samples.load() * 1000 / rate : 0},
+                              {"rtcp_received", k.rtcp_received.load()},  {"rtcp_invalid", k.rtcp_invalid.load()},
+                              {"rtcp_sent", k.rtcp_sent.load()},          {"rtcp_bye", k.rtcp_bye.load()}};
         if (--report->remaining > 0) return;
         reg->update_metadata(id, {{"rtp", report->streams}});
         for (const auto& b : bridges) caf::anon_send(b, actors::end_atom::value);

@@ -30,6 +30,10 @@ void sip_service::impl::on_event(nua_event_t event, int status, const char* phra
       else on_invite(nh, sip);
       return;
     }
+    case nua_i_update:
+      if (auto c = find(nh)) on_update(*c, sip);
+      else nua_respond(nh, SIP_481_NO_TRANSACTION, NUTAG_WITH_THIS(nua), TAG_END());
+      return;
     case nua_i_cancel:
       if (auto c = find(nh)) c->end_reason = "cancelled";
       return;
@@ -65,7 +69,11 @@ result<void> sip_service::impl::loop(std::promise<result<void>>& started) {
                    SIPTAG_USER_AGENT_STR("sluice"), SIPTAG_SERVER_STR("sluice"),
                    // sofia's own extensions plus SIPREC: recorders send Require: siprec (RFC 7866
                    // 6.1.1), which sofia answers 420 Bad Extension unless it is listed here.
-                   SIPTAG_SUPPORTED_STR("timer, 100rel, siprec"), TAG_NULL());
+                   SIPTAG_SUPPORTED_STR("timer, 100rel, siprec"),
+                   // With media off, sofia answers an UPDATE itself, 200 without SDP, before the
+                   // application hears of it; RFC 3311 5.2 wants the answer to its offer in the
+                   // 2xx, and a SIPREC metadata update wants reading first: we respond.
+                   NUTAG_APPL_METHOD("UPDATE"), TAG_NULL());
   if (!nua) {
     started.set_value(fail(errc::io, "sip: cannot listen on " + url));
     su_root_destroy(root);
@@ -111,7 +119,8 @@ result<void> sip_service::impl::loop(std::promise<result<void>>& started) {
 
 result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
                                                          std::shared_ptr<calls::call_registry> calls,
-                                                         const config::sip_config& cfg) {
+                                                         const config::sip_config& cfg,
+                                                         const sip_service_options& options) {
   boost::system::error_code ec;
   asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "sip.host = \"" + cfg.host + "\" is not an IP address");
@@ -119,6 +128,7 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
   s->impl_ = std::make_unique<impl>();
   auto& m = *s->impl_;
   m.cfg = cfg;
+  m.options = options;
   m.engine = &engine;
   m.registry = std::move(calls);
   m.pool = std::make_shared<port_pool>(cfg.rtp_port_min, cfg.rtp_port_max);

@@ -6,7 +6,7 @@
 /// The service is split by concept, all on the sofia thread unless said otherwise:
 ///   sip_service.cpp     the agent: sofia's event loop, its transports, start/stop, event dispatch
 ///   sip_call_setup.cpp  a new INVITE: body and offer checks, registration, RTP ports, channels
-///   sip_dialog.cpp      an established dialog: re-INVITE/UPDATE, answer, timeouts, the end
+///   sip_dialog.cpp      an established dialog: re-INVITE, UPDATE, SIPREC updates, answer, timeouts, the end
 ///   sip_headers.cpp     reading sofia's parsed headers (Content-Type, From/To, Warning)
 
 // sofia-sip lets the application name the types its callbacks carry.
@@ -42,6 +42,7 @@
 #include "net/sip/rtp_receiver.hpp"
 #include "net/sip/sdp_offer.hpp"
 #include "net/sip/sip_headers.hpp"
+#include "net/sip/siprec_metadata.hpp"
 
 namespace sluice::net::sip {
 
@@ -75,6 +76,7 @@ struct sip_call {
 
 struct sip_service::impl {
   config::sip_config cfg;
+  sip_service_options options;
   actors::engine* engine = nullptr;
   std::shared_ptr<calls::call_registry> registry;
   std::shared_ptr<port_pool> pool;
@@ -114,7 +116,12 @@ struct sip_service::impl {
   result<void> loop(std::promise<result<void>>& started);
   void on_event(nua_event_t event, int status, const char* phrase, nua_handle_t* nh, const sip_t* sip, tagi_t tags[]);
   void on_invite(nua_handle_t* nh, const sip_t* sip);
+  void enable_rtcp(rtp_receiver& r, const offered_stream& s, calls::call_id id);
   void on_reinvite(sip_call& c, const sip_t* sip);
+  void on_update(sip_call& c, const sip_t* sip);
+  /// A new offer (or none) inside the dialog, by re-INVITE or UPDATE (`method`).
+  void on_session_change(sip_call& c, const sip_t* sip, const char* method);
+  void apply_siprec_update(sip_call& c, const siprec_metadata& m);
   void on_channel_open(uint64_t key, bool ok, const std::string& reason);
   void answer(sip_call& c);
   void terminated(nua_handle_t* nh, const std::string& reason);
