@@ -42,6 +42,8 @@ struct rtp_counters {
       concealed_samples{0};
   /// RTCP: compound packets received, refused (not RTCP), reports sent; the peer's BYE seen.
   std::atomic<uint64_t> rtcp_received{0}, rtcp_invalid{0}, rtcp_sent{0};
+  /// RFC 3389 comfort noise packets received, and the samples filled with their noise.
+  std::atomic<uint64_t> comfort_noise_packets{0}, comfort_noise_samples{0};
   std::atomic<bool> rtcp_bye{false};
   std::atomic<int64_t> max_hold_ms{0};
 };

@@ -83,6 +83,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
     if (label.empty()) label = !s.label.empty() ? s.label : one ? "caller" : "stream" + std::to_string(n);
     start.channel_labels.push_back(std::move(label));
     streams.push_back({{"codec", codec_name(s.codec.codec)}, {"payload_type", s.codec.payload_type},
+                       {"comfort_noise", s.codec.comfort_noise_pt >= 0},
                        {"remote", s.remote_address + ":" + std::to_string(s.remote_port)},
                        {"telephone_event", s.telephone_event_pt >= 0}});
   }

@@ -130,7 +130,9 @@ void sip_service::impl::terminated(nua_handle_t* nh, const std::string& status_r
                               {"max_hold_ms", k.max_hold_ms.load()},
                               {"concealed_ms", rate > 0 ? k.concealed_samples.load() * 1000 / rate : 0},
                               {"rtcp_received", k.rtcp_received.load()},  {"rtcp_invalid", k.rtcp_invalid.load()},
-                              {"rtcp_sent", k.rtcp_sent.load()},          {"rtcp_bye", k.rtcp_bye.load()}};
+                              {"rtcp_sent", k.rtcp_sent.load()},          {"rtcp_bye", k.rtcp_bye.load()},
+                              {"comfort_noise", k.comfort_noise_packets.load()},
+                              {"comfort_noise_ms", rate > 0 ? k.comfort_noise_samples.load() * 1000 / rate : 0}};
         if (--report->remaining > 0) return;
         reg->update_metadata(id, {{"rtp", report->streams}});
         for (const auto& b : bridges) caf::anon_send(b, actors::end_atom::value);

@@ -130,7 +130,7 @@ TEST_SUITE("sip rtcp") {
     media_call m(false);
     auto sipp = std::async(std::launch::async, [&] {
       return run_sipp(*m.s, m.tmp, "uac_media_peer.xml",
-                      {{"@RTP_PORT@", std::to_string(m.cfg.rtp_port_min + 2)}, {"@SDP_EXTRA@", ""},
+                      {{"@RTP_PORT@", std::to_string(m.cfg.rtp_port_min + 2)}, {"@PT@", "0"}, {"@RTPMAP@", "PCMU/8000"}, {"@SDP_EXTRA@", ""},
                        {"@ANSWER_HAS@", "a=recvonly"}, {"@PAUSE_MS@", "6000"}},
                       "-m 1");
     });
@@ -223,7 +223,7 @@ TEST_SUITE("sip rtcp") {
     media_call m(true);
     auto sipp = std::async(std::launch::async, [&] {
       return run_sipp(*m.s, m.tmp, "uac_media_peer.xml",
-                      {{"@RTP_PORT@", std::to_string(m.cfg.rtp_port_min + 2)}, {"@SDP_EXTRA@", "\n      a=rtcp-mux"},
+                      {{"@RTP_PORT@", std::to_string(m.cfg.rtp_port_min + 2)}, {"@PT@", "0"}, {"@RTPMAP@", "PCMU/8000"}, {"@SDP_EXTRA@", "\n      a=rtcp-mux"},
                        {"@ANSWER_HAS@", "a=rtcp-mux"}, {"@PAUSE_MS@", "3000"}},
                       "-m 1");
     });
