@@ -1,8 +1,10 @@
 #include "net/sip/rtp_receiver.hpp"
 
 #include <chrono>
+#include <random>
 
 #include <boost/asio/post.hpp>
+#include <opus/opus.h>
 #include <spdlog/spdlog.h>
 
 namespace sluice::net::sip {
@@ -15,6 +17,22 @@ namespace {
 // one is truncated by the kernel and then fails to parse.
 constexpr std::size_t max_datagram = 2048;
 constexpr int ms_per_s = 1000;
+// RFC 3550 6.3.1: each interval is the nominal one times a random factor in [0.5, 1.5], so that
+// the reports of many receivers do not synchronise.
+constexpr double rtcp_jitter_min = 0.5, rtcp_jitter_max = 1.5;
+
+// Timestamp units of audio in one packet's payload: a byte per unit for G.711 and for G.722 (two
+// 16 kHz samples per byte on an 8 kHz clock); Opus says in its TOC byte (48 kHz units).
+uint32_t packet_duration(const codec_choice& codec, std::span<const uint8_t> payload) {
+  if (codec.codec != audio_codec::opus) return static_cast<uint32_t>(payload.size());
+  const int n = opus_packet_get_nb_samples(payload.data(), static_cast<opus_int32>(payload.size()), codec.clock_rate);
+  return n > 0 ? static_cast<uint32_t>(n) : 0u;
+}
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -32,7 +50,10 @@ rtp_receiver::rtp_receiver(asio::io_context& ioc, std::shared_ptr<port_pool> poo
       decoder_(codec),
       te_pt_(telephone_event_pt),
       sinks_(std::move(sinks)),
-      buf_(max_datagram) {}
+      buf_(max_datagram),
+      rtcp_socket_(strand_),
+      rtcp_timer_(strand_),
+      rtcp_stats_(codec.clock_rate) {}
 
 rtp_receiver::~rtp_receiver() {
   if (port_) pool_->release(port_);
@@ -67,7 +88,12 @@ result<std::shared_ptr<rtp_receiver>> rtp_receiver::open(asio::io_context& ioc, 
 void rtp_receiver::start() {
   last_packet_ms_ = now_ms();
   asio::post(strand_, [self = shared_from_this()] {
-    if (!self->stopped_ && !self->stopping_) self->do_receive();
+    if (self->stopped_ || self->stopping_) return;
+    self->do_receive();
+    if (self->rtcp_) {
+      if (!self->rtcp_mux_) self->do_receive_rtcp();
+      self->arm_rtcp_timer();
+    }
   });
 }
 
@@ -100,8 +126,12 @@ void rtp_receiver::finish_stop() {
     if (!ec) on_datagram(n);
   }
   stopped_ = true;
+  // The last report covers every packet read, and says we leave (RFC 3550 6.6).
+  send_report(true);
   boost::system::error_code ignored;
   socket_.close(ignored);
+  rtcp_socket_.close(ignored);
+  rtcp_timer_.cancel();
   gap_timer_.cancel();
   deliver(jitter_.flush());
   publish_stats();
@@ -135,8 +165,11 @@ void rtp_receiver::on_datagram(std::size_t n) {
     ++counters_.foreign_source;
     return;
   }
-  auto p = parse_rtp(std::span<const uint8_t>(buf_.data(), n));
+  const std::span<const uint8_t> datagram(buf_.data(), n);
+  auto p = parse_rtp(datagram);
   if (!p) {
+    // RFC 5761: with rtcp-mux the peer's RTCP arrives here too.
+    if (rtcp_mux_ && parse_rtcp(datagram)) return on_rtcp(datagram, from_);
     ++counters_.not_rtp;
     return;
   }
@@ -149,10 +182,10 @@ void rtp_receiver::on_datagram(std::size_t n) {
   // Only the codec's packets carry audio time; events and comfort noise keep their place in
   // the sequence but add none (the gap they leave is filled as silence).
   const bool audio = p->payload_type == decoder_.codec().payload_type;
-  const auto duration = audio ? static_cast<uint32_t>(decoder_.codec().codec == audio_codec::g722
-                                                          ? p->payload.size()  // 2 samples per byte, clock 8000
-                                                          : p->payload.size())
-                              : 0u;
+  if (decoder_.codec().comfort_noise_pt >= 0 && p->payload_type == decoder_.codec().comfort_noise_pt)
+    ++counters_.comfort_noise_packets;
+  const auto duration = audio ? packet_duration(decoder_.codec(), p->payload) : 0u;
+  rtcp_stats_.on_rtp(p->ssrc, p->seq, p->timestamp, audio, now_us());
   jitter_.push(*p, duration, now);
   deliver(jitter_.pop(now));
   arm_gap_timer();
@@ -219,6 +252,83 @@ void rtp_receiver::publish_stats() {
   counters_.reordered = s.reordered;
   counters_.max_hold_ms = s.max_hold_ms;
   counters_.concealed_samples = decoder_.concealed_samples();
+  counters_.comfort_noise_samples = decoder_.comfort_noise_samples();
+}
+
+result<void> rtp_receiver::enable_rtcp(const std::string& host, bool mux, udp::endpoint remote, int interval_ms,
+                                       std::string cname) {
+  rtcp_ = true;
+  rtcp_mux_ = mux;
+  rtcp_remote_ = remote;
+  rtcp_interval_ms_ = interval_ms;
+  rtcp_cname_ = std::move(cname);
+  std::random_device rd;
+  rtcp_ssrc_ = static_cast<uint32_t>(rd());
+  rtcp_buf_.resize(max_datagram);
+  if (mux) return {};
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) return fail(errc::invalid_config, "rtcp: \"" + host + "\" is not an IP address");
+  // port_pool hands out even ports and leaves the odd one above each for its RTCP.
+  const udp::endpoint ep(address, static_cast<uint16_t>(port_ + 1));
+  rtcp_socket_.open(ep.protocol(), ec);
+  if (!ec) rtcp_socket_.bind(ep, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    rtcp_socket_.close(ignored);
+    rtcp_ = false;
+    return fail(errc::io, "rtcp: cannot bind port " + std::to_string(port_ + 1) + ": " + ec.message());
+  }
+  return {};
+}
+
+void rtp_receiver::do_receive_rtcp() {
+  rtcp_socket_.async_receive_from(asio::buffer(rtcp_buf_), rtcp_recv_from_,
+                                  [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
+                                    if (ec == asio::error::operation_aborted || self->stopped_ || self->stopping_)
+                                      return;
+                                    if (!ec) {
+                                      const std::span<const uint8_t> d(self->rtcp_buf_.data(), n);
+                                      if (parse_rtcp(d)) self->on_rtcp(d, self->rtcp_recv_from_);
+                                      else ++self->counters_.rtcp_invalid;
+                                    }
+                                    self->do_receive_rtcp();
+                                  });
+}
+
+void rtp_receiver::on_rtcp(std::span<const uint8_t> datagram, const udp::endpoint& from) {
+  auto c = parse_rtcp(datagram);
+  if (!c) return;
+  ++counters_.rtcp_received;
+  // Symmetric RTCP: the peer's reports come from where it listens for ours (and through NAT,
+  // from the only address that reaches it).
+  rtcp_from_ = from;
+  rtcp_peer_heard_ = true;
+  if (c->sender) rtcp_stats_.on_sender_report(c->sender->ntp, now_us());
+  if (!c->bye.empty()) counters_.rtcp_bye = true;
+}
+
+void rtp_receiver::arm_rtcp_timer() {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> factor(rtcp_jitter_min, rtcp_jitter_max);
+  rtcp_timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(rtcp_interval_ms_ * factor(rng))));
+  rtcp_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stopped_) return;
+    self->send_report(false);
+    self->arm_rtcp_timer();
+  });
+}
+
+void rtp_receiver::send_report(bool bye) {
+  // Nothing heard, nothing to report: no RR and no BYE (a call cancelled before any RTP).
+  if (!rtcp_ || !rtcp_stats_.has_source()) return;
+  const std::vector<rtcp_report_block> blocks{rtcp_stats_.report(now_us())};
+  const auto bytes = render_receiver_report(rtcp_ssrc_, blocks, rtcp_cname_, bye);
+  udp::endpoint to = rtcp_peer_heard_ ? rtcp_from_ : rtcp_mux_ && latched_ ? peer_ : rtcp_remote_;
+  if (to.port() == 0) return;
+  boost::system::error_code ec;
+  (rtcp_mux_ ? socket_ : rtcp_socket_).send_to(asio::buffer(bytes), to, 0, ec);
+  if (!ec) ++counters_.rtcp_sent;
 }
 
 }  // namespace sluice::net::sip

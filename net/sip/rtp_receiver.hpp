@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "config/error.hpp"
 #include "net/sip/jitter_buffer.hpp"
 #include "net/sip/port_pool.hpp"
+#include "net/sip/rtcp_stats.hpp"
 #include "net/sip/rtp_audio_decoder.hpp"
 #include "net/sip/sdp_offer.hpp"
 
@@ -38,6 +40,11 @@ struct rtp_sinks {
 struct rtp_counters {
   std::atomic<uint64_t> datagrams{0}, not_rtp{0}, foreign_source{0}, packets_lost{0}, late{0}, reordered{0},
       concealed_samples{0};
+  /// RTCP: compound packets received, refused (not RTCP), reports sent; the peer's BYE seen.
+  std::atomic<uint64_t> rtcp_received{0}, rtcp_invalid{0}, rtcp_sent{0};
+  /// RFC 3389 comfort noise packets received, and the samples filled with their noise.
+  std::atomic<uint64_t> comfort_noise_packets{0}, comfort_noise_samples{0};
+  std::atomic<bool> rtcp_bye{false};
   std::atomic<int64_t> max_hold_ms{0};
 };
 
@@ -52,6 +59,14 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   uint16_t port() const { return port_; }
   /// Where audio and DTMF go; only before start().
   void set_sinks(rtp_sinks sinks) { sinks_ = std::move(sinks); }
+  /// Sends RTCP receiver reports (RFC 3550 6.4.2) about the stream's source to `remote` every
+  /// `interval_ms` (randomised by 0.5-1.5 as 6.3.1 says; the last, with a BYE, at stop()) and
+  /// reads the peer's SRs (for LSR/DLSR) and BYE: on the RTP port when `mux` (RFC 5761; then
+  /// reports go to the RTP peer's address), else on a socket of its own at port() + 1. A
+  /// report goes to where the peer's RTCP comes from once it has been heard (symmetric RTCP).
+  /// Only before start(). errc::io when port() + 1 cannot be bound (the call goes on without).
+  result<void> enable_rtcp(const std::string& host, bool mux, boost::asio::ip::udp::endpoint remote, int interval_ms,
+                           std::string cname);
   /// Starts receiving. Thread-safe.
   void start();
   /// Stops receiving: reads the datagrams the socket still queues, releases what the jitter
@@ -73,6 +88,10 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   void on_event(const playout_item& item);
   void arm_gap_timer();
   void publish_stats();
+  void do_receive_rtcp();
+  void on_rtcp(std::span<const uint8_t> datagram, const boost::asio::ip::udp::endpoint& from);
+  void arm_rtcp_timer();
+  void send_report(bool bye);
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::ip::udp::socket socket_;
@@ -97,6 +116,16 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   bool reported_ts_valid_ = false;
   std::atomic<int64_t> last_packet_ms_{0};
   rtp_counters counters_;
+  // RTCP (enable_rtcp); strand only.
+  bool rtcp_ = false, rtcp_mux_ = false, rtcp_peer_heard_ = false;
+  boost::asio::ip::udp::socket rtcp_socket_;
+  boost::asio::steady_timer rtcp_timer_;
+  boost::asio::ip::udp::endpoint rtcp_remote_, rtcp_from_, rtcp_recv_from_;
+  std::vector<uint8_t> rtcp_buf_;
+  int rtcp_interval_ms_ = 0;
+  uint32_t rtcp_ssrc_ = 0;
+  std::string rtcp_cname_;
+  rtcp_stats rtcp_stats_;
 };
 
 }  // namespace sluice::net::sip

@@ -4,6 +4,7 @@
 #include <sofia-sip/su_alloc.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <strings.h>
@@ -14,6 +15,9 @@ namespace {
 
 constexpr int narrowband_hz = 8000;
 constexpr int wideband_hz = 16000;
+// RFC 7587 4.1: Opus's RTP clock is 48 kHz and its rtpmap says 2 channels, whatever is sent.
+constexpr int opus_clock_hz = 48000;
+constexpr int opus_rtpmap_channels = 2;
 constexpr uint8_t pt_pcmu = 0, pt_pcma = 8, pt_g722 = 9;
 constexpr unsigned long max_port = 65535;
 constexpr std::size_t max_offer_bytes = 64 * 1024;
@@ -83,11 +87,12 @@ bool same(const char* a, const char* b) { return a && b && strcasecmp(a, b) == 0
 
 int preference(audio_codec c) {
   switch (c) {
-    case audio_codec::g722: return 0;
-    case audio_codec::pcmu: return 1;
-    case audio_codec::pcma: return 2;
+    case audio_codec::opus: return 0;
+    case audio_codec::g722: return 1;
+    case audio_codec::pcmu: return 2;
+    case audio_codec::pcma: return 3;
   }
-  return 3;
+  return 4;
 }
 
 // A payload type we take, from its rtpmap (or the static assignment when it has none).
@@ -98,8 +103,11 @@ bool codec_of(const sdp_rtpmap_t& rm, codec_choice& out) {
   else if (same(rm.rm_encoding, "PCMA") && rm.rm_rate == narrowband_hz) out.codec = audio_codec::pcma;
   // RFC 3551 4.5.2: G.722's RTP clock is 8000 although it samples at 16 kHz.
   else if (same(rm.rm_encoding, "G722") && rm.rm_rate == narrowband_hz) out.codec = audio_codec::g722;
+  else if (same(rm.rm_encoding, "opus") && rm.rm_rate == opus_clock_hz) out.codec = audio_codec::opus;
   else return false;
-  out.sample_rate = out.codec == audio_codec::g722 ? wideband_hz : narrowband_hz;
+  if (out.codec == audio_codec::opus) out.clock_rate = opus_clock_hz;
+  // Opus decodes at any of its rates: 16 kHz is what the recogniser takes.
+  out.sample_rate = out.codec == audio_codec::g722 || out.codec == audio_codec::opus ? wideband_hz : narrowband_hz;
   return true;
 }
 
@@ -130,6 +138,7 @@ const char* codec_name(audio_codec c) {
     case audio_codec::pcmu: return "PCMU";
     case audio_codec::pcma: return "PCMA";
     case audio_codec::g722: return "G722";
+    case audio_codec::opus: return "opus";
   }
   return "?";
 }
@@ -165,14 +174,26 @@ result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams) {
     if (c && c->c_address) s.remote_address = c->c_address;
     s.remote_port = m->m_port <= max_port ? static_cast<uint16_t>(m->m_port) : 0;
     s.peer_sends = (m->m_mode & sdp_sendonly) != 0;
-    for (auto* a = m->m_attributes; a; a = a->a_next)
+    for (auto* a = m->m_attributes; a; a = a->a_next) {
       if (same(a->a_name, "label") && a->a_value) s.label = a->a_value;
+      if (same(a->a_name, "rtcp-mux")) s.rtcp_mux = true;
+      // RFC 3605: "a=rtcp:port [nettype addrtype address]"; only the port is taken.
+      if (same(a->a_name, "rtcp") && a->a_value) {
+        const unsigned long port = std::strtoul(a->a_value, nullptr, 10);
+        if (port > 0 && port <= max_port) s.rtcp_port = static_cast<uint16_t>(port);
+      }
+    }
     const bool usable = m->m_type == sdp_media_audio && m->m_proto == sdp_proto_rtp && m->m_port > 0 &&
                         m->m_port <= max_port && !s.remote_address.empty() && !m->m_rejected;
     bool have_codec = false;
+    int cn_pt = -1;
     for (const sdp_rtpmap_t* rm = m->m_rtpmaps; usable && rm; rm = rm->rm_next) {
       if (same(rm->rm_encoding, "telephone-event") && rm->rm_rate == narrowband_hz) {
         if (s.telephone_event_pt < 0) s.telephone_event_pt = rm->rm_pt;
+        continue;
+      }
+      if (same(rm->rm_encoding, "CN") && rm->rm_rate == narrowband_hz) {
+        if (cn_pt < 0) cn_pt = rm->rm_pt;
         continue;
       }
       codec_choice c2;
@@ -182,12 +203,17 @@ result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams) {
         have_codec = true;
       }
     }
+    // Every codec we take runs an 8 kHz RTP clock, the only CN clock we accept.
+    const bool narrowband_clock = have_codec && s.codec.clock_rate == narrowband_hz;
+    s.codec.comfort_noise_pt = narrowband_clock ? cn_pt : -1;
+    // telephone-event is taken at 8 kHz only, which must be the codec's clock too (RFC 4733 2.1).
+    if (have_codec && !narrowband_clock) s.telephone_event_pt = -1;
     s.accepted = usable && have_codec;
     offer.streams.push_back(std::move(s));
   }
   if (offer.streams.empty()) return fail(errc::corrupt, "sdp: no m= line");
   if (offer.accepted() == 0)
-    return fail(errc::unsupported, "sdp: no audio stream over RTP/AVP with PCMU, PCMA or G722 at 8000");
+    return fail(errc::unsupported, "sdp: no audio stream over RTP/AVP with opus/48000, G722, PCMU or PCMA at 8000");
   return offer;
 }
 
@@ -206,12 +232,17 @@ std::string render_answer(const sdp_offer& offer, const std::string& local_addre
     const auto pt = std::to_string(s.codec.payload_type);
     out += "m=audio " + std::to_string(ports[next_port++]) + " RTP/AVP " + pt;
     if (s.telephone_event_pt >= 0) out += " " + std::to_string(s.telephone_event_pt);
-    out += "\r\na=rtpmap:" + pt + " " + codec_name(s.codec.codec) + "/" + std::to_string(s.codec.clock_rate) + "\r\n";
+    if (s.codec.comfort_noise_pt >= 0) out += " " + std::to_string(s.codec.comfort_noise_pt);
+    out += "\r\na=rtpmap:" + pt + " " + codec_name(s.codec.codec) + "/" + std::to_string(s.codec.clock_rate);
+    if (s.codec.codec == audio_codec::opus) out += "/" + std::to_string(opus_rtpmap_channels);
+    out += "\r\n";
+    if (s.codec.comfort_noise_pt >= 0) out += "a=rtpmap:" + std::to_string(s.codec.comfort_noise_pt) + " CN/8000\r\n";
     if (s.telephone_event_pt >= 0) {
       const auto te = std::to_string(s.telephone_event_pt);
       out += "a=rtpmap:" + te + " telephone-event/8000\r\na=fmtp:" + te + " 0-16\r\n";
     }
     if (!s.label.empty()) out += "a=label:" + s.label + "\r\n";
+    if (s.rtcp_mux) out += "a=rtcp-mux\r\n";
     out += s.peer_sends ? "a=recvonly\r\n" : "a=inactive\r\n";
   }
   return out;

@@ -5,8 +5,11 @@
 /// an error value naming the problem, never an exception or a crash.
 ///
 /// Codecs taken, in order of preference (better audio for recognition first, not the offer's
-/// order): G.722 (payload type 9, 16 kHz audio on an 8 kHz RTP clock), PCMU (0), PCMA (8).
-/// RFC 4733 telephone-event at 8 kHz is accepted alongside for DTMF.
+/// order): Opus (RFC 7587: opus/48000/2, a dynamic payload type, a 48 kHz RTP clock whatever the
+/// audio; decoded mono at 16 kHz), G.722 (payload type 9, 16 kHz audio on an 8 kHz RTP clock),
+/// PCMU (0), PCMA (8).
+/// RFC 4733 telephone-event at 8 kHz is accepted alongside for DTMF, and RFC 3389 comfort noise
+/// (CN/8000, static payload type 13) so that a peer using silence suppression may send it.
 
 #include <cstdint>
 #include <span>
@@ -18,9 +21,9 @@
 
 namespace sluice::net::sip {
 
-enum class audio_codec { pcmu, pcma, g722 };
+enum class audio_codec { pcmu, pcma, g722, opus };
 
-/// "PCMU", "PCMA", "G722".
+/// "PCMU", "PCMA", "G722", "opus".
 const char* codec_name(audio_codec c);
 
 struct codec_choice {
@@ -28,6 +31,7 @@ struct codec_choice {
   uint8_t payload_type = 0;
   int clock_rate = 8000;   ///< RTP timestamp units per second
   int sample_rate = 8000;  ///< decoded audio (Hz)
+  int comfort_noise_pt = -1;  ///< RFC 3389 CN at the codec's 8 kHz clock, when offered; -1: none
 };
 
 /// One m= line of the offer and what the answer does with it.
@@ -41,6 +45,8 @@ struct offered_stream {
   uint16_t remote_port = 0;
   std::string label;            ///< a=label (RFC 4574), used by SIPREC to name streams
   bool peer_sends = true;       ///< sendrecv or sendonly; false: recvonly or inactive
+  bool rtcp_mux = false;        ///< a=rtcp-mux (RFC 5761): RTCP shares the RTP port (answered so)
+  uint16_t rtcp_port = 0;       ///< a=rtcp (RFC 3605) port; 0: the RTP port + 1
 };
 
 struct sdp_offer {

@@ -3,13 +3,16 @@
 // and, when RTP, pushed into a jitter buffer with arrival times that advance 20 ms per datagram.
 // Beyond "no crash": a payload view lies inside its datagram; the buffer never holds more than
 // it was given; every released packet was pushed; a flush leaves it empty; concealment and
-// silence items are never longer than max_fill_ms.
+// silence items are never longer than max_fill_ms. Each datagram also goes through the RTCP
+// parser (net/sip/rtcp_packet.hpp; RTCP shares the RTP port under rtcp-mux): report blocks it
+// reads, written back as a receiver report, read back the same.
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "net/sip/jitter_buffer.hpp"
+#include "net/sip/rtcp_packet.hpp"
 #include "net/sip/rtp_packet.hpp"
 #include "tests/fuzz/fuzz_checks.hpp"
 
@@ -34,6 +37,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     const std::size_t n = std::min<std::size_t>(data[off], size - off - 1);
     const std::span<const uint8_t> d(data + off + 1, n);
     off += 1 + n;
+    if (auto c = parse_rtcp(d)) {
+      const std::size_t keep = std::min<std::size_t>(c->blocks.size(), 31);
+      const std::span<const rtcp_report_block> blocks(c->blocks.data(), keep);
+      auto back = parse_rtcp(render_receiver_report(c->reporter_ssrc, blocks, c->cname, !c->bye.empty()));
+      fuzz::require(back.has_value(), "a rendered receiver report does not parse");
+      fuzz::require(back->blocks.size() == keep, "a receiver report lost blocks");
+      for (std::size_t i = 0; i < keep; ++i)
+        fuzz::require(back->blocks[i].ssrc == blocks[i].ssrc && back->blocks[i].highest_seq == blocks[i].highest_seq &&
+                          back->blocks[i].cumulative_lost == blocks[i].cumulative_lost &&
+                          back->blocks[i].jitter == blocks[i].jitter && back->blocks[i].dlsr == blocks[i].dlsr,
+                      "a report block changed on its way through a receiver report");
+    }
     auto p = parse_rtp(d);
     if (!p) continue;
     fuzz::require(p->payload.data() >= d.data() && p->payload.data() + p->payload.size() <= d.data() + d.size(),

@@ -125,3 +125,47 @@ TEST_SUITE("sip sdp offer") {
     CHECK_MESSAGE(utf8.has_value(), (utf8 ? "" : utf8.error().message));
   }
 }
+
+TEST_SUITE("sip sdp offer: opus, comfort noise, rtcp") {
+  TEST_CASE("opus/48000/2 is preferred over PCMU, answered with its 48 kHz clock and 2 channels, without 8 kHz events") {
+    const std::string offer =
+        "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+        "m=audio 7000 RTP/AVP 0 111 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:111 opus/48000/2\r\n"
+        "a=rtpmap:101 telephone-event/8000\r\n";
+    auto o = parse_offer(offer, 8);
+    REQUIRE(o.has_value());
+    const auto& s = o->streams[0];
+    CHECK(s.codec.codec == audio_codec::opus);
+    CHECK(s.codec.payload_type == 111);
+    CHECK(s.codec.clock_rate == 48000);
+    CHECK(s.codec.sample_rate == 16000);
+    CHECK(s.telephone_event_pt == -1);  // an 8 kHz event clock cannot pair with Opus's 48 kHz
+    const std::vector<uint16_t> ports{40002};
+    auto a = render_answer(*o, "127.0.0.1", ports, 1, 1);
+    CHECK(has_line(a, "m=audio 40002 RTP/AVP 111"));
+    CHECK(has_line(a, "a=rtpmap:111 opus/48000/2"));
+  }
+
+  TEST_CASE("CN/8000 is answered with a PCMU stream, a=rtcp-mux is echoed, a=rtcp gives the RTCP port") {
+    const std::string offer =
+        "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+        "m=audio 7000 RTP/AVP 0 13\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:13 CN/8000\r\na=rtcp:7005\r\na=rtcp-mux\r\n";
+    auto o = parse_offer(offer, 8);
+    REQUIRE(o.has_value());
+    const auto& s = o->streams[0];
+    CHECK(s.codec.comfort_noise_pt == 13);
+    CHECK(s.rtcp_mux);
+    CHECK(s.rtcp_port == 7005);
+    const std::vector<uint16_t> ports{40002};
+    auto a = render_answer(*o, "127.0.0.1", ports, 1, 1);
+    CHECK(has_line(a, "m=audio 40002 RTP/AVP 0 13"));
+    CHECK(has_line(a, "a=rtpmap:13 CN/8000"));
+    CHECK(has_line(a, "a=rtcp-mux"));
+    // Without CN or rtcp-mux in the offer, neither is in the answer.
+    auto plain = parse_offer(std::string(sipp_offer), 8);
+    REQUIRE(plain.has_value());
+    auto b = render_answer(*plain, "127.0.0.1", ports, 1, 1);
+    CHECK(b.find("CN/8000") == std::string::npos);
+    CHECK(b.find("rtcp-mux") == std::string::npos);
+  }
+}

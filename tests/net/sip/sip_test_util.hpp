@@ -67,7 +67,7 @@ struct sip_served {
   std::unique_ptr<net::sip::sip_service> sip;
   config::sip_config cfg;
 
-  explicit sip_served(config::sip_config c = {}) : cfg(std::move(c)) {
+  explicit sip_served(config::sip_config c = {}, net::sip::sip_service_options options = {}) : cfg(std::move(c)) {
     config::sluice_config all;
     all.model.dir = SLUICE_SOURCE_DIR "/models/default";
     all.engine.report_ms = 50;
@@ -80,7 +80,7 @@ struct sip_served {
       cfg.rtp_port_min = free_rtp_base(64);
       cfg.rtp_port_max = cfg.rtp_port_min + 63;
     }
-    auto s = net::sip::sip_service::start(*engine, calls, cfg);
+    auto s = net::sip::sip_service::start(*engine, calls, cfg, options);
     REQUIRE_MESSAGE(s.has_value(), (s ? std::string() : s.error().message));
     sip = std::move(*s);
   }

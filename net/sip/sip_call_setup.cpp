@@ -1,0 +1,154 @@
+// A new call: the INVITE's body and offer are checked, the call is registered, its RTP ports
+// and engine channels opened, and it rings until the channels answer (sip_dialog.cpp).
+#include <spdlog/spdlog.h>
+
+#include "net/sip/sip_service_impl.hpp"
+#include "net/sip/siprec_metadata.hpp"
+
+namespace sluice::net::sip {
+
+namespace {
+// Where the peer listens for RTCP: its RTP port with rtcp-mux, else a=rtcp or RTP + 1 (RFC 3605,
+// RFC 3550 11). An address that is not a literal (a name in c=) leaves it unknown until the
+// peer's own RTCP shows it.
+boost::asio::ip::udp::endpoint rtcp_remote(const offered_stream& s) {
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(s.remote_address, ec);
+  if (ec) return {};
+  const auto port = s.rtcp_mux ? s.remote_port : s.rtcp_port ? s.rtcp_port : static_cast<uint16_t>(s.remote_port + 1);
+  return {address, port};
+}
+}  // namespace
+
+void sip_service::impl::enable_rtcp(rtp_receiver& r, const offered_stream& s, calls::call_id id) {
+  const auto interval = static_cast<int>(options.rtcp_interval.count());
+  if (auto ok = r.enable_rtcp(cfg.host, s.rtcp_mux, rtcp_remote(s), interval, "sluice@" + cfg.host); !ok)
+    spdlog::warn("sip call {}: no RTCP for the stream on port {}: {}", id, r.port(), ok.error().message);
+}
+
+void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
+  const std::string call_id = sip && sip->sip_call_id && sip->sip_call_id->i_id ? sip->sip_call_id->i_id : "";
+  if (stop_requested) return refuse_503(nh, "Shutting down");
+  if (live >= cfg.max_calls) {
+    spdlog::info("sip {}: refused, {} calls at once (sip.max_calls)", call_id, cfg.max_calls);
+    return refuse_503(nh, "Maximum calls in progress");
+  }
+  if (!sip || !sip->sip_payload || !sip->sip_payload->pl_data || sip->sip_payload->pl_len == 0) {
+    nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR("399 sluice \"an INVITE without an SDP offer\""),
+                TAG_END());
+    return;
+  }
+  auto body = split_invite_body(content_type_of(sip), std::string_view(sip->sip_payload->pl_data, sip->sip_payload->pl_len));
+  if (!body) {
+    spdlog::info("sip {}: body refused: {}", call_id, body.error().message);
+    if (body.error().code == errc::unsupported)
+      nua_respond(nh, SIP_415_UNSUPPORTED_MEDIA, SIPTAG_ACCEPT_STR("application/sdp, multipart/mixed"), TAG_END());
+    else
+      nua_respond(nh, SIP_400_BAD_REQUEST, SIPTAG_WARNING_STR(warning_of(body.error().message).c_str()), TAG_END());
+    return;
+  }
+  auto offer = parse_offer(body->sdp, max_streams_per_call);
+  if (!offer) {
+    spdlog::info("sip {}: offer refused: {}", call_id, offer.error().message);
+    nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR(warning_of(offer.error().message).c_str()), TAG_END());
+    return;
+  }
+  // SIPREC (RFC 7866): the recorder names who sends each stream; broken metadata costs the
+  // labels, not the recording.
+  std::optional<siprec_metadata> siprec;
+  std::string siprec_error;
+  if (!body->rs_metadata.empty()) {
+    auto m = parse_rs_metadata(body->rs_metadata);
+    if (m) siprec = std::move(*m);
+    else siprec_error = m.error().message;
+  }
+
+  auto c = std::make_shared<sip_call>();
+  c->key = next_key++;
+  c->nh = nh;
+  c->offer = std::move(*offer);
+  c->started_ms = steady_ms();
+  c->session_id = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+
+  calls::call_start start;
+  start.source = body->rs_metadata.empty() ? "sip" : "siprec";
+  start.external_id = call_id;
+  nlohmann::json streams = nlohmann::json::array();
+  const bool one = c->offer.accepted() == 1;
+  int n = 0;
+  for (const auto& s : c->offer.streams) {
+    if (!s.accepted) continue;
+    ++n;
+    std::string label = siprec && !s.label.empty() ? siprec->channel_label(s.label) : std::string();
+    if (label.empty()) label = !s.label.empty() ? s.label : one ? "caller" : "stream" + std::to_string(n);
+    start.channel_labels.push_back(std::move(label));
+    streams.push_back({{"codec", codec_name(s.codec.codec)}, {"payload_type", s.codec.payload_type},
+                       {"comfort_noise", s.codec.comfort_noise_pt >= 0},
+                       {"remote", s.remote_address + ":" + std::to_string(s.remote_port)},
+                       {"telephone_event", s.telephone_event_pt >= 0}});
+  }
+  start.metadata = {{"from", address_of(sip->sip_from)}, {"to", address_of(sip->sip_to)}, {"streams", streams}};
+  if (sip->sip_user_agent && sip->sip_user_agent->g_string) start.metadata["user_agent"] = sip->sip_user_agent->g_string;
+  if (siprec) start.metadata["siprec"] = siprec->to_json();
+  if (!siprec_error.empty()) start.metadata["siprec_error"] = siprec_error;
+
+  // RTP ports first: without them nothing is registered.
+  jitter_buffer_config jc;
+  jc.max_delay_ms = cfg.jitter_max_delay_ms;
+  jc.max_fill_ms = cfg.max_fill_ms;
+  std::vector<std::shared_ptr<rtp_receiver>> rtp;
+  for (const auto& s : c->offer.streams) {
+    if (!s.accepted) continue;
+    jc.clock_rate = s.codec.clock_rate;
+    auto r = rtp_receiver::open(ioc, cfg.host, pool, jc, s.codec, s.telephone_event_pt, {});
+    if (!r) {
+      spdlog::warn("sip {}: refused: {}", call_id, r.error().message);
+      return refuse_503(nh, "No free RTP port");
+    }
+    rtp.push_back(std::move(*r));
+  }
+  c->id = registry->begin(start);
+  c->completion = std::make_shared<call_completion>(registry, c->id, static_cast<int>(rtp.size()));
+  calls[c->key] = c;
+  by_handle[nh] = c->key;
+  ++live;
+  spdlog::info("sip {}: call {} from {} with {} stream(s)", call_id, c->id, address_of(sip->sip_from), rtp.size());
+
+  // One bridge per stream; the receivers get their sinks (not started yet, so not racing).
+  c->opens_pending = static_cast<int>(rtp.size());
+  std::size_t i = 0;
+  for (const auto& s : c->offer.streams) {
+    if (!s.accepted) continue;
+    actors::channel_request req;
+    req.label = start.channel_labels[i];
+    req.sample_rate = s.codec.sample_rate;
+    req.codec = "pcm_s16le";
+    bridge_args a;
+    a.supervisor = engine->supervisor();
+    a.request = req;
+    a.call = c->completion;
+    a.channel_index = static_cast<int>(i);
+    a.on_open = [q = commands, key = c->key](bool ok, const std::string& reason) {
+      post(q, [key, ok, reason](impl& self) { self.on_channel_open(key, ok, reason); });
+    };
+    auto bridge = spawn_channel_bridge(engine->system(), std::move(a));
+    c->bridges.push_back(bridge);
+    rtp_sinks sinks;
+    sinks.audio = [bridge](std::vector<uint8_t> pcm) { caf::anon_send(bridge, actors::audio_atom::value, std::move(pcm)); };
+    sinks.dtmf = [reg = registry, id = c->id, ch = static_cast<int>(i), t0 = c->started_ms](char digit, int ms) {
+      calls::call_event ev;
+      ev.type = "dtmf";
+      ev.channel = ch;
+      ev.at_ms = steady_ms() - t0;
+      ev.data = {{"digit", std::string(1, digit)}, {"duration_ms", ms}};
+      reg->event(id, std::move(ev));
+    };
+    rtp[i]->set_sinks(std::move(sinks));
+    if (options.rtcp_interval.count() > 0) enable_rtcp(*rtp[i], s, c->id);
+    ++i;
+  }
+  c->rtp = std::move(rtp);
+  nua_respond(nh, SIP_180_RINGING, TAG_END());
+}
+
+}  // namespace sluice::net::sip
