@@ -1,8 +1,7 @@
 #pragma once
 // A served engine with the RTSP service on a free loopback port, real peers (ffmpeg, GStreamer)
-// run as child processes that are killed on every exit path, and the engine's own text for a
-// recording fed straight into a channel (no RTSP, no RTP): the reference the RTSP paths must
-// reproduce exactly, since G.711 through RTP is lossless on a loopback without loss.
+// run as child processes that are killed on every exit path, and the true transcript of the
+// committed recording the peers send.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -25,7 +24,6 @@
 #include "moe/acoustic_model.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/rtsp/rtsp_service.hpp"
-#include "net/sip/channel_bridge.hpp"
 #include "tests/common/audio_tools.hpp"
 #include "tests/common/poll_until.hpp"
 
@@ -114,35 +112,20 @@ inline std::string finals_text(const net::calls::call_record& c, std::size_t cha
   return t;
 }
 
-/// The engine's text for `wav` fed straight into one channel of `s`'s engine (20 ms chunks of
-/// 16-bit PCM decoded by sox, then the channel's end), as a call of source "reference".
-inline std::string reference_text(rtsp_served& s, const temp_dir& tmp, const std::string& wav) {
-  const auto raw = tmp.file("reference.raw");
-  REQUIRE(sox("\"" + wav + "\" -t raw -e signed-integer -b 16 -L \"" + raw + "\""));
-  const auto pcm = read_bytes(raw);
-  REQUIRE_FALSE(pcm.empty());
-  net::calls::call_start start;
-  start.source = "reference";
-  start.channel_labels = {"mono"};
-  const auto id = s.calls->begin(start);
-  auto done = std::make_shared<net::sip::call_completion>(s.calls, id, 1);
-  net::sip::bridge_args a;
-  a.supervisor = s.engine->supervisor();
-  a.request.label = "mono";
-  a.request.sample_rate = 8000;
-  a.request.codec = "pcm_s16le";
-  a.call = done;
-  auto bridge = net::sip::spawn_channel_bridge(s.engine->system(), std::move(a));
-  constexpr std::size_t chunk = 320;  // 20 ms at 8 kHz
-  for (std::size_t at = 0; at < pcm.size(); at += chunk) {
-    std::vector<uint8_t> part(pcm.begin() + static_cast<long>(at),
-                              pcm.begin() + static_cast<long>(std::min(pcm.size(), at + chunk)));
-    caf::anon_send(bridge, actors::audio_atom::value, std::move(part));
-  }
-  caf::anon_send(bridge, actors::end_atom::value);
-  done->call_over("reference done");
-  REQUIRE(s.wait_ended("reference", 1));
-  return finals_text(s.of("reference")[0]);
+/// The true transcript of tests/data/e2e/cancelled_march_8k_mulaw.wav (written by a person).
+inline std::string true_transcript() {
+  auto b = read_bytes(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt");
+  std::string t(b.begin(), b.end());
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  return t;
+}
+
+/// Whitespace-separated words.
+inline std::vector<std::string> words_of(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
 }
 
 /// A child process (argv, no shell) killed with SIGKILL and reaped when this goes out of scope,
