@@ -11,6 +11,8 @@ using namespace sluice::test;
 
 namespace {
 constexpr auto peer_limit = std::chrono::seconds(45);
+// The recording lasts 6.3 s; GStreamer gets this long to push it and exit.
+constexpr auto gst_limit = std::chrono::seconds(25);
 
 bool have_ffmpeg() {
   if (have_tool("ffmpeg -version")) return true;
@@ -88,10 +90,18 @@ TEST_SUITE("rtsp pushes") {
     // pipeline and rtspclientsink tears down.
     const auto raw = tmp.file("call.ulaw");
     REQUIRE(sox("\"" + rtsp_recording + "\" -t raw \"" + raw + "\""));
-    const auto c = push_whole(s, tmp,
-                              {"gst-launch-1.0", "-q", "-e", "filesrc", "location=" + raw, "!", "rawaudioparse",
-                               "use-sink-caps=false", "format=mulaw", "sample-rate=8000", "num-channels=1", "!",
-                               "rtspclientsink", "location=" + s.url("gst1"), "protocols=tcp"});
+    const auto log = tmp.file("gst.log");
+    child_process peer({"gst-launch-1.0", "-e", "filesrc", "location=" + raw, "!", "rawaudioparse", "use-sink-caps=false",
+                        "format=mulaw", "sample-rate=8000", "num-channels=1", "!", "rtspclientsink",
+                        "location=" + s.url("gst1"), "protocols=tcp"},
+                       log);
+    // gst-launch 1.22 was once seen not to exit within 45 s of its RECORD (1 of 4 runs under
+    // load; where it stopped is not known): then it is killed after the limit and said so, and
+    // the call's text is what is judged (empty if it never streamed).
+    const int rc = peer.wait(gst_limit);
+    if (rc != 0) MESSAGE("gst-launch did not exit by itself (status " << rc << "); output: " << read_text(log));
+    REQUIRE(s.wait_ended("rtsp", 1));
+    const auto c = s.of("rtsp")[0];
     const auto text = finals_text(c);
     MESSAGE("pushed by GStreamer: \"" << text << "\", ended: " << c.end_reason);
     CHECK(text == expected);
