@@ -21,6 +21,7 @@
 #include "config/log_config.hpp"
 #include "config/model_config.hpp"
 #include "config/postproc_config.hpp"
+#include "config/rtsp_config.hpp"
 #include "config/server_config.hpp"
 #include "config/sip_config.hpp"
 #include "config/upload_config.hpp"
@@ -45,6 +46,7 @@ struct sluice_config {
   auth_config auth;
   audiosocket_config audiosocket;
   sip_config sip;
+  rtsp_config rtsp;
   calls_config calls;
 
   /// Calls `v(section_name, section)` for every section, in file order.
@@ -66,6 +68,7 @@ struct sluice_config {
     v("auth", auth);
     v("audiosocket", audiosocket);
     v("sip", sip);
+    v("rtsp", rtsp);
     v("calls", calls);
   }
 };

@@ -17,7 +17,11 @@ build_pkgs=(
 # Tools the test suite uses to make real audio at test time.
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican
   python3-prometheus-client chromium
-  sip-tester )  # SIPp: the real SIP peer of tests/net/sip
+  sip-tester  # SIPp: the real SIP peer of tests/net/sip
+  # The real RTSP peers of tests/net/rtsp: ffmpeg and GStreamer's rtspclientsink push to sluice;
+  # gst-rtsp-server (through python3-gi) serves the stream sluice pulls.
+  ffmpeg gstreamer1.0-tools gstreamer1.0-rtsp gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  python3-gi python3-gst-1.0 gir1.2-gst-rtsp-server-1.0 )
 train_pkgs=(
   python3 python3-torch python3-torchaudio python3-numpy python3-soundfile
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts fortunes fortunes-min wamerican

@@ -13,6 +13,7 @@
 
 #include "actors/engine.hpp"
 #include "net/server.hpp"
+#include "net/rtsp/rtsp_service.hpp"
 #include "net/sip/sip_service.hpp"
 #include "tools/sluice/cli.hpp"
 
@@ -57,6 +58,19 @@ int cmd_serve(invocation& inv) {
       return exit_failure;
     }
     sip = std::move(*started);
+  }
+  // [rtsp]: pushes to rtsp://host:port/<name> and the pulls of rtsp.pull, as calls.
+  std::unique_ptr<net::rtsp::rtsp_service> rtsp;
+  if (inv.cfg.rtsp.enabled || !inv.cfg.rtsp.pull.empty()) {
+    auto started = net::rtsp::rtsp_service::start(*eng, (*srv)->shared_calls(), inv.cfg.rtsp);
+    if (!started) {
+      std::fprintf(stderr, "sluice serve: %s (set --rtsp.port=N, or --rtsp.enabled=false)\n",
+                   started.error().message.c_str());
+      if (sip) sip->stop();
+      (*srv)->stop();
+      return exit_failure;
+    }
+    rtsp = std::move(*started);
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -103,6 +117,11 @@ int cmd_serve(invocation& inv) {
     std::printf("  sip         sip:sluice@%s:%d (%s%s%s), RTP ports %d-%d\n", inv.cfg.sip.host.c_str(), inv.cfg.sip.port,
                 inv.cfg.sip.udp ? "udp" : "", inv.cfg.sip.udp && inv.cfg.sip.tcp ? "+" : "", inv.cfg.sip.tcp ? "tcp" : "",
                 inv.cfg.sip.rtp_port_min, inv.cfg.sip.rtp_port_max);
+  if (rtsp && rtsp->port() != 0)
+    std::printf("  rtsp        rtsp://%s:%u/<name> (push: ffmpeg -re -i call.wav -c:a pcm_mulaw -f rtsp rtsp://%s:%u/call1)\n",
+                inv.cfg.rtsp.host.c_str(), static_cast<unsigned>(rtsp->port()), inv.cfg.rtsp.host.c_str(),
+                static_cast<unsigned>(rtsp->port()));
+  if (rtsp && !inv.cfg.rtsp.pull.empty()) std::printf("  rtsp pull   %s\n", inv.cfg.rtsp.pull.c_str());
   std::fflush(stdout);
   while (!stop_requested) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -114,6 +133,7 @@ int cmd_serve(invocation& inv) {
     }
   }
   spdlog::info("stopping: draining open streams");
+  if (rtsp) rtsp->stop();  // as for SIP: its calls end and their channels drain before the engine
   if (sip) sip->stop();  // its calls end (BYE) and their channels get their end before the engine drains
   (*srv)->stop();
   return exit_ok;

@@ -1,0 +1,91 @@
+#include "net/rtsp/rtp_audio_stream.hpp"
+
+#include "net/sip/rtp_packet.hpp"
+
+namespace sluice::net::rtsp {
+
+namespace {
+constexpr std::size_t l16_bytes = 2;
+}
+
+rtp_audio_stream::rtp_audio_stream(const rtsp_media& media, sip::jitter_buffer_config jitter, sink out)
+    : media_(media), jitter_([&] {
+        jitter.clock_rate = media.clock_rate;
+        return jitter;
+      }()),
+      out_(std::move(out)) {
+  if (media_.codec != rtsp_codec::l16) decoder_ = std::make_unique<sip::rtp_audio_decoder>(sip_codec_of(media_));
+}
+
+void rtp_audio_stream::on_packet(std::span<const uint8_t> bytes, int64_t now_ms) {
+  auto p = sip::parse_rtp(bytes);
+  if (!p) {
+    ++counters_.not_rtp;
+    return;
+  }
+  if (p->payload_type != media_.payload_type) {
+    ++counters_.other_payload;
+    return;
+  }
+  ++counters_.packets;
+  // Duration in timestamp units: one per G.711 byte, one per G.722 byte (two 16 kHz samples on
+  // its 8 kHz clock), one per L16 frame of `channels` samples.
+  const auto frame = media_.codec == rtsp_codec::l16 ? l16_bytes * static_cast<std::size_t>(media_.channels) : 1;
+  jitter_.push(*p, static_cast<uint32_t>(p->payload.size() / frame), now_ms);
+  deliver(jitter_.pop(now_ms));
+}
+
+void rtp_audio_stream::tick(int64_t now_ms) { deliver(jitter_.pop(now_ms)); }
+
+void rtp_audio_stream::flush() { deliver(jitter_.flush()); }
+
+void rtp_audio_stream::decode_l16(const sip::playout_item& item, std::vector<int16_t>& pcm) const {
+  const auto ch = static_cast<std::size_t>(media_.channels);
+  if (item.what != sip::playout_item::kind::packet) {
+    pcm.resize(pcm.size() + item.duration, 0);
+    return;
+  }
+  const std::size_t frames = item.payload.size() / (l16_bytes * ch);
+  for (std::size_t f = 0; f < frames; ++f) {
+    int sum = 0;
+    for (std::size_t c = 0; c < ch; ++c) {
+      const auto* b = item.payload.data() + (f * ch + c) * l16_bytes;
+      sum += static_cast<int16_t>(static_cast<uint16_t>((b[0] << 8) | b[1]));
+    }
+    pcm.push_back(static_cast<int16_t>(sum / static_cast<int>(ch)));
+  }
+}
+
+void rtp_audio_stream::deliver(const std::vector<sip::playout_item>& items) {
+  if (items.empty()) return;
+  std::vector<int16_t> pcm;
+  for (const auto& it : items) {
+    const auto before = pcm.size();
+    if (decoder_) decoder_->decode(it, pcm);
+    else decode_l16(it, pcm);
+    if (it.what == sip::playout_item::kind::lost) concealed_samples_ += pcm.size() - before;
+  }
+  if (pcm.empty() || !out_) return;
+  std::vector<uint8_t> bytes(pcm.size() * 2);
+  for (std::size_t i = 0; i < pcm.size(); ++i) {
+    const auto v = static_cast<uint16_t>(pcm[i]);
+    bytes[2 * i] = static_cast<uint8_t>(v & 0xff);
+    bytes[2 * i + 1] = static_cast<uint8_t>(v >> 8);
+  }
+  out_(std::move(bytes));
+}
+
+nlohmann::json rtp_audio_stream::stats() const {
+  const auto& j = jitter_.stats();
+  return {{"codec", codec_name(media_.codec)},
+          {"packets", counters_.packets},
+          {"not_rtp", counters_.not_rtp},
+          {"other_payload", counters_.other_payload},
+          {"lost", j.lost},
+          {"late", j.late},
+          {"reordered", j.reordered},
+          {"max_hold_ms", j.max_hold_ms},
+          {"concealed_ms", media_.sample_rate > 0 ? concealed_samples_ * 1000 / media_.sample_rate : 0}};
+}
+
+}  // namespace sluice::net::rtsp

@@ -1,0 +1,56 @@
+#pragma once
+/// One RTSP audio stream's RTP path, whatever carries the packets (interleaved on the RTSP
+/// connection, or UDP): RTP parsing, the SIP side's jitter buffer (reordering, bounded delay,
+/// loss as concealment items), and decoding to 16-bit little-endian mono PCM at the codec's
+/// rate: PCMU, PCMA and G.722 through the SIP RTP decoder (with its loss concealment); L16
+/// here (big-endian samples, RFC 3551 4.5.11; stereo mixed down; losses as silence).
+///
+/// Not thread-safe: one owner (the session's strand) calls it. Hostile packets (not RTP, or
+/// of another payload type) are counted and dropped.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "net/rtsp/rtsp_sdp.hpp"
+#include "net/sip/jitter_buffer.hpp"
+#include "net/sip/rtp_audio_decoder.hpp"
+
+namespace sluice::net::rtsp {
+
+struct rtp_stream_counters {
+  uint64_t packets = 0, not_rtp = 0, other_payload = 0;
+};
+
+class rtp_audio_stream {
+ public:
+  using sink = std::function<void(std::vector<uint8_t> pcm_s16le)>;
+  rtp_audio_stream(const rtsp_media& media, sip::jitter_buffer_config jitter, sink out);
+
+  /// One RTP packet that arrived at `now_ms` (steady clock).
+  void on_packet(std::span<const uint8_t> bytes, int64_t now_ms);
+  /// Gives up gaps whose wait is over (call it on a timer).
+  void tick(int64_t now_ms);
+  /// Releases everything held (the stream is over).
+  void flush();
+  int sample_rate() const { return media_.sample_rate; }
+  /// Packets, losses, concealment, for the call's metadata.
+  nlohmann::json stats() const;
+
+ private:
+  void deliver(const std::vector<sip::playout_item>& items);
+  void decode_l16(const sip::playout_item& item, std::vector<int16_t>& pcm) const;
+
+  rtsp_media media_;
+  sip::jitter_buffer jitter_;
+  std::unique_ptr<sip::rtp_audio_decoder> decoder_;  // not for L16
+  sink out_;
+  rtp_stream_counters counters_;
+  uint64_t concealed_samples_ = 0;
+};
+
+}  // namespace sluice::net::rtsp

@@ -1,0 +1,42 @@
+#pragma once
+/// What every RTSP session and pull of one service shares: the configuration, the engine, the
+/// call registry, the RTP port pool, the io_context they run on, and the live counts.
+
+#include <atomic>
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
+
+#include "actors/engine.hpp"
+#include "config/rtsp_config.hpp"
+#include "net/calls/call_registry.hpp"
+#include "net/rtsp/rtsp_message.hpp"
+#include "net/sip/jitter_buffer.hpp"
+#include "net/sip/port_pool.hpp"
+
+namespace sluice::net::rtsp {
+
+struct rtsp_context {
+  config::rtsp_config cfg;
+  actors::engine* engine = nullptr;
+  std::shared_ptr<calls::call_registry> registry;
+  std::shared_ptr<sip::port_pool> pool;
+  boost::asio::io_context* ioc = nullptr;
+  /// ANNOUNCEd push sessions now (bounded by cfg.max_sessions) and open connections.
+  std::atomic<int> sessions{0}, connections{0};
+
+  message_limits limits() const {
+    message_limits l;
+    l.max_header_bytes = static_cast<std::size_t>(cfg.max_header_bytes);
+    l.max_body_bytes = static_cast<std::size_t>(cfg.max_body_bytes);
+    return l;
+  }
+  sip::jitter_buffer_config jitter() const {
+    sip::jitter_buffer_config j;
+    j.max_delay_ms = cfg.jitter_max_delay_ms;
+    j.max_fill_ms = cfg.max_fill_ms;
+    return j;
+  }
+};
+
+}  // namespace sluice::net::rtsp

@@ -1,0 +1,188 @@
+#pragma once
+// A served engine with the RTSP service on a free loopback port, real peers (ffmpeg, GStreamer)
+// run as child processes that are killed on every exit path, and the true transcript of the
+// committed recording the peers send.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/write.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "actors/engine.hpp"
+#include "config/sluice_config.hpp"
+#include "moe/acoustic_model.hpp"
+#include "net/calls/call_registry.hpp"
+#include "net/rtsp/rtsp_service.hpp"
+#include "tests/common/audio_tools.hpp"
+#include "tests/common/poll_until.hpp"
+
+namespace sluice::test {
+
+namespace asio = boost::asio;
+
+inline const std::string rtsp_recording = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
+
+inline std::shared_ptr<const moe::acoustic_model> rtsp_model() {
+  static auto m = *moe::load_model(SLUICE_SOURCE_DIR "/models/default");
+  return m;
+}
+
+/// Whether `tool` runs here (a peer missing at test time is a visible skip, not a pass).
+inline bool have_tool(const std::string& check) { return std::system((check + " >/dev/null 2>&1").c_str()) == 0; }
+
+/// An even base of `n` ports that were free for UDP a moment ago.
+inline int free_udp_base(int n) {
+  asio::io_context ioc;
+  asio::ip::udp::socket u(ioc, asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  int base = u.local_endpoint().port() & ~1;
+  if (base + n > 65535) base -= 2 * n;
+  return base;
+}
+
+/// A TCP port free on 127.0.0.1 a moment ago.
+inline uint16_t free_tcp_port() {
+  asio::io_context ioc;
+  asio::ip::tcp::acceptor a(ioc, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+struct rtsp_served {
+  std::unique_ptr<actors::engine> engine;
+  std::shared_ptr<net::calls::call_registry> calls = std::make_shared<net::calls::call_registry>();
+  std::unique_ptr<net::rtsp::rtsp_service> rtsp;
+  config::rtsp_config cfg;
+
+  explicit rtsp_served(config::rtsp_config c = {}) : cfg(std::move(c)) {
+    config::sluice_config all;
+    all.model.dir = SLUICE_SOURCE_DIR "/models/default";
+    all.engine.report_ms = 50;
+    all.engine.scheduler_threads = 2;
+    auto res = actors::engine_resources::create(all, rtsp_model());
+    REQUIRE(res.has_value());
+    engine = actors::engine::start(*res);
+    if (cfg.port == config::rtsp_config{}.port) cfg.port = 0;
+    if (cfg.rtp_port_min == config::rtsp_config{}.rtp_port_min) {
+      cfg.rtp_port_min = free_udp_base(32);
+      cfg.rtp_port_max = cfg.rtp_port_min + 31;
+    }
+    auto s = net::rtsp::rtsp_service::start(*engine, calls, cfg);
+    REQUIRE_MESSAGE(s.has_value(), (s ? std::string() : s.error().message));
+    rtsp = std::move(*s);
+  }
+  ~rtsp_served() {
+    rtsp.reset();
+    engine.reset();
+  }
+  std::string url(const std::string& name) const {
+    return "rtsp://127.0.0.1:" + std::to_string(rtsp->port()) + "/" + name;
+  }
+  std::vector<net::calls::call_record> of(const std::string& source) const {
+    std::vector<net::calls::call_record> out;
+    for (auto& c : calls->list())
+      if (c.start.source == source) out.push_back(std::move(c));
+    return out;
+  }
+  /// Waits (bounded) for `n` calls of `source`, all ended.
+  bool wait_ended(const std::string& source, std::size_t n, std::chrono::seconds limit = std::chrono::seconds(60)) const {
+    return poll_until(
+        [&] {
+          auto c = of(source);
+          return c.size() == n && std::none_of(c.begin(), c.end(), [](const auto& x) { return x.live; });
+        },
+        limit);
+  }
+};
+
+/// The finals of one channel of a call, joined.
+inline std::string finals_text(const net::calls::call_record& c, std::size_t channel = 0) {
+  std::string t;
+  if (channel >= c.channels.size()) return t;
+  for (const auto& f : c.channels[channel].finals) t += (t.empty() ? "" : " ") + f.text;
+  return t;
+}
+
+/// The true transcript of tests/data/e2e/cancelled_march_8k_mulaw.wav (written by a person).
+inline std::string true_transcript() {
+  auto b = read_bytes(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt");
+  std::string t(b.begin(), b.end());
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  return t;
+}
+
+/// Whitespace-separated words.
+inline std::vector<std::string> words_of(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+/// A child process (argv, no shell) killed with SIGKILL and reaped when this goes out of scope,
+/// whatever way the test leaves. Its output goes to `log`.
+class child_process {
+ public:
+  child_process(const std::vector<std::string>& argv, const std::string& log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      std::freopen(log.c_str(), "w", stdout);
+      std::freopen(log.c_str(), "a", stderr);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      ::_exit(127);
+    }
+  }
+  ~child_process() { kill(); }
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+  /// SIGKILL to the child's process group, then reaped. Idempotent.
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    pid_ = -1;
+  }
+  /// Waits at most `limit` for the child to exit; its exit status, or -1 (still running: killed).
+  int wait(std::chrono::milliseconds limit) {
+    int status = -1;
+    const bool exited = poll_until(
+        [&] {
+          int st = 0;
+          const auto r = ::waitpid(pid_, &st, WNOHANG);
+          if (r == pid_) {
+            status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+            pid_ = -1;
+            return true;
+          }
+          return false;
+        },
+        limit);
+    if (!exited) kill();
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+inline std::string read_text(const std::string& path) {
+  auto b = read_bytes(path);
+  return std::string(b.begin(), b.end());
+}
+
+}  // namespace sluice::test

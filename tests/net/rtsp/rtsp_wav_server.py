@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Test fixture (a peer, not sluice code): GStreamer's gst-rtsp-server serving one WAV file as
+PCMU at rtsp://127.0.0.1:PORT/call, for the RTSP pull tests.
+
+    rtsp_wav_server.py PORT WAV [--udp-only] [--quit-after-play]
+
+--udp-only refuses RTP over TCP (the client must fall back to UDP); --quit-after-play exits once
+the first client has played the whole file (plus a second), so the client sees the server go
+away. Prints "ready" once listening."""
+import subprocess
+import sys
+
+import gi
+
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtsp", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import GLib, Gst, GstRtsp, GstRtspServer  # noqa: E402
+
+# After the file has played, the fixture lingers this long before quitting (ms).
+LINGER_MS = 1000
+
+
+def main():
+    port, path = sys.argv[1], sys.argv[2]
+    udp_only = "--udp-only" in sys.argv
+    quit_after = "--quit-after-play" in sys.argv
+    Gst.init(None)
+    # sox gives the length (the wave module reads no mu-law).
+    seconds = float(subprocess.check_output(["soxi", "-D", path]).decode().strip())
+    loop = GLib.MainLoop()
+    server = GstRtspServer.RTSPServer()
+    server.set_address("127.0.0.1")
+    server.set_service(port)
+    factory = GstRtspServer.RTSPMediaFactory()
+    factory.set_launch(
+        "( filesrc location=%s ! wavparse ! audioconvert ! audioresample ! audio/x-raw,rate=8000,channels=1 "
+        "! mulawenc ! rtppcmupay name=pay0 )" % path)
+    if udp_only:
+        factory.set_protocols(GstRtsp.RTSPLowerTrans.UDP)
+    started = []
+
+    def on_configure(_factory, media):
+        def on_prepared(_media):
+            if quit_after and not started:
+                started.append(True)
+                GLib.timeout_add(int(seconds * 1000) + LINGER_MS, loop.quit)
+        media.connect("prepared", on_prepared)
+
+    factory.connect("media-configure", on_configure)
+    server.get_mount_points().add_factory("/call", factory)
+    if server.attach(None) == 0:
+        print("cannot listen", flush=True)
+        sys.exit(1)
+    print("ready", flush=True)
+    loop.run()
+
+
+if __name__ == "__main__":
+    main()
