@@ -31,9 +31,15 @@ namespace asio = boost::asio;
 // How long the opening and closing handshakes may take.
 constexpr auto handshake_timeout = std::chrono::seconds(30);
 
+// Where a bridge posts its session's work: the session's strand, behind the server's I/O gate.
+struct bridge_target {
+  asio::any_io_executor strand;
+  std::shared_ptr<server_state::io_gate> gate;
+};
+
 template <class Session>
-caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s, caf::actor supervisor,
-                           std::size_t index);
+caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s, bridge_target to,
+                           caf::actor supervisor, std::size_t index);
 
 // One template for both transports: Stream is beast::tcp_stream or
 // beast::ssl_stream<beast::tcp_stream> (Beast's teardown for the latter sends TLS close_notify
@@ -151,7 +157,8 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
       if (!tenant_.empty()) requests[k].tenant = tenant_;
       auto& c = channels_[i];
       c.call_channel = call_channels.empty() ? static_cast<int>(i) : call_channels[k];
-      c.bridge = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(), st_->engine->supervisor(), i);
+      c.bridge = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(),
+                                             bridge_target{ws_.get_executor(), st_->io}, st_->engine->supervisor(), i);
       caf::anon_send(c.bridge, actors::open_atom::value, requests[k]);
     }
   }
@@ -449,30 +456,39 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
 };
 
 // Posts `f` onto the session's strand, guarded there. Never throws into the actor.
+// The session is locked only on its strand, never here on the actor's thread: a strong
+// reference taken here could be the last one, and then the session (its socket, its TLS
+// stream, its Beast state) would be destroyed on the actor's thread, off the strand that
+// serialises everything else done to it, or after the I/O context itself is gone. The gate
+// (held while posting) keeps a post that comes while the server stops from reaching a
+// context being destroyed (server::stop closes it once the I/O threads have ended).
 template <class Session, class F>
-void post_to(const std::weak_ptr<Session>& w, const char* where, F f) noexcept {
+void post_to(const std::weak_ptr<Session>& w, const bridge_target& to, const char* where, F f) noexcept {
   try {
-    if (auto s = w.lock())
-      asio::post(s->executor(), [s, where, f = std::move(f)]() mutable { s->guarded(where, [&] { f(*s); }); });
+    std::lock_guard lock(to.gate->mu);
+    if (!to.gate->open) return;
+    asio::post(to.strand, [w, where, f = std::move(f)]() mutable {
+      if (auto s = w.lock()) s->guarded(where, [&] { f(*s); });
+    });
   } catch (const std::exception& e) {
     spdlog::error("ws bridge: could not post {} to its session: {}", where, e.what());
   }
 }
 
 template <class Session>
-caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> w, caf::actor supervisor,
-                           std::size_t i) {
+caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> w, bridge_target to,
+                           caf::actor supervisor, std::size_t i) {
   using session = Session;
   // CAF already keeps a throwing handler inside this actor (it exits with an error); the
   // session is told, instead of waiting for events that will not come.
-  self->set_exception_handler([w, i](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
-    post_to(w, "bridge failure", [i](session& s) { s.channel_lost(i, "the stream's bridge actor failed"); });
+  self->set_exception_handler([w, to, i](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
+    post_to(w, to, "bridge failure", [i](session& s) { s.channel_lost(i, "the stream's bridge actor failed"); });
     return caf::make_error(caf::exit_reason::unhandled_exception);
   });
   // A channel stops normally after its drain or an abort; any other exit ends the stream.
-  self->set_down_handler([w, i](caf::down_msg& dm) {
+  self->set_down_handler([w, to, i](caf::down_msg& dm) {
     if (!dm.reason || dm.reason == caf::exit_reason::normal) return;
-    post_to(w, "channel failure", [i](session& s) { s.channel_lost(i, "the stream's channel failed"); });
+    post_to(w, to, "channel failure", [i](session& s) { s.channel_lost(i, "the stream's channel failed"); });
   });
   return {
       [=](actors::open_atom, actors::channel_request& req) {
@@ -480,16 +496,16 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> 
                       caf::actor_cast<caf::actor>(self))
             .then([=](actors::open_reply& r) {
                     if (r.ok) self->monitor(r.handle);
-                    post_to(w, "open", [i, r](session& s) { s.channel_opened(i, r); });
+                    post_to(w, to, "open", [i, r](session& s) { s.channel_opened(i, r); });
                   },
                   [=](caf::error& e) {
                     actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {}};
-                    post_to(w, "open", [i, r](session& s) { s.channel_opened(i, r); });
+                    post_to(w, to, "open", [i, r](session& s) { s.channel_opened(i, r); });
                   });
       },
-      [=](actors::transcript_event& ev) { post_to(w, "event", [i, ev](session& s) { s.channel_event(i, ev); }); },
+      [=](actors::transcript_event& ev) { post_to(w, to, "event", [i, ev](session& s) { s.channel_event(i, ev); }); },
       [=](actors::drained_atom, actors::channel_id) {
-        post_to(w, "drained", [i](session& s) { s.channel_drained(i); });
+        post_to(w, to, "drained", [i](session& s) { s.channel_drained(i); });
         self->quit();
       },
   };
