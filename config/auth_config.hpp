@@ -15,6 +15,14 @@ struct auth_config {
   /// Serve on a non-loopback address without keys (anyone who reaches the port may stream and
   /// read every transcript); without it such a server refuses to start.
   bool allow_insecure_public = false;
+  /// Failed-authentication back-off (net/auth/failure_limiter.hpp): after max_failures invalid
+  /// keys from one IP address within failure_window_s, that address gets 429 for lockout_s.
+  /// 0 turns it off.
+  int max_failures = 10;
+  int failure_window_s = 60;
+  int lockout_s = 300;
+  /// Client addresses the back-off remembers at most (its memory bound).
+  int max_tracked_clients = 100000;
 
   template <class V>
   void visit(V&& v) {
@@ -22,6 +30,10 @@ struct auth_config {
     v("metrics_open", metrics_open, any_bool{}, "serve /metrics without a key (Prometheus)");
     v("allow_insecure_public", allow_insecure_public, any_bool{},
       "serve a non-loopback address without keys (anyone may stream and read transcripts)");
+    v("max_failures", max_failures, range{0, 1000000}, "invalid keys from one IP before it is locked out (0: off)");
+    v("failure_window_s", failure_window_s, range{1, 86400}, "window in which max_failures count (s)");
+    v("lockout_s", lockout_s, range{1, 86400}, "how long a locked-out IP gets 429 (s)");
+    v("max_tracked_clients", max_tracked_clients, range{1, 10000000}, "client IPs the back-off remembers at most");
   }
   std::string check() const { return {}; }
 };

@@ -11,6 +11,7 @@
 #include <boost/beast/ssl.hpp>
 #include <spdlog/spdlog.h>
 
+#include "net/connection_slot.hpp"
 #include "net/http_session.hpp"
 #include "net/tls_context.hpp"
 
@@ -28,8 +29,9 @@ constexpr std::size_t drain_chunk_bytes = 4096;
 
 class tls_detector : public std::enable_shared_from_this<tls_detector> {
  public:
-  tls_detector(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st, ws_listener kind)
-      : stream_(std::move(socket)), st_(std::move(st)), kind_(kind) {}
+  tls_detector(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st, ws_listener kind,
+               std::shared_ptr<connection_slot> slot)
+      : stream_(std::move(socket)), st_(std::move(st)), kind_(kind), slot_(std::move(slot)) {}
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->guarded([&] { self->detect(); }); });
@@ -77,7 +79,7 @@ class tls_detector : public std::enable_shared_from_this<tls_detector> {
       return;
     }
     buffer_.consume(used);
-    run_http_session(std::move(*tls_), std::move(buffer_), st_, kind_);
+    run_http_session(std::move(*tls_), std::move(buffer_), st_, kind_, std::move(slot_));
   }
 
   // A plain-HTTP client on a TLS port: one plain answer it can read, then the connection ends.
@@ -111,6 +113,7 @@ class tls_detector : public std::enable_shared_from_this<tls_detector> {
   beast::flat_buffer buffer_;
   std::shared_ptr<server_state> st_;
   ws_listener kind_;
+  std::shared_ptr<connection_slot> slot_;  // counted from accept, through the handshake
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
   std::array<char, drain_chunk_bytes> drain_{};
 };
@@ -118,8 +121,21 @@ class tls_detector : public std::enable_shared_from_this<tls_detector> {
 }  // namespace
 
 void run_connection(asio::ip::tcp::socket socket, std::shared_ptr<server_state> st, ws_listener kind) {
-  if (!st->tls) return run_http_session(beast::tcp_stream(std::move(socket)), beast::flat_buffer{}, std::move(st), kind);
-  std::make_shared<tls_detector>(std::move(socket), std::move(st), kind)->run();
+  // Counted from here: a client still in its TLS handshake (or its HTTP request) holds a slot.
+  auto slot = std::make_shared<connection_slot>(st, kind);
+  if (!st->tls)
+    return run_http_session(beast::tcp_stream(std::move(socket)), beast::flat_buffer{}, std::move(st), kind,
+                            std::move(slot));
+  if (slot->over_limit()) {
+    // No TLS yet to answer in, and a handshake would cost what the limit protects: the
+    // connection is closed at once (the socket closes as it goes out of scope).
+    spdlog::info("tls: a connection was closed before its handshake: too many connections ({} = {})",
+                 kind == ws_listener::main ? std::string("server.max_connections")
+                                           : "listeners." + std::string(listener_name(kind)) + "_max_connections",
+                 st->max_connections(kind));
+    return;
+  }
+  std::make_shared<tls_detector>(std::move(socket), std::move(st), kind, std::move(slot))->run();
 }
 
 }  // namespace sluice::net

@@ -9,7 +9,10 @@
 /// moment (net/tls_context.hpp), then served by the same HTTP and WebSocket sessions as plain
 /// TCP. The TLS detection and handshake run under server.idle_timeout_s; a failed handshake
 /// closes that connection only (logged at debug: scanners cause them by the thousand).
-/// Connections are counted against server.max_connections once their handshake is done.
+/// Connections are counted against server.max_connections from accept (net/connection_slot.hpp),
+/// so clients stalled in their TLS handshake or HTTP request hold slots (each for at most
+/// server.idle_timeout_s); over the limit a TLS connection is closed before its handshake (there
+/// is no TLS yet to answer in) and a plain one gets 503.
 
 #include <memory>
 

@@ -42,22 +42,6 @@ namespace asio = boost::asio;
 // {"error": why}, built by the JSON library (never by concatenation: `why` may quote a path).
 std::string error_body(const std::string& why) { return to_wire(json{{"error", why}}); }
 
-// Counts a connection for as long as it lives (HTTP, then maybe WebSocket), on every port and
-// on its own.
-struct connection_slot {
-  connection_slot(std::shared_ptr<server_state> s, ws_listener k) : st(std::move(s)), kind(k) {
-    ++st->connections;
-    ++own();
-  }
-  ~connection_slot() {
-    --st->connections;
-    --own();
-  }
-  std::atomic<int>& own() { return st->listener_connections[static_cast<std::size_t>(kind)]; }
-  std::shared_ptr<server_state> st;
-  ws_listener kind;
-};
-
 template <class Stream>
 constexpr bool is_tls = !std::is_same_v<Stream, beast::tcp_stream>;
 
@@ -69,9 +53,11 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   using std::enable_shared_from_this<http_session<Stream>>::shared_from_this;
 
  public:
-  http_session(Stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st, ws_listener kind)
+  http_session(Stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st, ws_listener kind,
+               std::shared_ptr<connection_slot> slot)
       : stream_(std::move(stream)), buffer_(std::move(buffer)), st_(std::move(st)), kind_(kind),
-        slot_(std::make_shared<connection_slot>(st_, kind)), id_(st_->next_connection_id++) {}
+        slot_(slot ? std::move(slot) : std::make_shared<connection_slot>(st_, kind)),
+        id_(st_->next_connection_id++) {}
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->guarded("start", [&] { self->start(); }); });
@@ -117,7 +103,7 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   }
 
   void start() {
-    if (slot_->own() > st_->max_connections(kind_)) {
+    if (slot_->over_limit()) {
       // Over the limit: one clear answer, then the connection closes.
       const std::string key = kind_ == ws_listener::main ? "server.max_connections"
                                                          : "listeners." + std::string(listener_name(kind_)) + "_max_connections";
@@ -150,8 +136,19 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         write(make_response(http::status::forbidden, "application/json", error_body(why), h.version(), false));
         return;
       }
+      // A locked-out address is answered before its key is even looked at (see
+      // net/auth/failure_limiter.hpp): a guesser learns nothing while it waits.
+      const auto& limiter = st_->auth_failures;
+      const std::string ip = limiter ? peer_address() : std::string();
+      if (limiter)
+        if (const auto wait = limiter->retry_after(ip)) return write(locked_out(*wait, h.version()));
       auto admitted = st_->gate->admit(h);
-      if (!admitted) return write(auth::gate::response(admitted.error(), h.version()));
+      if (!admitted) {
+        if (limiter && admitted.error().invalid_key && limiter->record_failure(ip))
+          spdlog::warn("http {}: {} is locked out for {} s after {} invalid API keys within {} s (auth.max_failures)",
+                       id_, ip, st_->auth_cfg.lockout_s, st_->auth_cfg.max_failures, st_->auth_cfg.failure_window_s);
+        return write(auth::gate::response(admitted.error(), h.version()));
+      }
       who_ = std::move(*admitted);
       if (!parser_->is_done())
         return http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code e, std::size_t) {
@@ -159,6 +156,25 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         });
     }
     on_read(ec);
+  }
+
+  // The client's IP address as text ("unknown" when the socket cannot tell).
+  std::string peer_address() {
+    beast::error_code ec;
+    const auto peer = lowest().socket().remote_endpoint(ec);
+    return ec ? std::string("unknown") : peer.address().to_string();
+  }
+
+  // 429 for an address in its failed-authentication back-off; the connection closes.
+  http::response<http::string_body> locked_out(int retry_after_s, unsigned version) const {
+    auto res = make_response(http::status::too_many_requests, "application/json",
+                             error_body("too many invalid API keys from this address (auth.max_failures = " +
+                                        std::to_string(st_->auth_cfg.max_failures) + " within " +
+                                        std::to_string(st_->auth_cfg.failure_window_s) + " s): retry in " +
+                                        std::to_string(retry_after_s) + " s"),
+                             version, false);
+    res.set(http::field::retry_after, std::to_string(retry_after_s));
+    return res;
   }
 
   static http::response<http::string_body> make_response(http::status status, const std::string& type, std::string body,
@@ -348,14 +364,16 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
 }  // namespace
 
 void run_http_session(beast::tcp_stream stream, beast::flat_buffer buffer, std::shared_ptr<server_state> st,
-                      ws_listener kind) {
-  std::make_shared<http_session<beast::tcp_stream>>(std::move(stream), std::move(buffer), std::move(st), kind)->run();
+                      ws_listener kind, std::shared_ptr<connection_slot> slot) {
+  std::make_shared<http_session<beast::tcp_stream>>(std::move(stream), std::move(buffer), std::move(st), kind,
+                                                    std::move(slot))
+      ->run();
 }
 
 void run_http_session(beast::ssl_stream<beast::tcp_stream> stream, beast::flat_buffer buffer,
-                      std::shared_ptr<server_state> st, ws_listener kind) {
+                      std::shared_ptr<server_state> st, ws_listener kind, std::shared_ptr<connection_slot> slot) {
   std::make_shared<http_session<beast::ssl_stream<beast::tcp_stream>>>(std::move(stream), std::move(buffer),
-                                                                      std::move(st), kind)
+                                                                      std::move(st), kind, std::move(slot))
       ->run();
 }
 

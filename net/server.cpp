@@ -129,6 +129,9 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   s->state_->listeners = listeners;
   s->state_->policy = request_policy(cfg);
   s->state_->gate = std::move(*gate);
+  s->state_->auth_cfg = auth;
+  if (s->state_->gate->enabled() && auth.max_failures > 0)
+    s->state_->auth_failures = std::make_shared<auth::failure_limiter>(auth);
   s->state_->calls_cfg = calls;
   s->state_->calls = std::make_shared<calls::call_registry>(static_cast<std::size_t>(calls.max_recent));
   if (calls.store) {

@@ -51,6 +51,7 @@
 #include "config/calls_config.hpp"
 #include "config/server_config.hpp"
 #include "net/request_policy.hpp"
+#include "net/auth/failure_limiter.hpp"
 #include "net/auth/gate.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/calls/call_store.hpp"
@@ -74,6 +75,10 @@ struct server_state {
   std::atomic<bool> draining{false};
   /// Who may make which request (net/auth/gate.hpp); never null once started.
   std::shared_ptr<const auth::gate> gate;
+  /// Per-address back-off after failed authentications (net/auth/failure_limiter.hpp); null
+  /// without keys or with auth.max_failures = 0.
+  std::shared_ptr<auth::failure_limiter> auth_failures;
+  config::auth_config auth_cfg;  ///< [auth], for the messages that quote it
   /// The TLS context of new connections; null without TLS.
   std::shared_ptr<tls_context_store> tls;
   /// Every ingested source as a call (net/calls/call_registry.hpp); never null once started.
@@ -133,6 +138,8 @@ class server {
   calls::call_registry& calls() { return *state_->calls; }
   /// The same registry, shared: for ingests that run beside the server (net/sip/sip_service.hpp).
   std::shared_ptr<calls::call_registry> shared_calls() const { return state_->calls; }
+  /// Connections open on every port now (counted from accept: net/connection_slot.hpp).
+  int open_connections() const { return state_->connections; }
   /// Whether the port serves TLS.
   bool tls() const { return state_->tls != nullptr; }
   /// Reads the TLS certificate and key again for new connections; open connections keep

@@ -459,8 +459,13 @@ void post_to(const std::weak_ptr<Session>& w, const std::shared_ptr<server_state
   try {
     std::lock_guard lock(gate->mu);
     if (!gate->open) return;
+    // The posted work holds the session weakly: the session is kept alive by its own pending
+    // operations, not by the engine's events queued for it. The reference taken here is let
+    // go under the gate, while the I/O context is known to exist.
     if (auto s = w.lock())
-      asio::post(s->executor(), [s, where, f = std::move(f)]() mutable { s->guarded(where, [&] { f(*s); }); });
+      asio::post(s->executor(), [w, where, f = std::move(f)]() mutable {
+        if (auto alive = w.lock()) alive->guarded(where, [&] { f(*alive); });
+      });
   } catch (const std::exception& e) {
     spdlog::error("ws bridge: could not post {} to its session: {}", where, e.what());
   }

@@ -119,7 +119,7 @@ tl::expected<principal, refusal> gate::admit(const http_request& req) const {
   const auto who = keys_->authenticate(*key);
   if (!who) {
     spdlog::debug("auth: 401 for {}: invalid API key", path);
-    return tl::unexpected(refusal{401, challenge + ", error=\"invalid_token\"", "invalid API key"});
+    return tl::unexpected(refusal{401, challenge + ", error=\"invalid_token\"", "invalid API key", true});
   }
   if (n.scope_needed && !who->allows(*n.scope_needed)) {
     const std::string s = to_string(*n.scope_needed);

@@ -20,6 +20,8 @@
 ///   anything else                    any valid key (then the router answers 404/405)
 /// Missing or unknown key: 401 with `WWW-Authenticate: Bearer realm="sluice"` (RFC 6750); a
 /// valid key without the scope: 403 with error="insufficient_scope". Keys are never logged.
+/// Repeated invalid keys from one address are answered 429 for a while (failure_limiter.hpp,
+/// applied by the HTTP session around admit()).
 
 #include <memory>
 #include <optional>
@@ -44,6 +46,7 @@ struct refusal {
   int status = 401;              ///< 401 (no or unknown key) or 403 (key lacks the scope)
   std::string www_authenticate;  ///< the WWW-Authenticate header value
   std::string reason;            ///< for the client; never contains the key
+  bool invalid_key = false;      ///< a key was presented and is not valid (a failed authentication)
 };
 
 class gate {

@@ -2,7 +2,8 @@
 // missing or wrong key (401) and a key without the scope (403) before anything runs; the right
 // key streams exactly what an unauthenticated loopback server gives; a tenant sees only its own
 // streams in /v1/actors; transcript text stays out of /metrics and info logs; /metrics can be
-// opened for Prometheus; a public address without keys refuses to start.
+// opened for Prometheus; a public address without keys refuses to start; an address that
+// presents invalid keys too often is locked out (429) while others are served.
 #include "tests/net/auth_test_util.hpp"
 
 #include <chrono>
@@ -323,5 +324,120 @@ TEST_SUITE("auth server") {
     served guarded(keyed);
     CHECK(request_with(guarded.port, http::verb::get, "/v1/actors", {}).status == 401);
     CHECK(request_with(guarded.port, http::verb::get, "/v1/actors", bearer(key)).status == 200);
+  }
+}
+
+namespace {
+
+// A reply's status and its Retry-After header.
+struct limited_reply {
+  int status = 0;
+  std::string retry_after;
+};
+
+// A TCP connection to the server's loopback port from the loopback address `from` (127.0.0.x:
+// Linux routes all of 127/8 to lo), so that the server sees that client address.
+tcp::socket connect_from(asio::io_context& ioc, const std::string& from, uint16_t port) {
+  tcp::socket sock(ioc);
+  sock.open(tcp::v4());
+  sock.bind(tcp::endpoint(asio::ip::make_address(from), 0));
+  sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  return sock;
+}
+
+limited_reply get_from(const std::string& from, uint16_t port, const std::string& target, const headers& hs) {
+  asio::io_context ioc;
+  beast::tcp_stream stream(connect_from(ioc, from, port));
+  http::request<http::string_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  for (const auto& [k, v] : hs) req.set(k, v);
+  http::write(stream, req);
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(stream, buf, res);
+  return {static_cast<int>(res.result_int()), std::string(res[http::field::retry_after])};
+}
+
+// The HTTP status of a WebSocket upgrade to /v1/stream from `from` (101 when upgraded).
+limited_reply upgrade_from(const std::string& from, uint16_t port, const headers& hs) {
+  asio::io_context ioc;
+  websocket::stream<tcp::socket> ws(connect_from(ioc, from, port));
+  ws.set_option(websocket::stream_base::decorator([hs](websocket::request_type& req) {
+    for (const auto& [k, v] : hs) req.set(k, v);
+  }));
+  websocket::response_type res;
+  beast::error_code ec;
+  ws.handshake(res, "127.0.0.1", "/v1/stream", ec);
+  return {static_cast<int>(res.result_int()), std::string(res[http::field::retry_after])};
+}
+
+// The back-off of the test below: 3 invalid keys within a minute lock an address out for 2 s.
+constexpr int limit_failures = 3;
+constexpr int limit_lockout_s = 2;
+
+}  // namespace
+
+TEST_SUITE("auth server") {
+  TEST_CASE("failed-auth back-off: after auth.max_failures invalid keys an address gets 429 with Retry-After on HTTP and before the upgrade - other addresses and missing keys are not affected") {
+    const auto frames = call_pcm16_frames(0);
+    keyring ring;
+    const auto key = ring.add("acme", "stream,read");
+    auto cfg = with_keys(ring);
+    cfg.auth.max_failures = limit_failures;
+    cfg.auth.failure_window_s = 60;
+    cfg.auth.lockout_s = limit_lockout_s;
+    served s(cfg);
+    const headers good = bearer(key), wrong = bearer("sk_not_a_key_0123456789");
+    const std::string guesser = "127.0.0.2", other = "127.0.0.3", keyless = "127.0.0.4";
+
+    // An honest stream from 127.0.0.1 runs through the whole attack.
+    stepped_stream honest(s.port);
+    REQUIRE(honest.open("/v1/stream", good) == 101);
+    honest.send_text(start_8k);
+    for (std::size_t i = 0; i < frames.size() / 2; ++i) honest.send_binary(frames[i]);
+
+    // A missing key is not a failed authentication: no lockout however often.
+    for (int i = 0; i < 3 * limit_failures; ++i) CHECK(get_from(keyless, s.port, "/v1/actors", {}).status == 401);
+    CHECK(get_from(keyless, s.port, "/v1/actors", good).status == 200);
+
+    // The guesser: max_failures - 1 wrong keys leave it served; the next one locks it out.
+    for (int i = 0; i < limit_failures - 1; ++i) CHECK(get_from(guesser, s.port, "/v1/actors", wrong).status == 401);
+    CHECK(get_from(guesser, s.port, "/v1/actors", good).status == 200);
+    CHECK(get_from(guesser, s.port, "/v1/actors", wrong).status == 401);
+    // Locked out: even the right key gets 429, on HTTP and on a WebSocket upgrade.
+    const auto locked = get_from(guesser, s.port, "/v1/actors", good);
+    CHECK(locked.status == 429);
+    REQUIRE_FALSE(locked.retry_after.empty());
+    const int retry = std::stoi(locked.retry_after);
+    CHECK(retry >= 1);
+    CHECK(retry <= limit_lockout_s);
+    const auto ws_locked = upgrade_from(guesser, s.port, good);
+    CHECK(ws_locked.status == 429);
+    CHECK_FALSE(ws_locked.retry_after.empty());
+    // Another address is not affected, with the same key.
+    CHECK(get_from(other, s.port, "/v1/actors", good).status == 200);
+    CHECK(upgrade_from(other, s.port, good).status == 101);
+
+    // After the lockout the guesser's right key is served again (bounded wait on the condition).
+    CHECK(poll_until([&] { return get_from(guesser, s.port, "/v1/actors", good).status == 200; },
+                     std::chrono::seconds(limit_lockout_s + 5)));
+
+    for (std::size_t i = frames.size() / 2; i < frames.size(); ++i) honest.send_binary(frames[i]);
+    honest.send_text(end_msg);
+    CHECK(honest.read_to_close() == 1000);
+    // What the same call gets alone, on a server without keys.
+    std::vector<std::string> reference;
+    {
+      served open_server;
+      stepped_stream ref(open_server.port);
+      REQUIRE(ref.open("/v1/stream", {}) == 101);
+      ref.send_text(start_8k);
+      for (const auto& f : frames) ref.send_binary(f);
+      ref.send_text(end_msg);
+      CHECK(ref.read_to_close() == 1000);
+      reference = ref.finals();
+    }
+    REQUIRE(reference.size() >= 2);
+    CHECK(honest.finals() == reference);
   }
 }

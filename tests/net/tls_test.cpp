@@ -42,6 +42,91 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
+// How many wss clients half-close at once, and how often (see the half-close test).
+constexpr int half_close_clients = 3;
+constexpr int half_close_rounds = 2;
+
+struct half_close_result {
+  std::vector<std::string> finals;
+  std::string last_type;
+  int close_code = -1;
+  std::string error;
+};
+
+// A wss client that sends the call and its end, then shuts down its sending half of the TCP
+// connection under the TLS layer (a FIN without close_notify), and reads until the server's close.
+half_close_result wss_half_close(uint16_t port, const std::string& ca, const std::vector<std::vector<uint8_t>>& frames) {
+  half_close_result out;
+  asio::io_context ioc;
+  auto ctx = client_context(ca);
+  websocket::stream<beast::ssl_stream<tcp::socket>> ws(ioc, *ctx);
+  beast::get_lowest_layer(ws).connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  ws.next_layer().handshake(ssl::stream_base::client);
+  ws.handshake("localhost", "/v1/stream");
+  ws.text(true);
+  ws.write(asio::buffer(start_8k));
+  ws.binary(true);
+  for (const auto& f : frames) ws.write(asio::buffer(f));
+  ws.text(true);
+  ws.write(asio::buffer(end_msg));
+  beast::get_lowest_layer(ws).shutdown(tcp::socket::shutdown_send);
+  beast::error_code ec;
+  for (;;) {
+    beast::flat_buffer b;
+    ws.read(b, ec);
+    if (ec) break;
+    auto m = json::parse(beast::buffers_to_string(b.data()), nullptr, false);
+    out.last_type = m.value("type", std::string());
+    if (out.last_type == "final") out.finals.push_back(m["text"]);
+  }
+  out.error = ec.message();
+  // The server's close frame arrived (Beast then fails to answer it: our half is shut).
+  if (ws.reason().code != websocket::close_code::none) out.close_code = ws.reason().code;
+  return out;
+}
+
+// The stalled-handshake test: how many clients open TCP and never start TLS, and the
+// server.idle_timeout_s that bounds their handshake there.
+constexpr int stalled_handshakes = 3;
+constexpr int stalled_timeout_s = 5;
+
+// A wss /v1/stream client driven step by step.
+struct wss_stepped {
+  asio::io_context ioc;
+  std::unique_ptr<ssl::context> ctx;
+  websocket::stream<beast::ssl_stream<tcp::socket>> ws;
+  wss_stepped(uint16_t port, const std::string& ca) : ctx(client_context(ca)), ws(ioc, *ctx) {
+    beast::get_lowest_layer(ws).connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    ws.next_layer().handshake(ssl::stream_base::client);
+    ws.handshake("localhost", "/v1/stream");
+  }
+  void text(const std::string& t) {
+    ws.text(true);
+    ws.write(asio::buffer(t));
+  }
+  void binary(const std::vector<uint8_t>& b) {
+    ws.binary(true);
+    ws.write(asio::buffer(b));
+  }
+  // Reads to the server's close: the messages.
+  ws_result read_to_close() {
+    ws_result out;
+    beast::error_code ec;
+    for (;;) {
+      beast::flat_buffer b;
+      ws.read(b, ec);
+      if (ec) break;
+      out.messages.push_back(json::parse(beast::buffers_to_string(b.data()), nullptr, false));
+    }
+    if (ec == websocket::error::closed) out.close_code = ws.reason().code;
+    else out.error = ec.message();
+    return out;
+  }
+};
+
+// GET /healthz over https: the status (the server still serves).
+int http_request_tls(uint16_t port, const std::string& ca) { return https_client(port, ca).get("/healthz").status; }
+
 }  // namespace
 
 TEST_SUITE("tls") {
@@ -167,6 +252,82 @@ TEST_SUITE("tls") {
     CHECK(r.messages.front()["type"] == "ready");
     CHECK(r.messages.back()["type"] == "end");
     CHECK(finals_of(r) == want);
+  }
+
+  TEST_CASE("wss: clients that send their end and then half-close TCP under TLS get every final and the end") {
+    // Regression: the server's heap was corrupted (about one run in five) when a wss client
+    // half-closed after its end; several clients at once, twice, make the race likely.
+    const auto frames = call_pcm16_frames();
+    std::vector<std::string> want;
+    {
+      served plain;
+      want = finals_of(ws_session(plain.port, "/v1/stream", {start_8k}, frames, {end_msg}));
+    }
+    REQUIRE(want.size() >= 2);
+    temp_dir dir;
+    const auto c = make_self_signed(dir, "srv", 14);
+    served s(tls_config(c));
+    for (int round = 0; round < half_close_rounds; ++round) {
+      std::vector<half_close_result> got(half_close_clients);
+      std::vector<std::thread> clients;
+      for (auto& g : got) clients.emplace_back([&, out = &g] { *out = wss_half_close(s.port, c.cert, frames); });
+      for (auto& t : clients) t.join();
+      for (const auto& g : got) {
+        CHECK_MESSAGE(g.close_code == static_cast<int>(websocket::close_code::normal), g.error);
+        CHECK(g.last_type == "end");
+        CHECK(g.finals == want);
+      }
+    }
+    CHECK(http_request_tls(s.port, c.cert) == 200);
+  }
+
+  TEST_CASE("max_connections counts clients still in their TLS handshake: the next one is closed while they hold every slot - once they time out a client is served") {
+    const auto frames = call_pcm16_frames();
+    std::vector<std::string> want;
+    {
+      served plain;
+      want = finals_of(ws_session(plain.port, "/v1/stream", {start_8k}, frames, {end_msg}));
+    }
+    REQUIRE(want.size() >= 2);
+    temp_dir dir;
+    const auto c = make_self_signed(dir, "srv", 41);
+    auto cfg = tls_config(c);
+    cfg.server.max_connections = stalled_handshakes + 1;  // the stalled clients and one honest stream
+    cfg.server.idle_timeout_s = stalled_timeout_s;
+    served s(cfg);
+
+    wss_stepped honest(s.port, c.cert);
+    honest.text(start_8k);
+    for (std::size_t i = 0; i < frames.size() / 2; ++i) honest.binary(frames[i]);
+
+    // Clients that open TCP and never send their TLS hello.
+    asio::io_context ioc;
+    std::vector<tcp::socket> stalled;
+    for (int i = 0; i < stalled_handshakes; ++i) {
+      stalled.emplace_back(ioc);
+      stalled.back().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), s.port));
+    }
+    // Each holds a slot while it stalls.
+    CHECK(poll_until([&] { return s.server->open_connections() == stalled_handshakes + 1; }));
+    // Every slot is taken: the next client is closed before its handshake.
+    CHECK_THROWS(https_client(s.port, c.cert));
+
+    for (std::size_t i = frames.size() / 2; i < frames.size(); ++i) honest.binary(frames[i]);
+    honest.text(end_msg);
+    const auto r = honest.read_to_close();
+    CHECK_MESSAGE(r.close_code == 1000, r.error);
+    CHECK(finals_of(r) == want);
+
+    // The stalled handshakes end at server.idle_timeout_s (the server closes them) and their
+    // slots are free again.
+    CHECK(poll_until([&] { return s.server->open_connections() == 0; }));
+    for (auto& sock : stalled) {
+      std::array<char, 1> byte{};
+      beast::error_code ec;
+      sock.read_some(asio::buffer(byte), ec);
+      CHECK(ec == asio::error::eof);
+    }
+    CHECK(http_request_tls(s.port, c.cert) == 200);
   }
 
   TEST_CASE("certificate reload: new connections get the new certificate and an open one keeps working") {
