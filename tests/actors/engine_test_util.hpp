@@ -31,6 +31,7 @@ inline config::sluice_config base_config() {
   cfg.model.dir = default_model_dir();
   cfg.engine.report_ms = 50;
   cfg.engine.scheduler_threads = 2;
+  cfg.engine.placement_probe_ms = 0;  // nominal placement: no start-up benchmark per test
   return cfg;
 }
 
