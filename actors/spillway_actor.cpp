@@ -46,12 +46,12 @@ caf::behavior spillway_actor(caf::event_based_actor* self, std::shared_ptr<const
   const auto& arch = res->model->arch();
   const auto n_experts = static_cast<std::size_t>(int64_t{arch.n_layers} * arch.n_routed);
   // Holding nothing until the batcher announces its hot set (an all-zero mask always fits).
-  auto st = std::make_shared<spillway>(
-      spillway{res,
-               block_runner(*moe::expert_shard::of_experts(*res->model, std::vector<uint8_t>(n_experts, 0), res->compute),
-                            arch.n_layers, arch.n_routed),
-               actor_meter("spillway/" + std::to_string(index), "spillway"), res->placement.n_shards(),
-               std::vector<uint8_t>(n_experts, 0), std::vector<uint8_t>(static_cast<std::size_t>(res->placement.n_shards()), 0)});
+  const auto n_shards = res->placement.n_shards();
+  auto nothing = *moe::expert_shard::of_experts(*res->model, std::vector<uint8_t>(n_experts, 0), res->compute);
+  auto st = std::make_shared<spillway>(spillway{res, block_runner(std::move(nothing), arch.n_layers, arch.n_routed),
+                                                actor_meter("spillway/" + std::to_string(index), "spillway"),
+                                                n_shards, std::vector<uint8_t>(n_experts, 0),
+                                                std::vector<uint8_t>(static_cast<std::size_t>(n_shards), 0)});
   if (metrics) self->send(self, report_atom::value);
   const int report_ms = res->cfg.engine.report_ms;
   return {

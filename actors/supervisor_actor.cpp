@@ -177,11 +177,13 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         if (st->draining) return refuse(refusal::shutting_down, "the engine is shutting down");
         if (static_cast<int>(st->channels.size()) >= cfg.max_channels)
           return refuse(refusal::overloaded, "engine full: " + std::to_string(st->channels.size()) +
-                        " channels open (engine.max_channels = " + std::to_string(cfg.max_channels) + ")");
+                                                 " channels open (engine.max_channels = " +
+                                                 std::to_string(cfg.max_channels) + ")");
         if (st->queue_wait_ms > cfg.max_queue_wait_ms)
-          return refuse(refusal::overloaded, "engine overloaded: ready audio waits " + std::to_string(static_cast<int>(st->queue_wait_ms)) +
-                        " ms for the batcher (engine.max_queue_wait_ms = " + std::to_string(cfg.max_queue_wait_ms) +
-                        ")");
+          return refuse(refusal::overloaded,
+                        "engine overloaded: ready audio waits " + std::to_string(static_cast<int>(st->queue_wait_ms)) +
+                            " ms for the batcher (engine.max_queue_wait_ms = " +
+                            std::to_string(cfg.max_queue_wait_ms) + ")");
         auto pipe = channel_pipeline::create(*st->res, req);
         if (!pipe) return refuse(refusal_of(pipe.error().code), pipe.error().message);
         const channel_id id = st->next_channel++;

@@ -7,9 +7,9 @@
 /// max_queue_wait_ms for the batcher, when the request is bad, or while draining. Drains on
 /// shutdown: every channel finishes the audio it accepted, then the reply comes.
 ///
-/// With `lanes` = K > 0 (engine: [engine] lanes, or the placement plan's count) it spawns K lane actors instead (each on its own thread; no
-/// expert actor, no spillway) and gives each new channel the lane serving the fewest channels;
-/// a failed lane is restarted and only its channels are told (they lose only the utterances
+/// With `lanes` = K > 0 ([engine] lanes, or the placement plan's count when that is -1) it
+/// spawns K lane actors instead (each on its own thread; no expert actor, no spillway) and
+/// gives each new channel the lane serving the fewest channels; a failed lane is restarted and only its channels are told (they lose only the utterances
 /// they had in it). Admission then looks at the most loaded lane's queue wait. shards_atom
 /// answers lane 0 as the batcher.
 ///
