@@ -295,8 +295,7 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
   const int64_t pairs = mb.n_tokens() * arch.top_k;
   const auto capacity = static_cast<int64_t>(std::ceil(cfg.capacity_factor * static_cast<double>(pairs) / shards));
   // Without spillways nothing is replicated: over-capacity pairs reroute or stay.
-  const auto policy = cfg.overflow == "reroute" ? moe::overflow_policy::replicas : moe::overflow_policy::replicas_exact;
-  auto stats = mb.dispatch(placement, capacity, policy, st->spillways.empty() ? nullptr : st->hot.data());
+  auto stats = mb.dispatch(placement, capacity, cfg.overflow, st->spillways.empty() ? nullptr : st->hot.data());
   if (!stats) {
     abort_half(self, st, hi, stats.error().message);
     return;

@@ -19,6 +19,11 @@ class block_runner {
   block_runner(moe::expert_shard shard, int n_layers, int64_t n_experts)
       : shard_(std::move(shard)), n_experts_(n_experts), pairs_(static_cast<std::size_t>(n_layers * n_experts), 0) {}
 
+  /// Serves `shard` from now on (a spillway's replica set changed); the workspace and the
+  /// counters stay.
+  void reshard(moe::expert_shard shard) { shard_ = std::move(shard); }
+  const moe::expert_shard& shard() const { return shard_; }
+
   /// errc::invalid_argument (reply untouched) for a malformed block or FP8 payload, or one
   /// naming an expert the shard does not hold.
   result<void> run(block_msg& m);

@@ -1,6 +1,9 @@
 #include "actors/engine.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "actors/metrics_actor.hpp"
+#include "actors/placement_probe.hpp"
 #include "actors/supervisor_actor.hpp"
 #include "actors/tenant_watcher.hpp"
 
@@ -9,12 +12,26 @@ namespace sluice::actors {
 namespace {
 // How long the supervisor has to answer an abort of every channel after a drain timed out.
 constexpr auto abort_wait = std::chrono::seconds(5);
+
+// The plan from the start-up benchmark; should the probe measure nothing (every step failed),
+// the nominal plan, with a warning.
+moe::placement_plan choose_placement(const engine_resources& res) {
+  const std::chrono::milliseconds budget(res.cfg.engine.placement_probe_ms);
+  if (auto plan = plan_this_machine(*res.recognizer, budget)) return std::move(*plan);
+  else spdlog::warn("placement: the probe failed ({}); using the nominal plan", plan.error().message);
+  return *plan_this_machine(*res.recognizer, std::chrono::milliseconds(0));
+}
+
 }  // namespace
 
 engine::engine(std::shared_ptr<const engine_resources> res)
     : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads), system_(config_) {
-  metrics_ = system_.spawn(metrics_actor, std::string("sluice"));
-  supervisor_ = system_.spawn(supervisor_actor, res_, metrics_);
+  plan_ = choose_placement(*res_);
+  lanes_ = res_->cfg.engine.lanes < 0 ? plan_.n_lanes() : res_->cfg.engine.lanes;
+  spdlog::info("placement: {}; running {}", describe(plan_),
+               lanes_ > 0 ? std::to_string(lanes_) + " lanes" : std::string("the batcher and expert actors"));
+  metrics_ = system_.spawn(metrics_actor, std::string("sluice"), board_, res_->cfg.engine.report_ms);
+  supervisor_ = system_.spawn(supervisor_actor, res_, metrics_, lanes_);
   tenant_watcher_ = system_.spawn(tenant_watcher, res_);
   uploads_ = std::make_unique<upload_queue>(system_, supervisor_, res_->cfg);
 }
@@ -41,14 +58,16 @@ int64_t engine::reload_tenants() {
 
 open_reply engine::open(const channel_request& req, const caf::actor& subscriber) {
   caf::scoped_actor self{system_};
-  open_reply out{false, "the supervisor did not answer", 0, {}};
+  open_reply out{false, "the supervisor did not answer", 0, {}, refusal::unavailable};
   self->request(supervisor_, std::chrono::seconds(10), open_atom::value, req, subscriber)
       .receive([&](open_reply& r) { out = std::move(r); },
                [&](caf::error& e) { out.reason = "open failed: " + system_.render(e); });
   return out;
 }
 
-std::string engine::snapshot(std::chrono::milliseconds timeout) {
+std::string engine::snapshot() const { return *board_->latest(); }
+
+std::string engine::fresh_snapshot(std::chrono::milliseconds timeout) {
   caf::scoped_actor self{system_};
   std::string out;
   self->request(metrics_, timeout, snapshot_atom::value)

@@ -12,9 +12,11 @@
 
 #include "actors/engine_resources.hpp"
 #include "actors/messages.hpp"
+#include "actors/snapshot_board.hpp"
 #include "actors/system_config.hpp"
 #include "actors/upload_queue.hpp"
 #include "config/error.hpp"
+#include "moe/placement/placement_plan.hpp"
 
 namespace sluice::actors {
 
@@ -30,8 +32,12 @@ class engine {
   /// Opens a channel whose results go to `subscriber` (refused: open_reply::ok false and the
   /// reason). Blocks until the supervisor answers.
   open_reply open(const channel_request& req, const caf::actor& subscriber);
-  /// The metrics actor's JSON snapshot ("" if it does not answer within `timeout`).
-  std::string snapshot(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  /// The metrics snapshot the metrics actor last published (JSON; at most [engine] report_ms
+  /// plus one report old). Never waits on an actor: safe on network I/O threads.
+  std::string snapshot() const;
+  /// A snapshot built now by the metrics actor ("" if it does not answer within `timeout`).
+  /// Blocks: for the CLI, benchmarks and tests that need the newest figures, never for I/O threads.
+  std::string fresh_snapshot(std::chrono::milliseconds timeout = std::chrono::seconds(5));
   /// Graceful shutdown: new channels are refused, every open channel finishes the audio it has
   /// accepted and delivers its finals. True when all drained within `timeout`; otherwise the
   /// channels still open are aborted (their remaining audio and results are dropped), so that
@@ -45,6 +51,11 @@ class engine {
   /// returns how many files failed (-1: the watcher did not answer). Blocks.
   int64_t reload_tenants();
   const engine_resources& resources() const { return *res_; }
+  /// The placement plan chosen at start ([engine] placement_probe_ms), served at GET /v1/placement.
+  const moe::placement_plan& placement() const { return plan_; }
+  /// Lanes this engine runs (0: the batcher and expert actors): [engine] lanes, or the plan's
+  /// count when that is -1.
+  int lanes() const { return lanes_; }
   /// Uploads (whole files) as jobs: see upload_queue.hpp.
   upload_queue& uploads() { return *uploads_; }
 
@@ -54,6 +65,9 @@ class engine {
   std::shared_ptr<const engine_resources> res_;
   engine_system_config config_;
   caf::actor_system system_;
+  moe::placement_plan plan_;
+  int lanes_ = 0;
+  std::shared_ptr<snapshot_board> board_ = std::make_shared<snapshot_board>();
   caf::actor metrics_, supervisor_, tenant_watcher_;
   std::unique_ptr<upload_queue> uploads_;
   bool drained_ = false;

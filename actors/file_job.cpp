@@ -71,7 +71,10 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
               if (!r.ok) {
                 j->errors.push_back(r.reason);
                 if (++j->drained == j->speech.channels.size()) {
-                  j->done({503, error_json(r.reason), j->retry_after_s});
+                  // The status comes from the refusal's code: 503 + Retry-After only when
+                  // retrying may help; a request the engine cannot take is a 400.
+                  const int status = http_status(r.code);
+                  j->done({status, error_json(r.reason), status == 503 ? j->retry_after_s : 0});
                   self->quit();
                 }
                 return;

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "actors/refusal.hpp"
 #include "moe/token_block.hpp"
 
 namespace sluice::actors {
@@ -141,12 +142,14 @@ struct actor_report {
   bool gone = false;  ///< the actor has stopped: drop it from the live view
 };
 
-/// Why a channel was refused or failed, supervisor -> caller.
+/// Why a channel was refused or failed, supervisor -> caller. `code` says what kind of refusal
+/// it is (callers decide on it, never on `reason`, which is for people).
 struct open_reply {
   bool ok = false;
   std::string reason;
   channel_id channel = 0;
   caf::actor handle;
+  refusal code = refusal::none;
 };
 
 /// What the caller asks of a new channel.
@@ -190,7 +193,7 @@ typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, open_reply& x) {
-  return f(caf::meta::type_name("open_reply"), x.ok, x.reason, x.channel, x.handle);
+  return f(caf::meta::type_name("open_reply"), x.ok, x.reason, x.channel, x.handle, x.code);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, channel_request& x) {

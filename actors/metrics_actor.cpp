@@ -117,10 +117,13 @@ std::string snapshot(const metrics& m) {
 
 }  // namespace
 
-caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_name) {
-  (void)self;
+caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_name,
+                            std::shared_ptr<snapshot_board> board, int publish_ms) {
   auto st = std::make_shared<metrics>();
   st->engine_name = std::move(engine_name);
+  // Published at once, so that a reader never finds the board empty once the engine runs.
+  board->publish(snapshot(*st));
+  self->delayed_send(self, std::chrono::milliseconds(publish_ms), report_atom::value);
   return {
       [st](actor_report& r) {
         ++st->reports;
@@ -145,7 +148,15 @@ caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_nam
         for (std::size_t i = 0; i < r.keys.size() && i < r.counts.size(); ++i) rec.counters[r.keys[i]] += r.counts[i];
         for (std::size_t i = 0; i < r.gauge_keys.size() && i < r.gauges.size(); ++i) rec.gauges[r.gauge_keys[i]] = r.gauges[i];
       },
-      [st](snapshot_atom) { return snapshot(*st); },
+      [st, board](snapshot_atom) {
+        auto s = snapshot(*st);
+        board->publish(s);
+        return s;
+      },
+      [self, st, board, publish_ms](report_atom) {
+        board->publish(snapshot(*st));
+        self->delayed_send(self, std::chrono::milliseconds(publish_ms), report_atom::value);
+      },
   };
 }
 

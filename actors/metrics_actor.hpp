@@ -1,22 +1,30 @@
 #pragma once
 /// metrics_actor: every actor of the engine reports its figures here every [engine] report_ms
 /// (actor_report). The metrics actor keeps the latest per actor and running totals per kind,
-/// and answers snapshot requests with one JSON document taken at one point of its mailbox,
-/// so a snapshot is consistent: every figure in it comes from the same set of reports.
+/// and builds one JSON document from them taken at one point of its mailbox, so a snapshot is
+/// consistent: every figure in it comes from the same set of reports. It publishes that
+/// document on a snapshot_board when it starts and every `publish_ms` after, so readers never
+/// wait on it (a reader sees figures at most `publish_ms` plus one report old).
 ///
 /// Messages:
 ///   (actor_report)                   from any actor
-///   (snapshot_atom) -> std::string   the JSON snapshot (see metrics_snapshot.md in README)
+///   (snapshot_atom) -> std::string   a snapshot built now (also published); for callers that
+///                                    need the newest figures and may wait (the CLI, benches)
+///   (report_atom)                    timer: publish
 
 #include <caf/all.hpp>
 
+#include <memory>
 #include <string>
+
+#include "actors/snapshot_board.hpp"
 
 namespace sluice::actors {
 
 /// `engine_name` names the engine in every snapshot. (It is also why the function takes an
 /// argument at all: CAF 0.17 dereferences a null argument tuple when spawning a function that
 /// takes only `self`, which UBSan reports.)
-caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_name);
+caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_name,
+                            std::shared_ptr<snapshot_board> board, int publish_ms);
 
 }  // namespace sluice::actors

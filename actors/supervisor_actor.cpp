@@ -87,12 +87,12 @@ void check_drained(const state_ptr& st) {
 }  // namespace
 
 caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                               caf::actor metrics) {
+                               caf::actor metrics, int lanes) {
   auto st = std::make_shared<supervisor>();
   st->res = res;
   st->metrics = metrics;
-  if (res->cfg.engine.lanes > 0) {
-    const auto k = static_cast<std::size_t>(res->cfg.engine.lanes);
+  if (lanes > 0) {
+    const auto k = static_cast<std::size_t>(lanes);
     for (std::size_t i = 0; i < k; ++i) st->lanes.push_back(spawn_lane(self, st, i));
     st->lane_channels.assign(k, 0);
     st->lane_wait_ms.assign(k, 0.0);
@@ -168,22 +168,24 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
   self->send(self, report_atom::value);
   return {
       [self, st](open_atom, channel_request& req, caf::actor subscriber) -> open_reply {
-        auto refuse = [&](std::string why) {
+        auto refuse = [&](refusal code, std::string why) {
           st->meter.count("refused");
-          spdlog::info("supervisor: channel refused: {}", why);
-          return open_reply{false, std::move(why), 0, {}};
+          spdlog::info("supervisor: channel refused ({}): {}", to_string(code), why);
+          return open_reply{false, std::move(why), 0, {}, code};
         };
         const auto& cfg = st->res->cfg.engine;
-        if (st->draining) return refuse("the engine is shutting down");
+        if (st->draining) return refuse(refusal::shutting_down, "the engine is shutting down");
         if (static_cast<int>(st->channels.size()) >= cfg.max_channels)
-          return refuse("engine full: " + std::to_string(st->channels.size()) +
-                        " channels open (engine.max_channels = " + std::to_string(cfg.max_channels) + ")");
+          return refuse(refusal::overloaded, "engine full: " + std::to_string(st->channels.size()) +
+                                                 " channels open (engine.max_channels = " +
+                                                 std::to_string(cfg.max_channels) + ")");
         if (st->queue_wait_ms > cfg.max_queue_wait_ms)
-          return refuse("engine overloaded: ready audio waits " + std::to_string(static_cast<int>(st->queue_wait_ms)) +
-                        " ms for the batcher (engine.max_queue_wait_ms = " + std::to_string(cfg.max_queue_wait_ms) +
-                        ")");
+          return refuse(refusal::overloaded,
+                        "engine overloaded: ready audio waits " + std::to_string(static_cast<int>(st->queue_wait_ms)) +
+                            " ms for the batcher (engine.max_queue_wait_ms = " +
+                            std::to_string(cfg.max_queue_wait_ms) + ")");
         auto pipe = channel_pipeline::create(*st->res, req);
-        if (!pipe) return refuse(pipe.error().message);
+        if (!pipe) return refuse(refusal_of(pipe.error().code), pipe.error().message);
         const channel_id id = st->next_channel++;
         if (!st->lanes.empty()) {
           const std::size_t k = least_loaded_lane(st);

@@ -7,9 +7,9 @@
 /// max_queue_wait_ms for the batcher, when the request is bad, or while draining. Drains on
 /// shutdown: every channel finishes the audio it accepted, then the reply comes.
 ///
-/// With [engine] lanes = K > 0 it spawns K lane actors instead (each on its own thread; no
-/// expert actor, no spillway) and gives each new channel the lane serving the fewest channels;
-/// a failed lane is restarted and only its channels are told (they lose only the utterances
+/// With `lanes` = K > 0 ([engine] lanes, or the placement plan's count when that is -1) it
+/// spawns K lane actors instead (each on its own thread; no expert actor, no spillway) and
+/// gives each new channel the lane serving the fewest channels; a failed lane is restarted and only its channels are told (they lose only the utterances
 /// they had in it). Admission then looks at the most loaded lane's queue wait. shards_atom
 /// answers lane 0 as the batcher.
 ///
@@ -30,6 +30,6 @@
 namespace sluice::actors {
 
 caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                               caf::actor metrics);
+                               caf::actor metrics, int lanes);
 
 }  // namespace sluice::actors

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "config/enum_field.hpp"
 #include "config/field.hpp"
 
 namespace sluice::config {
@@ -72,6 +73,7 @@ std::string section_problem(Section section) {
       std::ostringstream os;
       if constexpr (std::is_same_v<std::decay_t<decltype(field)>, std::string>) os << '"' << field << '"';
       else if constexpr (std::is_same_v<std::decay_t<decltype(field)>, bool>) os << (field ? "true" : "false");
+      else if constexpr (std::is_enum_v<std::decay_t<decltype(field)>>) os << '"' << enum_name(field) << '"';
       else os << field;
       problem = std::string(key) + " = " + os.str() + " " + why;
     }

@@ -1,7 +1,9 @@
 #pragma once
 #include <string>
 
+#include "config/enum_field.hpp"
 #include "config/field.hpp"
+#include "config/overflow_policy.hpp"
 
 namespace sluice::config {
 
@@ -18,7 +20,11 @@ struct engine_config {
   /// Lanes: actors that each run the dense layers and every routed expert of their channels'
   /// micro-batches on their own thread (no expert actor, no token block: on one machine every
   /// expert is local). 0: one batcher with expert actors and spillways (expert_shards).
+  /// -1: as many as the placement plan chooses (placement_probe_ms).
   int lanes = 0;
+  /// The start-up benchmark of the CPU that the placement plan (lanes, expert placement,
+  /// GET /v1/placement) is chosen from, in ms all told; 0 skips it (nominal plan: a lane per core).
+  int placement_probe_ms = 300;
   /// Expert actors; the routed experts of every layer are split over them in contiguous runs.
   int expert_shards = 2;
   /// Each expert actor on its own thread (a pinned core set); false: on the shared scheduler.
@@ -27,10 +33,10 @@ struct engine_config {
   int spillways = 1;
   /// A shard's capacity per micro-batch and layer: this times its fair share of the pairs.
   double capacity_factor = 1.25;
-  /// Pairs over a shard's capacity whose expert has no spillway replica: "keep" them on their
-  /// shard (exact: the text never depends on the batch) or "reroute" them to the token's
+  /// Pairs over a shard's capacity whose expert has no spillway replica: keep them on their
+  /// shard (exact: the text never depends on the batch) or reroute them to the token's
   /// next-best expert with room (bounded shard work, slightly different output).
-  std::string overflow = "keep";
+  overflow_policy overflow = overflow_policy::keep;
   /// Experts per layer replicated on the spillways: the hottest by moving-average load.
   int hot_replicas = 4;
   /// How often the hot set is re-chosen from the moving average of load (ms).
@@ -55,13 +61,16 @@ struct engine_config {
     v("max_chunks_per_step", max_chunks_per_step, range{1, 256},
       "most attention chunks one stream gives to one step");
     v("overlap", overlap, any_bool{}, "split micro-batches in two halves whose dense and expert work overlap");
-    v("lanes", lanes, range{0, 1024}, "lanes running dense layers and all experts locally (0: batcher + expert actors)");
+    v("lanes", lanes, range{-1, 1024},
+      "lanes running dense layers and all experts locally (0: batcher + expert actors; -1: the placement plan's count)");
+    v("placement_probe_ms", placement_probe_ms, range{0, 1000},
+      "start-up CPU benchmark choosing the placement plan (ms; 0: skip, a lane per core)");
     v("expert_shards", expert_shards, range{1, 256}, "expert actors (contiguous runs of experts)");
     v("dedicated_expert_threads", dedicated_expert_threads, any_bool{},
       "each expert actor on its own thread instead of the shared scheduler");
     v("spillways", spillways, range{0, 64}, "spillway actors (replicas of the hottest experts)");
     v("capacity_factor", capacity_factor, range{1.0, 64.0}, "shard capacity: this times its fair share of pairs");
-    v("overflow", overflow, one_of{{"keep", "reroute"}},
+    v("overflow", overflow, enum_of<overflow_policy>{{overflow_policy::keep, overflow_policy::reroute}},
       "over-capacity pairs without a replica: keep (exact) or reroute (next-best expert)");
     v("hot_replicas", hot_replicas, range{0, 4096}, "experts per layer replicated on the spillways");
     v("rebalance_ms", rebalance_ms, range{50, 600000}, "how often the hot experts are re-chosen (ms)");

@@ -4,7 +4,7 @@
 /// A section lists its fields once:
 ///   template <class V> void visit(V&& v) { v("port", port, range{1, 65535}, "TCP port"); }
 /// and that one list drives TOML loading, command-line overrides, validation and printing.
-/// Field types: bool, int, double, std::string.
+/// Field types: bool, int, double, std::string, and enums (config/enum_field.hpp).
 
 #include <initializer_list>
 #include <string_view>

@@ -50,11 +50,19 @@ std::string toml_string(std::string_view s) {
   return out;
 }
 std::string show(const std::string& s) { return toml_string(s); }
+template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
+std::string show(E e) {
+  return toml_string(enum_name(e));
+}
 
 const char* type_name(bool) { return "a boolean"; }
 const char* type_name(int) { return "an integer"; }
 const char* type_name(double) { return "a number"; }
 const char* type_name(const std::string&) { return "a string"; }
+template <class E, class = std::enable_if_t<std::is_enum_v<E>>>
+const char* type_name(E) {
+  return "a string";
+}
 
 // Every constraint check is config/constraints.hpp's, shared with modules that take one section.
 template <class T, class C>
@@ -171,18 +179,32 @@ result<void> apply_section(Section& sec, std::string_view name, const toml::tabl
     if (!node) return;
     using T = std::decay_t<decltype(field)>;
     std::string full = std::string(name) + "." + std::string(key);
-    auto v = from_node(*node, static_cast<T*>(nullptr));
-    if (!v) {
-      err = error{errc::invalid_config, std::string(source) + ": " + full + " = " +
-                                            describe_node(*node) + " has the wrong type: expected " +
-                                            type_name(T{})};
+    if constexpr (std::is_enum_v<T>) {
+      // An enum is written as one of its names: read the string, then the name.
+      auto text = from_node(*node, static_cast<std::string*>(nullptr));
+      std::string why = "has the wrong type: expected a string";
+      auto e = text ? enum_from_text(*text, constraint, why) : std::nullopt;
+      if (!e) {
+        err = error{errc::invalid_config, std::string(source) + ": " + full + " = " +
+                                              (text ? toml_string(*text) : describe_node(*node)) + " " + why};
+        return;
+      }
+      field = *e;
       return;
+    } else {
+      auto v = from_node(*node, static_cast<T*>(nullptr));
+      if (!v) {
+        err = error{errc::invalid_config, std::string(source) + ": " + full + " = " +
+                                              describe_node(*node) + " has the wrong type: expected " +
+                                              type_name(T{})};
+        return;
+      }
+      if (auto why = check(*v, constraint); !why.empty()) {
+        err = error{errc::invalid_config, std::string(source) + ": " + full + " = " + show(*v) + " " + why};
+        return;
+      }
+      field = *v;
     }
-    if (auto why = check(*v, constraint); !why.empty()) {
-      err = error{errc::invalid_config, std::string(source) + ": " + full + " = " + show(*v) + " " + why};
-      return;
-    }
-    field = *v;
   });
   if (err) return tl::unexpected(*err);
   for (auto&& [k, _] : tbl) {
@@ -264,16 +286,27 @@ result<void> apply_override(sluice_config& cfg, std::string_view assignment) {
                     std::string(assignment.substr(0, eq)) + ": the value is not valid UTF-8 text"};
         return;
       }
-      auto v = from_text(text, static_cast<T*>(nullptr));
-      if (!v) {
-        err = bad(assignment.substr(0, eq), quote(text), std::string("is not ") + type_name(T{}));
+      if constexpr (std::is_enum_v<T>) {
+        std::string why;
+        auto e = enum_from_text(text, constraint, why);
+        if (!e) {
+          err = bad(assignment.substr(0, eq), quote(text), why);
+          return;
+        }
+        field = *e;
         return;
+      } else {
+        auto v = from_text(text, static_cast<T*>(nullptr));
+        if (!v) {
+          err = bad(assignment.substr(0, eq), quote(text), std::string("is not ") + type_name(T{}));
+          return;
+        }
+        if (auto why = check(*v, constraint); !why.empty()) {
+          err = bad(assignment.substr(0, eq), show(*v), why);
+          return;
+        }
+        field = *v;
       }
-      if (auto why = check(*v, constraint); !why.empty()) {
-        err = bad(assignment.substr(0, eq), show(*v), why);
-        return;
-      }
-      field = *v;
     });
   });
   if (!found_section)

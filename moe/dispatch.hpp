@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "config/overflow_policy.hpp"
 #include "moe/expert_placement.hpp"
 #include "moe/routing.hpp"
 
@@ -18,16 +19,9 @@ struct workspace;
 /// No capacity limit on a shard.
 inline constexpr int64_t unlimited_capacity = std::numeric_limits<int64_t>::max();
 
-enum class overflow_policy {
-  spill,    ///< every pair over capacity goes to the overflow block
-  reroute,  ///< first to the token's next-best expert with room; what is left to the overflow block
-  /// The engine's policy (settle_overflow): to the overflow block when the spillway holds a
-  /// replica of the expert; else to the next-best expert with room; else kept on its own shard.
-  replicas,
-  /// As replicas, but a pair with no replica stays on its own shard instead of rerouting: every
-  /// pair keeps the expert its router chose, so the output never depends on the batch.
-  replicas_exact,
-};
+/// What happens to pairs over a shard's capacity: config/overflow_policy.hpp (one enum, the
+/// names [engine] overflow uses).
+using config::overflow_policy;
 
 /// Counts of one layer's dispatch (summed over layers by micro_batch). Nothing is dropped:
 /// pairs over capacity = rerouted + spilled + kept.

@@ -28,6 +28,23 @@ expert_shard expert_shard::all_experts(const acoustic_model& model, compute_opti
   return expert_shard(model, compute, std::vector<uint8_t>(int64_t{a.n_layers} * a.n_routed, 1));
 }
 
+result<expert_shard> expert_shard::of_experts(const acoustic_model& model, std::vector<uint8_t> held,
+                                              compute_options compute) {
+  const auto& a = model.arch();
+  const auto want = static_cast<std::size_t>(int64_t{a.n_layers} * a.n_routed);
+  if (held.size() != want)
+    return fail(errc::invalid_argument, "expert shard: a held-experts mask of " + std::to_string(held.size()) +
+                                            " entries, the model has " + std::to_string(want) + " (layers x experts)");
+  for (auto& h : held) h = h != 0;
+  return expert_shard(model, compute, std::move(held));
+}
+
+int64_t expert_shard::n_held() const {
+  int64_t n = 0;
+  for (auto h : held_) n += h;
+  return n;
+}
+
 result<void> expert_shard::check(const token_block& b) const {
   const auto& a = model_->arch();
   // The message prefix is built on the error path only: a block's run allocates nothing.

@@ -23,8 +23,16 @@ class expert_shard {
   static result<expert_shard> create(const acoustic_model& model, const expert_placement& placement, int32_t shard,
                                      compute_options compute = {});
 
-  /// Every expert of every layer: the spillway's replica, and the in-process forward.
+  /// Every expert of every layer: the in-process forward (lanes, moe::local_experts).
   static expert_shard all_experts(const acoustic_model& model, compute_options compute = {});
+
+  /// The experts marked in `held` (u8 [n_layers, n_routed], nonzero: held): a spillway's
+  /// replicas. errc::invalid_argument for a mask of another size.
+  static result<expert_shard> of_experts(const acoustic_model& model, std::vector<uint8_t> held,
+                                         compute_options compute = {});
+
+  /// How many (layer, expert) pairs this shard holds.
+  int64_t n_held() const;
 
   /// out.out f32 [n_rows, D] = per row of the block, the sum over its pairs of pair_weight *
   /// expert(row), added in ascending expert order; out's ids echo the block's. Reuses out's

@@ -123,13 +123,13 @@ result<dispatch_stats> micro_batch::dispatch(const expert_placement& placement, 
   if (capacity < 0) return fail(errc::invalid_argument, "micro-batch: dispatch(): negative capacity");
   const routing& r = ws_->route;
   assign_to_shards(r, placement, layer_, capacity, plan_, *ws_);
-  if (policy == overflow_policy::reroute && !plan_.overflow.empty())
+  if (policy == overflow_policy::reroute_spill && !plan_.overflow.empty())
     reroute_overflow(r, model_->weights().blocks[layer_].moe.expert_bias.data(), placement, layer_, capacity, plan_,
                      *ws_);
-  if ((policy == overflow_policy::replicas || policy == overflow_policy::replicas_exact) && !plan_.overflow.empty())
+  if ((policy == overflow_policy::keep || policy == overflow_policy::reroute) && !plan_.overflow.empty())
     settle_overflow(r, model_->weights().blocks[layer_].moe.expert_bias.data(), placement, layer_, capacity,
                     replicated ? replicated + static_cast<std::ptrdiff_t>(layer_) * arch.n_routed : nullptr, plan_,
-                    *ws_, policy == overflow_policy::replicas);
+                    *ws_, policy == overflow_policy::reroute);
   index_blocks();
   stats_ += plan_.stats;
   std::fill(routed_.begin(), routed_.end(), 0.0f);

@@ -78,11 +78,11 @@ class micro_batch {
   result<void> run_dense();
 
   /// Cuts the current layer's pairs into blocks by `placement` (see dispatch.hpp), at most
-  /// `capacity` pairs per shard; with overflow_policy::reroute the pairs over capacity first
-  /// try reroute_overflow. Returns this layer's counts. errc::invalid_argument for a
-  /// placement of another architecture or a negative capacity.
-  /// With overflow_policy::replicas, `replicated` (u8 [n_layers, n_routed], may be null) says
-  /// which experts the spillway holds (settle_overflow).
+  /// `capacity` pairs per shard; pairs over capacity go as `policy` says (spill: the overflow
+  /// block; reroute_spill: reroute_overflow first; keep and reroute: settle_overflow, where
+  /// `replicated` (u8 [n_layers, n_routed], may be null) says which experts the spillway
+  /// holds). Returns this layer's counts. errc::invalid_argument for a placement of another
+  /// architecture or a negative capacity.
   result<dispatch_stats> dispatch(const expert_placement& placement, int64_t capacity = unlimited_capacity,
                                   overflow_policy policy = overflow_policy::spill,
                                   const uint8_t* replicated = nullptr);

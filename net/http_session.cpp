@@ -13,6 +13,7 @@
 #include <boost/beast/websocket.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/placement_probe.hpp"
 #include "actors/upload_job.hpp"
 #include "dsp/pcm.hpp"
 #include "net/http_query.hpp"
@@ -267,6 +268,8 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
                                     error_body("the metrics actor did not answer"))
                             : reply(http::status::ok, "application/json", auth::snapshot_for(snap, who_));
       }
+      if (path == "/v1/placement")  // fixed at start: built from the engine's plan, no actor asked
+        return reply(http::status::ok, "application/json", actors::placement_json(st_->engine->placement()));
       if (path == "/metrics")
         return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
                      to_prometheus(st_->engine->snapshot()));

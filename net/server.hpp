@@ -7,6 +7,7 @@
 ///   GET  /healthz /readyz  liveness; readiness (engine up and not draining)
 ///   GET  /metrics          Prometheus text exposition of the metrics snapshot
 ///   GET  /v1/actors        the metrics snapshot as JSON
+///   GET  /v1/placement     the placement plan chosen at start (lanes, devices, experts) as JSON
 ///   POST /v1/transcribe    an audio file in the body -> JSON transcript (a job on the engine's
 ///                          upload queue: actors/upload_queue.hpp; 413/429/503 refusals)
 ///   GET  /v1/calls         live and recent calls; GET /v1/calls/{id} one call (calls/calls_api.hpp)

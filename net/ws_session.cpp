@@ -18,6 +18,7 @@
 
 #include "actors/messages.hpp"
 #include "net/json_fields.hpp"
+#include "net/refusal_status.hpp"
 
 namespace sluice::net {
 
@@ -94,9 +95,7 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
       return;
     }
     if (!r.ok) {
-      const bool full = r.reason.find("full") != std::string::npos || r.reason.find("overloaded") != std::string::npos ||
-                        r.reason.find("shutting down") != std::string::npos;
-      fail(full ? "overloaded" : "bad_request", r.reason, full ? ws_close::try_later : ws_close::unsupported);
+      fail(ws_error_of(r.code), r.reason, ws_close_of(r.code));
       return;
     }
     c.handle = r.handle;
@@ -495,7 +494,8 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> 
                     post_to(w, gate, "open", [i, r](session& s) { s.channel_opened(i, r); });
                   },
                   [=](caf::error& e) {
-                    actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {}};
+                    actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {},
+                                         actors::refusal::unavailable};
                     post_to(w, gate, "open", [i, r](session& s) { s.channel_opened(i, r); });
                   });
       },

@@ -30,7 +30,8 @@ need route_need(const http_request& req, const std::string& path, bool metrics_o
   if (boost::beast::websocket::is_upgrade(req)) return {true, scope::stream};
   if (path == "/healthz" || path == "/readyz") return {false, {}};
   if (path == "/metrics") return metrics_open ? need{false, {}} : need{true, scope::metrics};
-  if (path == "/" || path == "/index.html" || path == "/v1/actors") return {true, scope::read};
+  if (path == "/" || path == "/index.html" || path == "/v1/actors" || path == "/v1/placement")
+    return {true, scope::read};
   if (path == "/v1/transcribe") return {true, scope::stream};
   return {true, {}};
 }

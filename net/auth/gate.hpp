@@ -14,6 +14,7 @@
 /// and the route's scope is checked:
 ///   /healthz /readyz                 no key
 ///   GET / /index.html, /v1/actors    read      (/v1/actors shows only the tenant's streams)
+///   GET /v1/placement                read      (the engine's placement plan)
 ///   GET /v1/calls[/{id}], WS /v1/events  read  (a tenant's own calls only)
 ///   GET /metrics                     metrics   (no key when auth.metrics_open)
 ///   POST /v1/transcribe, other WebSockets  stream

@@ -80,7 +80,8 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, std::weak_pt
                   post_to(w, exec, "open", [r, index](call_channels& c) { c.on_open(index, r); });
                 },
                 [=](caf::error& e) {
-                  actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {}};
+                  actors::open_reply r{false, "the engine did not answer: " + self->system().render(e), 0, {},
+                                       actors::refusal::unavailable};
                   post_to(w, exec, "open", [r, index](call_channels& c) { c.on_open(index, r); });
                 });
       },
@@ -95,11 +96,6 @@ caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, std::weak_pt
         if (++self->state.drained >= self->state.channels) self->quit();
       },
   };
-}
-
-bool overloaded_reason(const std::string& reason) {
-  return reason.find("full") != std::string::npos || reason.find("overloaded") != std::string::npos ||
-         reason.find("shutting down") != std::string::npos;
 }
 
 }  // namespace
@@ -211,7 +207,7 @@ void call_channels::on_open(int index, const actors::open_reply& r) {
   }
   if (!r.ok) {
     spdlog::info("call {}: channel {} refused: {}", id_, index, r.reason);
-    fail(r.reason, overloaded_reason(r.reason));
+    fail(r.reason, actors::retryable(r.code));
     return;
   }
   const auto i = static_cast<std::size_t>(index);

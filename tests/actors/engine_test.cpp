@@ -176,7 +176,7 @@ TEST_SUITE("engine") {
     auto cfg = test::base_config();
     cfg.engine.expert_shards = 4;
     cfg.engine.capacity_factor = 1.25;
-    cfg.engine.overflow = "reroute";
+    cfg.engine.overflow = config::overflow_policy::reroute;
     cfg.engine.hot_replicas = 4;
     cfg.engine.rebalance_ms = 50;
     auto e = engine::start(test::resources(cfg, skewed));
@@ -273,6 +273,7 @@ TEST_SUITE("engine") {
     CHECK_FALSE(refused.ok);
     CHECK(refused.reason.find("engine full") != std::string::npos);
     CHECK(refused.reason.find("max_channels = 2") != std::string::npos);
+    CHECK(refused.code == refusal::overloaded);  // the code, not the text, says "retry later"
     const auto& ref = reference();
     for (const auto& s : ref.segments)
       self->send(s.channel == 0 ? a.handle : b.handle, segment_atom::value, s.samples, s.start_sample);
@@ -300,7 +301,9 @@ TEST_SUITE("engine") {
     for (const auto& s : ref.segments)
       self->send(s.channel == 0 ? a.handle : b.handle, segment_atom::value, s.samples, s.start_sample);
     CHECK(e->shutdown());  // no end_atom sent: the drain ends the channels
-    CHECK_FALSE(e->open({}, caf::actor_cast<caf::actor>(self)).ok);
+    const auto late = e->open({}, caf::actor_cast<caf::actor>(self));
+    CHECK_FALSE(late.ok);
+    CHECK(late.code == refusal::shutting_down);
     auto res = collect(self, 2, std::chrono::seconds(5));
     REQUIRE_FALSE(res.timed_out);
     std::vector<std::vector<std::string>> texts(2);
@@ -372,6 +375,7 @@ TEST_SUITE("engine") {
     auto r = e->open(bad, caf::actor_cast<caf::actor>(self));
     CHECK_FALSE(r.ok);
     CHECK(r.reason.find("mp3") != std::string::npos);
+    CHECK(r.code == refusal::bad_request);
     bad.codec = "pcm_s16le";
     bad.sample_rate = 3;
     r = e->open(bad, caf::actor_cast<caf::actor>(self));

@@ -34,6 +34,7 @@ inline config::sluice_config base_config() {
   // Admission by queue wait is for overload; these tests are not about it, and under ASan on a
   // busy 2-core runner ready audio can wait seconds (the hot-swap test was refused at 1958 ms).
   cfg.engine.max_queue_wait_ms = 60000;
+  cfg.engine.placement_probe_ms = 0;  // nominal placement: no start-up benchmark per test
   return cfg;
 }
 

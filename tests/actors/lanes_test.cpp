@@ -91,4 +91,15 @@ TEST_SUITE("lanes") {
       }
     }
   }
+
+  TEST_CASE("lanes = -1 runs as many lanes as the placement plan chose, with the same finals") {
+    const auto batcher = run(0);
+    std::unique_ptr<engine> e;
+    const auto got = run(-1, &e);
+    CHECK(e->placement().n_lanes() >= 1);
+    CHECK(e->lanes() == e->placement().n_lanes());
+    CHECK(got == batcher);
+    // The lanes ran the work (lane 0 takes the first channel).
+    CHECK(counter_of(*e, "lane/0", "utterances") > 0);
+  }
 }

@@ -167,7 +167,7 @@ TEST_SUITE("batch") {
       for (auto& s : streams) all.insert(all.end(), s.logits.begin(), s.logits.end());
       return std::pair{all, total};
     };
-    const auto [free_logits, free_stats] = run(unlimited_capacity, overflow_policy::reroute, {});
+    const auto [free_logits, free_stats] = run(unlimited_capacity, overflow_policy::reroute_spill, {});
     CHECK(free_stats.over_capacity == 0);
 
     // Each layer of the tight run: the plan is sound, and the layer's output is x + shared +
@@ -223,7 +223,7 @@ TEST_SUITE("batch") {
         }
       }
     };
-    const auto [tight_logits, tight_stats] = run(capacity, overflow_policy::reroute, hooks);
+    const auto [tight_logits, tight_stats] = run(capacity, overflow_policy::reroute_spill, hooks);
     CHECK(tight_stats.over_capacity > 0);
     CHECK(tight_stats.rerouted > 0);
     CHECK(tight_stats.spilled > 0);
@@ -239,12 +239,12 @@ TEST_SUITE("batch") {
     CHECK(spill_stats.spilled == spill_stats.over_capacity);
     CHECK(test::max_abs_diff(free_logits, spill_logits) <= 1e-5);
     // No room anywhere: everything spills, and the result is again the unconstrained one.
-    const auto [zero_logits, zero_stats] = run(0, overflow_policy::reroute, {});
+    const auto [zero_logits, zero_stats] = run(0, overflow_policy::reroute_spill, {});
     CHECK(zero_stats.rerouted == 0);
     CHECK(zero_stats.spilled == zero_stats.pairs);
     CHECK(test::max_abs_diff(free_logits, zero_logits) <= 1e-5);
     // Room enough: nothing moves.
-    const auto [roomy_logits, roomy_stats] = run(5 * 4 * arch.top_k, overflow_policy::reroute, {});
+    const auto [roomy_logits, roomy_stats] = run(5 * 4 * arch.top_k, overflow_policy::reroute_spill, {});
     CHECK(roomy_stats.over_capacity == 0);
     CHECK(test::max_abs_diff(free_logits, roomy_logits) == 0.0);
   }

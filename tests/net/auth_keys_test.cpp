@@ -319,6 +319,10 @@ TEST_SUITE("auth") {
     CHECK(lacks.status == 403);
     CHECK(lacks.www_authenticate.find("error=\"insufficient_scope\", scope=\"stream\"") != std::string::npos);
     CHECK(status_of(with_bearer(get("/v1/actors"), streamer->key)) == 403);
+    // The placement plan is read like /v1/actors.
+    CHECK(status_of(get("/v1/placement")) == 401);
+    CHECK(status_of(with_bearer(get("/v1/placement"), reader->key)) == 200);
+    CHECK(status_of(with_bearer(get("/v1/placement"), streamer->key)) == 403);
     CHECK(status_of(with_bearer(get("/metrics"), reader->key)) == 403);
     CHECK(status_of(with_bearer(get("/metrics"), scraper->key)) == 200);
     http_request upload{http::verb::post, "/v1/transcribe", 11};

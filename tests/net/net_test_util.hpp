@@ -47,6 +47,7 @@ struct served {
     cfg.model.dir = SLUICE_SOURCE_DIR "/models/default";
     cfg.engine.report_ms = 50;
     cfg.engine.scheduler_threads = 2;
+    cfg.engine.placement_probe_ms = 0;  // nominal placement: no start-up benchmark per test
     cfg.server.port = 0;
     cfg.audiosocket.port = 0;  // the AudioSocket listener on a free port too
     auto res = actors::engine_resources::create(cfg, served_model());

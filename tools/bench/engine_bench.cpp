@@ -90,7 +90,7 @@ engine_run finish_run(actors::engine& e, caf::scoped_actor& self, const std::vec
   engine_run out;
   out.wall_s = seconds_since(t0);
   std::this_thread::sleep_for(std::chrono::milliseconds(3 * e.resources().cfg.engine.report_ms));
-  out.snapshot = json::parse(e.snapshot());
+  out.snapshot = json::parse(e.fresh_snapshot());
   out.summary = out.snapshot["summary"];
   return out;
 }
@@ -302,17 +302,18 @@ int main(int argc, char** argv) {
     for (int e = 0; e < per_group; ++e) b.moe.expert_bias[static_cast<std::size_t>(e)] += 100.0f;
   }
   std::printf("\n== skewed routers (every token to group 0), 4 shards, capacity 1.25x, 4 hot replicas\n");
-  for (const char* policy : {"keep", "reroute"}) {
+  for (const auto overflow : {config::overflow_policy::keep, config::overflow_policy::reroute}) {
+    const std::string policy(config::enum_name(overflow));
     auto c = cfg;
     c.engine.expert_shards = 4;
-    c.engine.overflow = policy;
+    c.engine.overflow = overflow;
     c.engine.rebalance_ms = 100;
     auto res = *actors::engine_resources::create(c, skewed);
     auto run = offline_run(res, utts, copies);
     const auto& s = run.summary;
     std::printf("overflow=%-8s load max/mean before %.2f after %.2f; spilled %.0f rerouted %.0f kept %.0f dropped %.0f "
                 "of %.0f pairs\n",
-                policy, s["expert_load_max_mean_before"].get<double>(), s["expert_load_max_mean_after"].get<double>(),
+                policy.c_str(), s["expert_load_max_mean_before"].get<double>(), s["expert_load_max_mean_after"].get<double>(),
                 s["spilled"].get<double>(), s["rerouted"].get<double>(), s["kept_over_capacity"].get<double>(),
                 s["dropped"].get<double>(), s["pairs"].get<double>());
     report["skew"][policy] = s;

@@ -1,0 +1,55 @@
+// The start-up probe measures real recognizer steps on this machine's cores and the plan built
+// from it is a CPU plan with every expert local; a zero budget skips the probe (nominal plan).
+#include "tests/actors/engine_test_util.hpp"
+
+#include <cmath>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/placement_probe.hpp"
+
+using namespace sluice;
+using namespace sluice::actors;
+
+TEST_SUITE("placement probe") {
+  TEST_CASE("the probe measures frames per second on one core and on all of them") {
+    auto res = test::resources(test::base_config());
+    const auto d = probe_cpu(*res->recognizer, 2, std::chrono::milliseconds(150));
+    CHECK(d.kind == "cpu");
+    CHECK(d.units == 2);
+    CHECK(std::isfinite(d.speed_one));
+    CHECK(d.speed_one > 0);
+    CHECK(std::isfinite(d.speed_all));
+    CHECK(d.speed_all > 0);
+    MESSAGE("probe: " << d.speed_one << " frames/s on one core, " << d.speed_all << " on 2");
+    auto plan = moe::plan_placement({d}, res->model->arch().n_routed);
+    REQUIRE(plan.has_value());
+    CHECK(plan->n_lanes() >= 1);
+    CHECK(plan->n_lanes() <= 2);
+    CHECK(plan->experts_local);
+  }
+
+  TEST_CASE("a zero budget gives the nominal plan: a lane per core, marked not measured") {
+    auto res = test::resources(test::base_config());
+    auto plan = plan_this_machine(*res->recognizer, std::chrono::milliseconds(0));
+    REQUIRE(plan.has_value());
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    CHECK_FALSE(plan->measured);
+    CHECK(plan->n_lanes() == cores);
+    const auto j = nlohmann::json::parse(placement_json(*plan));
+    CHECK(j["lanes"].get<int>() == cores);
+    CHECK(j["measured"].get<bool>() == false);
+    CHECK(describe(*plan).find(std::to_string(cores) + " lanes") == 0);
+  }
+
+  TEST_CASE("an engine started with a probe budget serves a measured plan") {
+    auto cfg = test::base_config();
+    cfg.engine.placement_probe_ms = 150;
+    auto e = engine::start(test::resources(cfg));
+    CHECK(e->placement().measured);
+    REQUIRE(e->placement().devices.size() == 1);
+    CHECK(e->placement().devices[0].speed_one > 0);
+    CHECK(e->lanes() == 0);  // [engine] lanes = 0 still means the batcher and expert actors
+  }
+}
