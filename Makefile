@@ -39,7 +39,7 @@ run: build
 	@echo "== sluice transcribe $(SAMPLE)  (default model: see models/default/MODEL_CARD.md)"
 	@$(BUILD)/tools/sluice transcribe $(SAMPLE)
 	@echo "== sluice serve  (Ctrl-C to stop; try: $(BUILD)/tools/sluice stream $(SAMPLE))"
-	@$(BUILD)/tools/sluice serve --postproc.punct_model=models/punct $(SERVE_ARGS)
+	@$(BUILD)/tools/sluice serve $(SERVE_ARGS)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

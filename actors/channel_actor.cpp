@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -79,11 +80,40 @@ void send_error(self_ptr self, const state_ptr& st, int64_t utt, const std::stri
 
 // Finals go out in utterance order: a short utterance that finishes before a longer earlier
 // one waits for it.
+// Post-processing of finals happens here, in utterance order too: redaction carries a context
+// from one final of the channel to the next (a card read over several utterances).
 void flush_finals(self_ptr self, const state_ptr& st) {
   while (!st->utterances.empty() && st->utterances.begin()->second.final_event) {
-    self->send(st->subscriber, std::move(*st->utterances.begin()->second.final_event));
+    auto& ev = *st->utterances.begin()->second.final_event;
+    apply_postproc(*st->res, st->pipe->post, ev, &st->pipe->redaction);
+    if (!ev.display_text.empty()) st->latest_text = ev.display_text;
+    // Debug only (never info: transcripts stay out of normal logs); the text is already redacted.
+    spdlog::debug("channel {}: final {}: \"{}\" ({} redacted spans)", st->id, ev.utterance, ev.display_text,
+                  ev.redactions.size());
+    self->send(st->subscriber, std::move(ev));
     st->utterances.erase(st->utterances.begin());
   }
+}
+
+// The redaction state a partial of `utterance` reads: the channel's, or, while an earlier
+// utterance's final is still to come (its context not known yet: it may end in a card number),
+// one as if that final had masked a number that goes on here: every digit in the partial is
+// masked, the single digit words it starts with too.
+moe::postproc::redaction_carry partial_carry(const state_ptr& st, int64_t utterance) {
+  auto c = st->pipe->redaction;
+  if (!st->utterances.empty() && st->utterances.begin()->first < utterance) {
+    constexpr auto unknown = moe::postproc::redaction_kind::unfinished_number;
+    c.open = true;
+    c.kind = unknown;
+    c.number_seen = true;
+    c.finals_left = std::max(c.finals_left, 1);
+    c.until_ms = std::numeric_limits<int64_t>::max();
+    c.trailing_digits = std::max(c.trailing_digits, 1);
+    c.trailing_masked = true;
+    c.trailing_kind = unknown;
+    c.trailing_end_ms = std::numeric_limits<int64_t>::max() / 2;  // "just now", whatever the partial's times
+  }
+  return c;
 }
 
 void maybe_drained(self_ptr self, const state_ptr& st) {
@@ -220,17 +250,17 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
                     ? u.end_sample / samples_per_ms
                     : offset_ms + (c.first_frame + n) * static_cast<int64_t>(st->res->decoder.frame_ms);
     for (const auto& w : r.words) ev.words.push_back({w.word, w.start_ms + offset_ms, w.end_ms + offset_ms, w.confidence});
-    // Before anything leaves the channel: display form and redaction (partials included).
-    apply_postproc(*st->res, st->pipe->post, ev);
+    // Before anything leaves the channel: display form and redaction (partials here, finals in
+    // flush_finals, in utterance order).
+    if (!final) {
+      auto carry = partial_carry(st, c.utterance);
+      apply_postproc(*st->res, st->pipe->post, ev, &carry);
+    }
     return ev;
   };
   if (c.last) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
-    if (!u.final_event->display_text.empty()) st->latest_text = u.final_event->display_text;
-    // Debug only (never info: transcripts stay out of normal logs); the text is already redacted.
-    spdlog::debug("channel {}: final {}: \"{}\" ({} redacted spans)", st->id, c.utterance,
-                  u.final_event->display_text, u.final_event->redactions.size());
     st->meter.histogram("final_latency_ms").add(ms_between(u.ended, now));
     st->meter.count("finals");
     maybe_drained(self, st);

@@ -63,6 +63,7 @@ result<channel_pipeline> channel_pipeline::create(const engine_resources& res, c
   p.request_hotwords = std::move(*hw);
   p.tenant = req.tenant;
   p.post.redact = default_rules(res);
+  p.post.carry = {res.cfg.postproc.redact_carry_finals, res.cfg.postproc.redact_carry_ms};
   p.refresh_tenant(res);
   return p;
 }

@@ -49,6 +49,9 @@ struct channel_pipeline {
   std::string tenant;             ///< whose rules apply (empty: the engine defaults)
   uint64_t tenant_version = 0;    ///< version of the tenant profile `stream` and `post` were built from (0: none)
   moe::postproc::postproc_options post;  ///< the tenant's redaction rules (or the engine default)
+  /// What redaction carries from this channel's finals to its next results (a card read over
+  /// several utterances): updated by each final, in utterance order.
+  moe::postproc::redaction_carry redaction;
 
   /// errc::invalid_argument naming what is wrong (rate, codec, a hotword line).
   static result<channel_pipeline> create(const engine_resources& res, const channel_request& req);

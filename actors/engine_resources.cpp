@@ -33,9 +33,18 @@ result<std::shared_ptr<const engine_resources>> engine_resources::create(
                        : moe::postproc::itn_grammar::load(cfg.postproc.itn_grammar);
     if (!grammar) return tl::unexpected(grammar.error());
     std::shared_ptr<const moe::postproc::punctuation_hook> punct;
-    if (!cfg.postproc.punct_model.empty()) {
-      auto model = moe::punct::punctuator::load(cfg.postproc.punct_model);
-      if (!model) return tl::unexpected(model.error());
+    const auto& dir = cfg.postproc.punct_model;
+    // The default directory may simply not be there (a binary run outside the checkout): the
+    // rules then, said once. A directory someone named must be there and load.
+    const bool default_missing = dir == config::postproc_config::default_punct_model && !std::filesystem::exists(dir);
+    if (default_missing) {
+      spdlog::warn("postproc: no punctuation model at {} (relative to {}): punctuation and casing by rules; set "
+                   "postproc.punct_model to the model's directory, or to \"\" for the rules without this warning",
+                   dir, std::filesystem::current_path().string());
+    } else if (!dir.empty()) {
+      auto model = moe::punct::punctuator::load(dir);
+      if (!model)
+        return fail(errc::invalid_config, "postproc.punct_model = \"" + dir + "\": " + model.error().message);
       punct = std::make_shared<model_punctuation>(std::make_shared<const moe::punct::punctuator>(std::move(*model)));
     }
     res->postproc = std::make_shared<const moe::postproc::postprocessor>(

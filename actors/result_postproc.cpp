@@ -4,7 +4,8 @@
 
 namespace sluice::actors {
 
-void apply_postproc(const engine_resources& res, const moe::postproc::postproc_options& opt, transcript_event& ev) {
+void apply_postproc(const engine_resources& res, const moe::postproc::postproc_options& opt, transcript_event& ev,
+                    moe::postproc::redaction_carry* carry) {
   if (!ev.error.empty()) return;
   if (!res.postproc) {
     ev.display_text = ev.text;
@@ -20,7 +21,7 @@ void apply_postproc(const engine_resources& res, const moe::postproc::postproc_o
     std::istringstream in(ev.text);
     for (std::string w; in >> w;) words.push_back({w, ev.start_ms, ev.end_ms, 1.0f});
   }
-  const auto r = res.postproc->run(words, opt, ev.is_final);
+  const auto r = res.postproc->run(words, opt, ev.is_final, carry);
   ev.text = r.lexical_text;
   ev.words.clear();
   for (const auto& w : r.lexical_words) ev.words.push_back({w.text, w.start_ms, w.end_ms, w.confidence});

@@ -12,7 +12,9 @@ namespace sluice::actors {
 /// Fills display_text, display_words and redactions from `ev.words` (the decoder's lexical words)
 /// and, when the stream's redaction masks anything, replaces the masked words in `ev.text` and
 /// `ev.words` too. Without a postprocessor (res.postproc null) the display form is a copy of the
-/// lexical one. Events with `error` set are left alone.
-void apply_postproc(const engine_resources& res, const moe::postproc::postproc_options& opt, transcript_event& ev);
+/// lexical one. Events with `error` set are left alone. `carry`: the channel's redaction state
+/// (moe::postproc::redaction_carry), updated by a final; finals must come in utterance order.
+void apply_postproc(const engine_resources& res, const moe::postproc::postproc_options& opt, transcript_event& ev,
+                    moe::postproc::redaction_carry* carry = nullptr);
 
 }  // namespace sluice::actors

@@ -28,12 +28,13 @@ postprocessor::postprocessor(std::shared_ptr<const itn_grammar> grammar, std::sh
 }
 
 postprocessed postprocessor::run(std::span<const spoken_word> words, const postproc_options& opt,
-                                 bool is_final) const {
+                                 bool is_final, redaction_carry* carry) const {
   postprocessed out;
   // Redaction always reads the written tokens (a card is digits whichever way it was said), so
   // ITN runs even when the display form keeps the spoken words.
   const auto tokens = inverse_normalizer(*grammar_).apply(words);
-  out.redactions = redactor(*grammar_).find(tokens, opt.redact, is_final);
+  out.redactions = carry ? redactor(*grammar_).find(tokens, opt.redact, is_final, *carry, opt.carry)
+                         : redactor(*grammar_).find(tokens, opt.redact, is_final);
 
   // Which span (if any) each written token belongs to.
   std::vector<int> span_of(tokens.size(), -1);

@@ -42,6 +42,7 @@ struct postproc_options {
   bool itn = true;          ///< false: the display form keeps spoken words (still cased, redacted)
   bool punctuate = true;    ///< false: no capitals or marks in the display form
   redaction_rules redact;   ///< the stream's tenant's rules (enabled = false: nothing masked)
+  carry_limits carry;       ///< how far a redaction context carries into the next finals
 };
 
 class postprocessor {
@@ -49,7 +50,11 @@ class postprocessor {
   /// `grammar` must not be null. `punct` null: rule_punctuation.
   explicit postprocessor(std::shared_ptr<const itn_grammar> grammar,
                          std::shared_ptr<const punctuation_hook> punct = nullptr);
-  postprocessed run(std::span<const spoken_word> words, const postproc_options& opt, bool is_final) const;
+  /// `carry`: the stream's redaction state from its earlier finals (redaction_carry), owned by
+  /// the stream and used by one thread at a time; a final updates it, a partial only reads it.
+  /// Null: the result is redacted alone.
+  postprocessed run(std::span<const spoken_word> words, const postproc_options& opt, bool is_final,
+                    redaction_carry* carry = nullptr) const;
   const itn_grammar& grammar() const { return *grammar_; }
 
  private:

@@ -9,6 +9,14 @@
 /// spoken words, merged when adjacent tokens of one kind are masked), so a recorder can bleep
 /// the audio. Partials also mask a number still being read at their end (it may be the start of
 /// a card number whose Luhn sum is not known yet).
+///
+/// Across utterances (redaction_carry): a stream's finals are redacted one after the other, and
+/// what an earlier final opened (a context word, a masked number, a digit run still being read)
+/// carries into the next ones for a bounded number of finals and stream time, so a card number
+/// read over several utterances is masked in each piece. What is already out cannot be taken
+/// back, so a final that ends in a digit run read one by one of partial_digits_min digits or more
+/// is masked at once too (it may be the first group of a card continued in the next utterance).
+/// What can still leak is listed in redaction.cpp (carried_context).
 
 #include <cstdint>
 #include <string>
@@ -39,6 +47,30 @@ struct redaction_rules {
   std::vector<std::string> words;
 };
 
+/// How far a stream's redaction context carries into its next finals ([postproc]
+/// redact_carry_finals, redact_carry_ms).
+struct carry_limits {
+  int finals = 2;             ///< finals (with words) an opened context covers; 0: no carrying
+  int64_t window_ms = 15000;  ///< stream time after what opened it that the context covers
+};
+
+/// What one stream's redaction remembers from its earlier finals. Owned by the stream (one per
+/// audio channel, never shared); redactor::find reads it for every result and a final updates it.
+/// Times are stream ms, as the words'.
+struct redaction_carry {
+  /// An open sensitive-number context: numbers in the next finals are masked as `kind`.
+  bool open = false;
+  redaction_kind kind = redaction_kind::card;
+  bool number_seen = false;  ///< a number was masked in this context: any digits count from now
+  int finals_left = 0;       ///< finals (with words) it still covers
+  int64_t until_ms = 0;      ///< words starting after this are not covered
+  /// The digit run that ended the last final (a number that may go on in the next one).
+  int trailing_digits = 0;   ///< its digits (0: the last final did not end in a number)
+  bool trailing_masked = false;
+  redaction_kind trailing_kind = redaction_kind::unfinished_number;
+  int64_t trailing_end_ms = 0;
+};
+
 struct redacted_span {
   int64_t start_ms = 0;
   int64_t end_ms = 0;
@@ -55,6 +87,10 @@ class redactor {
   /// a number of at least partial_digits_min digits at the end is masked too.
   std::vector<redacted_span> find(const std::vector<written_token>& tokens, const redaction_rules& rules,
                                   bool is_final) const;
+  /// The same, with the stream's carried context `carry` (see redaction_carry) and its limits: a
+  /// final (`is_final`) also updates `carry` for the next result; a partial only reads it.
+  std::vector<redacted_span> find(const std::vector<written_token>& tokens, const redaction_rules& rules,
+                                  bool is_final, redaction_carry& carry, const carry_limits& limits) const;
 
  private:
   const itn_grammar& g_;

@@ -2,9 +2,12 @@
 // [postproc] punct_model selecting it.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
 #include "actors/engine_resources.hpp"
 #include "actors/punct_hook.hpp"
 #include "tests/actors/engine_test_util.hpp"
+#include "tests/common/audio_tools.hpp"
 
 using namespace sluice;
 using sluice::moe::postproc::trailing_mark;
@@ -55,6 +58,42 @@ TEST_SUITE("postproc") {
     auto res = actors::engine_resources::create(cfg, test::default_model());
     REQUIRE_FALSE(res.has_value());
     CHECK(res.error().message.find("punct") != std::string::npos);
+  }
+
+  TEST_CASE("punct hook: the default punct_model is models/punct and, missing there, gives the rules") {
+    const config::postproc_config defaults;
+    CHECK(defaults.punct_model == "models/punct");
+    // Tests run in the build tree, where there is no models/punct: the engine starts with rules.
+    REQUIRE_FALSE(std::filesystem::exists(defaults.punct_model));
+    auto cfg = test::base_config();
+    cfg.postproc.punct_model = defaults.punct_model;
+    auto res = actors::engine_resources::create(cfg, test::default_model());
+    REQUIRE_MESSAGE(res.has_value(), res.error().message);
+    REQUIRE((*res)->postproc != nullptr);
+    std::vector<moe::postproc::spoken_word> words;
+    for (const auto* w : {"hello", "my", "name", "is", "anna", "i", "am", "calling", "about", "my", "bill", "can",
+                          "you", "help", "me"})
+      words.push_back({w, 0, 0, 1.0f});
+    const auto& grammar = (*res)->postproc->grammar();
+    auto g = std::make_shared<const moe::postproc::itn_grammar>(grammar);
+    const moe::postproc::postprocessor rules(g);
+    const moe::postproc::postprocessor model(g, std::make_shared<actors::model_punctuation>(bundled()));
+    const auto got = (*res)->postproc->run(words, {}, true).display_text;
+    CHECK(got == rules.run(words, {}, true).display_text);
+    // The model punctuates these words otherwise, so the check above tells the two apart.
+    CHECK(got != model.run(words, {}, true).display_text);
+  }
+
+  TEST_CASE("punct hook: a punct_model someone named that is corrupt stops the start with a config error") {
+    test::temp_dir tmp;
+    test::write_bytes(tmp.file("punct.bin"), {'n', 'o', 't', ' ', 'a', ' ', 'm', 'o', 'd', 'e', 'l'});
+    test::write_bytes(tmp.file("vocab.txt"), {'a', '\n'});
+    auto cfg = test::base_config();
+    cfg.postproc.punct_model = tmp.file("");
+    auto res = actors::engine_resources::create(cfg, test::default_model());
+    REQUIRE_FALSE(res.has_value());
+    CHECK(res.error().code == errc::invalid_config);
+    CHECK(res.error().message.find("postproc.punct_model") != std::string::npos);
   }
 
   TEST_CASE("punct hook: the bundled models/punct loads as punct_model") {

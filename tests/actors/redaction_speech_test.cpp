@@ -64,9 +64,11 @@ struct run_out {
   int redacted_finals = 0;
 };
 
-run_out stream_live(const std::string& wav, bool redact) {
+// `carry_finals`: the engine's default unless given (base_config turns carrying off).
+run_out stream_live(const std::string& wav, bool redact, int carry_finals = config::postproc_config{}.redact_carry_finals) {
   auto cfg = test::base_config();
   cfg.postproc.redact = redact;
+  cfg.postproc.redact_carry_finals = carry_finals;
   auto e = engine::start(test::resources(cfg));
   caf::scoped_actor self{e->system()};
   auto decoded = dsp::decode_audio_file(wav);
@@ -90,6 +92,18 @@ run_out stream_live(const std::string& wav, bool redact) {
       for (auto& ev : evs) out.events.push_back(ev);
   for (const auto& f : res.finals[ch.channel]) out.redacted_finals += !f.redactions.empty();
   return out;
+}
+
+// The card read in two utterances with `pause_s` of silence between (the live endpointer ends an
+// utterance after 800 ms of silence): the context word and the first half, then the second half.
+std::string split_card_wav(const test::temp_dir& tmp, double pause_s) {
+  const auto first = tmp.file("first.wav"), padded = tmp.file("padded.wav"), second = tmp.file("second.wav");
+  const auto wav = tmp.file("split.wav");
+  REQUIRE(test::espeak("my card number is 4 1 1 1, 1 1 1 1.", first, "en-us", 150));
+  REQUIRE(test::espeak("1 1 1 1, 1 1 1 1.", second, "en-us", 150));
+  REQUIRE(test::sox("'" + first + "' '" + padded + "' pad 0 " + std::to_string(pause_s)));
+  REQUIRE(test::sox("'" + padded + "' '" + second + "' '" + wav + "'"));
+  return wav;
 }
 
 }  // namespace
@@ -137,6 +151,25 @@ TEST_SUITE("engine") {
     CHECK_MESSAGE(log.str().find("[card]") != std::string::npos, log.str());
     // The model heard digits and they were masked (not merely never recognised).
     CHECK(redacted >= 2);
+  }
+
+  TEST_CASE("redaction on synthesized speech: a card read over two live utterances leaks in no partial or final") {
+    test::temp_dir tmp;
+    const auto wav = split_card_wav(tmp, 2.0);
+    const auto out = stream_live(wav, true);
+    int finals = 0;
+    for (const auto& ev : out.events) {
+      const auto s = all_text(ev);
+      CHECK_MESSAGE(leak_in(s).empty(), std::string(ev.is_final ? "final " : "partial ") << ev.utterance << ": " << s);
+      finals += ev.is_final && !ev.words.empty();
+    }
+    REQUIRE_MESSAGE(finals >= 2, "the endpointer did not split the reading: the test would not test carrying");
+    CHECK(out.redacted_finals >= 2);
+    // Control: the same audio with each final redacted alone (no carrying) shows the second half.
+    const auto alone = stream_live(wav, true, 0);
+    bool leaked = false;
+    for (const auto& ev : alone.events) leaked = leaked || (ev.is_final && !leak_in(all_text(ev)).empty());
+    CHECK(leaked);
   }
 
   TEST_CASE("redaction control: with redaction off the same synthesized card does show its digits") {

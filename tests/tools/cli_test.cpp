@@ -457,4 +457,39 @@ TEST_SUITE("postproc") {
     REQUIRE(open.status == 0);
     CHECK_MESSAGE(!card_leak(open.out).empty(), open.out);
   }
+
+  TEST_CASE("a card number read over two utterances never leaks the second half, json lists a span in each") {
+    // Two utterances 8 s apart (the file is cut into two segments, so two finals): the context
+    // word and the first half in the first, the second half alone in the second.
+    sluice::test::temp_dir tmp;
+    const std::string first = tmp.file("first.wav"), padded = tmp.file("padded.wav"), second = tmp.file("second.wav");
+    const std::string wav = tmp.file("card_split.wav");
+    REQUIRE(sluice::test::espeak("my card number is 4 1 1 1, 1 1 1 1.", first, "en-us", 150));
+    REQUIRE(sluice::test::espeak("1 1 1 1, 1 1 1 1.", second, "en-us", 150));
+    REQUIRE(sluice::test::sox("'" + first + "' '" + padded + "' pad 0 8"));
+    REQUIRE(sluice::test::sox("'" + padded + "' '" + second + "' '" + wav + "'"));
+    const std::string debug = "--log.level=debug ";
+    for (const std::string args : {"--format json ", "--lexical --format json ", "--format text ", "--format srt ",
+                                   "--format vtt "}) {
+      CAPTURE(args);
+      auto r = sluice_cli("transcribe " + model + debug + args + wav, tmp);
+      REQUIRE_MESSAGE(r.status == 0, r.err);
+      CHECK_MESSAGE(card_leak(r.out).empty(), r.out);
+      CHECK_MESSAGE(card_leak(r.err).empty(), r.err);
+      if (args == "--format json ") {
+        const auto j = nlohmann::json::parse(r.out);
+        const auto& segs = j["channels"][0]["segments"];
+        REQUIRE_MESSAGE(segs.size() == 2, r.out);  // else the number was not split at all
+        for (const auto& seg : segs) {
+          CHECK_MESSAGE(!seg["redactions"].empty(), seg.dump());
+          for (const auto& red : seg["redactions"])
+            CHECK(red["end_ms"].get<int64_t>() > red["start_ms"].get<int64_t>());
+        }
+      }
+    }
+    // Control: each final redacted alone (no carrying, as before) shows the second half.
+    auto alone = sluice_cli("transcribe " + model + "--postproc.redact_carry_finals=0 " + wav, tmp);
+    REQUIRE(alone.status == 0);
+    CHECK_MESSAGE(!card_leak(alone.out).empty(), alone.out);
+  }
 }

@@ -1,5 +1,6 @@
-// Output formats of `sluice transcribe`. Cues for subtitles are cut from the words' own times so
-// a long segment becomes several readable cues; channels of a call are merged in time order.
+// Output formats of `sluice transcribe`. Cues for subtitles are cut at sentence ends (moe/punct's
+// splitter, on the marks the display words end with) and, within a long sentence, at word gaps,
+// from the words' own times; channels of a call are merged in time order.
 
 #include "tools/sluice/transcript.hpp"
 
@@ -8,9 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "moe/punct/sentences.hpp"
+
 namespace sluice::cli {
 namespace {
 
+// A cue longer than this (a long sentence, or words with no marks: the lexical form) is cut
+// before the word that would pass it.
 constexpr int64_t max_cue_ms = 7000;
 constexpr std::size_t max_cue_chars = 84;
 
@@ -39,18 +44,27 @@ std::vector<cue> make_cues(const file_transcript& t, transcript_form form) {
   for (const auto& ch : t.channels) {
     for (const auto& seg : ch.segments) {
       const auto& words = words_of(seg, form);
-      if (words.empty()) continue;
-      cue cur{words.front().start_ms, words.front().end_ms, ch.label, ""};
-      for (const auto& w : words) {
-        const bool too_long = w.end_ms - cur.start_ms > max_cue_ms || cur.text.size() + 1 + w.word.size() > max_cue_chars;
-        if (!cur.text.empty() && too_long) {
-          cues.push_back(cur);
-          cur = cue{w.start_ms, w.end_ms, ch.label, ""};
-        }
-        cur.text += (cur.text.empty() ? "" : " ") + w.word;
-        cur.end_ms = w.end_ms;
+      // The mark each word ends with ("calling." "[card]," "help?"), as the display form wrote it.
+      std::vector<moe::punct::word_mark> marks(words.size());
+      for (std::size_t i = 0; i < words.size(); ++i) {
+        const char last = words[i].word.empty() ? 0 : words[i].word.back();
+        if (last == '.' || last == ',' || last == '?') marks[i].mark = last;
       }
-      cues.push_back(cur);
+      for (const auto& sentence : moe::punct::split_sentences(marks)) {
+        cue cur{words[sentence.begin].start_ms, words[sentence.begin].end_ms, ch.label, ""};
+        for (std::size_t i = sentence.begin; i < sentence.end; ++i) {
+          const auto& w = words[i];
+          const bool too_long =
+              w.end_ms - cur.start_ms > max_cue_ms || cur.text.size() + 1 + w.word.size() > max_cue_chars;
+          if (!cur.text.empty() && too_long) {
+            cues.push_back(cur);
+            cur = cue{w.start_ms, w.end_ms, ch.label, ""};
+          }
+          cur.text += (cur.text.empty() ? "" : " ") + w.word;
+          cur.end_ms = w.end_ms;
+        }
+        cues.push_back(cur);
+      }
     }
   }
   std::stable_sort(cues.begin(), cues.end(), [](const cue& a, const cue& b) { return a.start_ms < b.start_ms; });

@@ -49,8 +49,10 @@ enum class transcript_form { display, lexical };
 /// "text" | "json" | "srt" | "vtt"; false for anything else.
 bool parse_transcript_format(const std::string& name, transcript_format& out);
 
-/// Renders one file. SRT/VTT cues follow segment boundaries, split at word gaps so that no cue is
-/// longer than max_cue_ms or max_cue_chars; channel labels prefix cue text on multi-channel files.
+/// Renders one file. SRT/VTT cues: one per sentence of a segment (cut after a word ending in '.'
+/// or '?', moe::punct::split_sentences), a sentence longer than max_cue_ms (7 s) or max_cue_chars
+/// (84) cut before the word that would pass it; a cue spans its first word's start_ms to its last
+/// word's end_ms. Channel labels prefix cue text on multi-channel files.
 /// Text, SRT and VTT print `form`; JSON segments hold both: text/words (lexical),
 /// display_text/display_words, and redactions ({start_ms, end_ms, kind}).
 std::string render(const file_transcript& t, transcript_format fmt,
