@@ -34,6 +34,14 @@ engine::engine(std::shared_ptr<const engine_resources> res)
   supervisor_ = system_.spawn(supervisor_actor, res_, metrics_, lanes_);
   tenant_watcher_ = system_.spawn(tenant_watcher, res_);
   uploads_ = std::make_unique<upload_queue>(system_, supervisor_, res_->cfg);
+  // The board is empty until the metrics actor first publishes, which it does asynchronously:
+  // a /v1/actors or /metrics request right after start would then find nothing (503). Ask once
+  // here, on the starting thread (never a network one), so that snapshot() has a state from the
+  // moment start() returns.
+  if (board_->latest()->empty()) {
+    auto first = fresh_snapshot(std::chrono::seconds(5));
+    if (!first.empty()) board_->publish_first(std::move(first));
+  }
 }
 
 std::unique_ptr<engine> engine::start(std::shared_ptr<const engine_resources> res) {

@@ -21,6 +21,13 @@ class snapshot_board {
     std::lock_guard lock(mutex_);
     latest_ = std::move(next);
   }
+  /// Publishes `json` only if nothing has been published yet (a start-up snapshot must not
+  /// replace a newer one the metrics actor published meanwhile).
+  void publish_first(std::string json) {
+    auto next = std::make_shared<const std::string>(std::move(json));
+    std::lock_guard lock(mutex_);
+    if (latest_->empty()) latest_ = std::move(next);
+  }
   /// The newest published snapshot; "" before the first publish.
   std::shared_ptr<const std::string> latest() const {
     std::lock_guard lock(mutex_);
