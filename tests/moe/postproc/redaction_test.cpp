@@ -96,6 +96,14 @@ TEST_CASE("redaction: a partial masks a number still being read, the same words 
   CHECK(run("my number is four one one one one", true).display_text == "My number is 41111.");
 }
 
+TEST_CASE("redaction: in a partial the first digits after a card context word are masked, in a final two are not") {
+  // A partial seen under ASan: the number had just begun, and a word was still misheard after it.
+  const auto partial = run("my card number is four one on", false);
+  CHECK(partial.display_text.find("41") == std::string::npos);
+  CHECK(partial.lexical_text.find("four one") == std::string::npos);
+  CHECK(run("my card number is four one on", true).display_text.find("41") != std::string::npos);
+}
+
 TEST_CASE("redaction: off means nothing is masked, single kinds can be turned off") {
   redaction_rules off;
   off.enabled = false;
