@@ -34,8 +34,9 @@ struct parser_deleter {
 // format list with a character outside RFC 4566's token set under a transport it does not
 // know ("m=audio 7002 X 0 ;"), and bytes >= 0x80 there. Both found by
 // tests/fuzz/sdp_offer_fuzz.cpp. So before the parser sees an offer: no control characters, bytes
-// >= 0x80 only in free text (RFC 4566 5: s=, i= may be UTF-8), and every word of an m= line
-// made of token characters (RFC 4566's grammar for it).
+// >= 0x80 only in free text (RFC 4566 5: s=, i= may be UTF-8), every line of the form
+// <letter>=<value> (" m=..." with a leading space is parsed as an m= line by sofia), and every word
+// of an m= line made of token characters (RFC 4566's grammar for it).
 bool token_char(unsigned char c) { return std::isalnum(c) || (c && std::strchr("!#$%&'*+-.^_`{|}~", c) != nullptr); }
 
 // RFC 4566 5.14: media SP port ["/" integer] SP proto *("/" token) 1*(SP fmt), fmt a token.
@@ -73,11 +74,16 @@ std::string unsafe_line(std::string_view text) {
     auto line = text.substr(pos, end - pos);
     pos = end + 1;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const bool free_text = line.size() >= 2 && (line[0] == 's' || line[0] == 'i') && line[1] == '=';
+    if (line.empty()) continue;
+    // RFC 4566 5: every line is <type>=<value>, the type one lower-case letter, no space around
+    // the '='. sofia-sip skips leading white space, so " m=..." would reach its m= parser unchecked.
+    if (line.size() < 2 || line[0] < 'a' || line[0] > 'z' || line[1] != '=')
+      return "sdp: line " + std::to_string(line_no) + " is not a <type>=<value> line of RFC 4566";
+    const bool free_text = (line[0] == 's' || line[0] == 'i');
     for (unsigned char ch : line)
       if ((ch < 0x20 && ch != '\t') || ch == 0x7f || (ch >= 0x80 && !free_text))
         return "sdp: line " + std::to_string(line_no) + " has a byte SDP does not allow there";
-    if (line.size() >= 2 && line[0] == 'm' && line[1] == '=' && !valid_media_line(line.substr(2)))
+    if (line[0] == 'm' && !valid_media_line(line.substr(2)))
       return "sdp: line " + std::to_string(line_no) + " is not an m= line of RFC 4566 (media port proto fmt...)";
   }
   return {};

@@ -118,6 +118,16 @@ TEST_SUITE("sip sdp offer") {
       REQUIRE_FALSE(r.has_value());
       CHECK(r.error().code == errc::corrupt);
     }
+    // The same line behind a leading space or tab: sofia skips the white space and loops as
+    // before (found by the fuzzer in CI), so a line not of the form <letter>=<value> is refused.
+    for (const std::string& m : {std::string(" m=video 9000 P4 =0"), std::string("\tm=audio 7002 X 0 ;"),
+                                std::string("M=audio 7000 RTP/AVP 0"), std::string("m =audio 7000 RTP/AVP 0")}) {
+      CAPTURE(m);
+      auto r = parse_offer(head + m + "\r\n", 8);
+      REQUIRE_FALSE(r.has_value());
+      CHECK(r.error().code == errc::corrupt);
+      CHECK(r.error().message.find("line 6") != std::string::npos);
+    }
     // UTF-8 in the session name is allowed (RFC 4566 5.3), and the offer is still taken.
     auto utf8 = parse_offer(std::string("v=0\r\no=- 1 1 IN IP4 10.0.0.1\r\ns=caf\xc3\xa9\r\nc=IN IP4 10.0.0.1\r\n") +
                                 "t=0 0\r\nm=audio 7000 RTP/AVP 0\r\n",
