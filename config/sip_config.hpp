@@ -15,6 +15,12 @@ struct sip_config {
   int port = 5060;
   bool udp = true;
   bool tcp = true;
+  /// SIP over TLS (sips:, RFC 3261 26.2) on tls_port too, with the certificate and private key
+  /// of tls_cert_file / tls_key_file (PEM; the file may hold the chain). Media stays plain RTP.
+  bool tls = false;
+  int tls_port = 5061;
+  std::string tls_cert_file;
+  std::string tls_key_file;
   /// Calls at once; one more is answered 503 Service Unavailable with Retry-After (as
   /// for no free RTP port, or an engine that refuses the call's channels).
   int max_calls = 64;
@@ -37,6 +43,9 @@ struct sip_config {
   int answer_delay_ms = 0;
   /// Retry-After sent with 503 (s).
   int retry_after_s = 5;
+  /// Between the RTCP receiver reports sent for each RTP stream (ms), each randomised by 0.5-1.5
+  /// (RFC 3550 6.3.1); 5000 is RFC 3550 6.2's recommended minimum. 0 sends no RTCP.
+  int rtcp_interval_ms = 5000;
 
   template <class V>
   void visit(V&& v) {
@@ -45,6 +54,10 @@ struct sip_config {
     v("port", port, range{1, 65535}, "SIP port, UDP and TCP");
     v("udp", udp, any_bool{}, "accept SIP over UDP");
     v("tcp", tcp, any_bool{}, "accept SIP over TCP");
+    v("tls", tls, any_bool{}, "accept SIP over TLS on tls_port");
+    v("tls_port", tls_port, range{1, 65535}, "SIP over TLS port");
+    v("tls_cert_file", tls_cert_file, any_string{}, "PEM certificate (chain) for SIP over TLS");
+    v("tls_key_file", tls_key_file, any_string{}, "PEM private key for SIP over TLS");
     v("max_calls", max_calls, range{1, 100000}, "SIP calls at once (one more gets 503)");
     v("rtp_port_min", rtp_port_min, range{1024, 65534}, "lowest RTP port");
     v("rtp_port_max", rtp_port_max, range{1025, 65535}, "highest RTP port");
@@ -55,9 +68,16 @@ struct sip_config {
     v("max_call_s", max_call_s, range{1, 7 * 86400}, "longest SIP call (s)");
     v("answer_delay_ms", answer_delay_ms, range{0, 60000}, "ringing time before 200 OK (ms)");
     v("retry_after_s", retry_after_s, range{1, 3600}, "Retry-After with 503 (s)");
+    v("rtcp_interval_ms", rtcp_interval_ms, range{0, 600000},
+      "between RTCP receiver reports per stream, randomised 0.5-1.5 (ms); 0 sends none");
   }
   std::string check() const {
     if (rtp_port_max < rtp_port_min + 1) return "sip.rtp_port_max must be above sip.rtp_port_min";
+    if (rtcp_interval_ms > 0 && rtcp_interval_ms < 100)
+      return "sip.rtcp_interval_ms must be 0 (no RTCP) or at least 100 ms";
+    if (tls && (tls_cert_file.empty() || tls_key_file.empty()))
+      return "sip.tls needs sip.tls_cert_file and sip.tls_key_file";
+    if (tls && tls_port == port) return "sip.tls_port must differ from sip.port";
     if (enabled && !udp && !tcp) return "sip.udp and sip.tcp are both false: set sip.enabled = false instead";
     return {};
   }

@@ -231,6 +231,10 @@ void server::stop() {
   if (state_->webhook) state_->webhook->stop();
 }
 
+std::optional<auth::principal> server::authenticate_key(std::string_view key) const {
+  return state_->gate->authenticate_key(key);
+}
+
 result<void> server::reload_tls() {
   if (!state_->tls) return fail(errc::invalid_argument, "this server has no TLS (server.tls_cert_file is empty)");
   return state_->tls->reload();

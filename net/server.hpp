@@ -147,6 +147,9 @@ class server {
   /// theirs. On failure the old certificate stays and the error (also logged) says why.
   /// errc::invalid_argument when the server has no TLS. Thread-safe.
   result<void> reload_tls();
+  /// The principal of an API key presented outside HTTP (RTSP pushes), by the same keys as every
+  /// route; nullopt when it is not a valid key or no keys are configured. Thread-safe.
+  std::optional<auth::principal> authenticate_key(std::string_view key) const;
   /// The calls store and webhook (null when not configured): their counters, for tests and tools.
   const calls::call_store* call_store() const { return state_->call_store.get(); }
   const calls::webhook* webhook() const { return state_->webhook.get(); }

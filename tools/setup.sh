@@ -18,6 +18,7 @@ build_pkgs=(
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican
   python3-prometheus-client chromium
   sip-tester  # SIPp: the real SIP peer of tests/net/sip
+  baresip-core  # baresip: a real SIP phone placing a call into sluice (tests/net/sip)
   # The real RTSP peers of tests/net/rtsp: ffmpeg and GStreamer's rtspclientsink push to sluice;
   # gst-rtsp-server (through python3-gi) serves the stream sluice pulls.
   ffmpeg gstreamer1.0-tools gstreamer1.0-rtsp gstreamer1.0-plugins-base gstreamer1.0-plugins-good

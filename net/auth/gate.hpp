@@ -64,6 +64,12 @@ class gate {
   /// The principal `req` acts as, or why it may not.
   tl::expected<principal, refusal> admit(const http_request& req) const;
 
+  /// The principal of `key` presented outside HTTP (RTSP pushes); nullopt when it is not a key
+  /// of the store, or when no keys are configured.
+  std::optional<principal> authenticate_key(std::string_view key) const {
+    return keys_ ? keys_->authenticate(key) : std::nullopt;
+  }
+
   /// The 401/403 response for `r` (JSON body {"error": reason}; closes the connection).
   static http_response response(const refusal& r, unsigned http_version);
 

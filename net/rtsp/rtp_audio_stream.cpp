@@ -28,10 +28,12 @@ void rtp_audio_stream::on_packet(std::span<const uint8_t> bytes, int64_t now_ms)
     return;
   }
   ++counters_.packets;
-  // Duration in timestamp units: one per G.711 byte, one per G.722 byte (two 16 kHz samples on
-  // its 8 kHz clock), one per L16 frame of `channels` samples.
-  const auto frame = media_.codec == rtsp_codec::l16 ? l16_bytes * static_cast<std::size_t>(media_.channels) : 1;
-  jitter_.push(*p, static_cast<uint32_t>(p->payload.size() / frame), now_ms);
+  // Duration in timestamp units: one per L16 frame of `channels` samples; for the other codecs
+  // what the SIP path counts (a G.711 or G.722 byte, Opus from its TOC byte).
+  const auto duration = media_.codec == rtsp_codec::l16
+                            ? static_cast<uint32_t>(p->payload.size() / (l16_bytes * static_cast<std::size_t>(media_.channels)))
+                            : sip::rtp_packet_duration(decoder_->codec(), p->payload);
+  jitter_.push(*p, duration, now_ms);
   deliver(jitter_.pop(now_ms));
 }
 

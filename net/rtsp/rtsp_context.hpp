@@ -3,12 +3,16 @@
 /// call registry, the RTP port pool, the io_context they run on, and the live counts.
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include <boost/asio/io_context.hpp>
 
 #include "actors/engine.hpp"
 #include "config/rtsp_config.hpp"
+#include "net/auth/principal.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/rtsp/rtsp_message.hpp"
 #include "net/sip/jitter_buffer.hpp"
@@ -22,6 +26,9 @@ struct rtsp_context {
   std::shared_ptr<calls::call_registry> registry;
   std::shared_ptr<sip::port_pool> pool;
   boost::asio::io_context* ioc = nullptr;
+  /// The API key check of pushes (rtsp_service.hpp): the key's principal, or nullopt for a key
+  /// that is not valid. Empty: pushes need no key.
+  std::function<std::optional<auth::principal>(std::string_view key)> authenticate;
   /// ANNOUNCEd push sessions now (bounded by cfg.max_sessions) and open connections.
   std::atomic<int> sessions{0}, connections{0};
 

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <deque>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include <boost/asio/connect.hpp>
@@ -16,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "net/rtsp/rtp_audio_stream.hpp"
+#include "net/rtsp/rtsp_auth.hpp"
 #include "net/rtsp/rtsp_call.hpp"
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
@@ -32,6 +34,19 @@ constexpr std::size_t read_chunk = 16384;
 constexpr std::size_t max_datagram = 65536;
 constexpr const char* default_port = "554";  // RFC 2326 3.2
 constexpr int default_server_timeout_s = 60;  // RFC 2326 12.37
+
+// `bytes` random bytes in hex (a Digest client nonce: unpredictable, not secret).
+std::string random_hex(std::size_t bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::random_device rd;
+  std::string out;
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const auto b = rd() & 0xffu;
+    out += digits[b >> 4];
+    out += digits[b & 0xf];
+  }
+  return out;
+}
 
 int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -53,6 +68,9 @@ struct rtsp_pull::impl {
   enum class phase { idle, describing, setting_up, playing };
 
   std::shared_ptr<rtsp_context> ctx;
+  // Credentials of the configured URL. They are never sent in a request line, logged or stored:
+  // `url` is the URL without them.
+  url_credentials creds;
   std::string url, host, port, path;
   asio::strand<asio::io_context::executor_type> strand;
   tcp::socket socket;
@@ -76,9 +94,16 @@ struct rtsp_pull::impl {
   std::vector<std::unique_ptr<slot>> slots;
   std::unique_ptr<rtsp_call> call;
   int64_t backoff_ms = 0, last_heard_ms = 0, last_keepalive_ms = 0;
+  // The server's last challenge (a 401), answered on every request after it.
+  auth_challenge challenge;
+  unsigned nonce_count = 0;
+  std::string cnonce;  // the client nonce for qop=auth, new with each challenge
+  bool auth_retried = false;  // the pending request is already the answer to a 401
+  header_list pending_headers;
+  std::string pending_uri;
 
   impl(std::shared_ptr<rtsp_context> c, std::string u)
-      : ctx(std::move(c)), url(std::move(u)), strand(asio::make_strand(*ctx->ioc)), socket(strand), resolver(strand),
+      : ctx(std::move(c)), creds(split_credentials(u)), url(creds.wire), strand(asio::make_strand(*ctx->ioc)), socket(strand), resolver(strand),
         ticker(strand), retry(strand) {
     backoff_ms = ctx->cfg.pull_retry_min_ms;
     // rtsp://[user@]host[:port]/path
@@ -107,6 +132,9 @@ struct rtsp_pull::impl {
   void on_response(const rtsp_response& r);
   void on_server_request(const rtsp_request& r);
   void request(const std::string& method, const std::string& uri, header_list h);
+  void send_pending();  // (again) the pending request, with credentials when challenged
+  // A 401 to the pending request: true when it was sent again with credentials.
+  bool answer_challenge(const rtsp_response& r);
   void send(std::string bytes);
   void do_write(uint64_t g);
   void setup_next_stream();
@@ -192,7 +220,22 @@ void rtsp_pull::impl::on_server_request(const rtsp_request& r) {
 
 void rtsp_pull::impl::request(const std::string& method, const std::string& uri, header_list h) {
   pending_method = method;
+  pending_uri = uri;
+  pending_headers = h;
+  auth_retried = false;
+  send_pending();
+}
+
+void rtsp_pull::impl::send_pending() {
   pending_cseq = ++cseq;
+  auto h = pending_headers;
+  const auto& method = pending_method;
+  const auto& uri = pending_uri;
+  if (challenge.scheme != auth_scheme::none) {
+    ++nonce_count;
+    h.emplace_back("Authorization", authorization(challenge, creds.user, creds.password, method, uri, nonce_count,
+                                                  cnonce));
+  }
   h.emplace_back("User-Agent", "sluice");
   if (!session_id.empty()) h.emplace_back("Session", session_id);
   send(render_request(method, uri, pending_cseq, h));
@@ -218,8 +261,37 @@ void rtsp_pull::impl::do_write(uint64_t g) {
   });
 }
 
+bool rtsp_pull::impl::answer_challenge(const rtsp_response& r) {
+  const auto c = parse_challenge(r.headers);
+  if (!creds.has_credentials()) {
+    fail(pending_method + " needs credentials (401): give them in the URL, rtsp://user:password@host/path");
+    return false;
+  }
+  if (c.scheme == auth_scheme::none) {
+    fail(pending_method + " answered 401 with no challenge sluice answers (Digest MD5 or Basic)");
+    return false;
+  }
+  if (auth_retried && !c.stale) {
+    fail(pending_method + " answered 401 again: the server refused the URL's credentials");
+    return false;
+  }
+  if (c.scheme == auth_scheme::basic && challenge.scheme == auth_scheme::none)
+    spdlog::warn("rtsp pull {}: the server asks for Basic authentication: the password crosses the network in clear", url);
+  challenge = c;
+  nonce_count = 0;
+  cnonce = random_hex(8);
+  auth_retried = true;
+  send_pending();
+  return true;
+}
+
 void rtsp_pull::impl::on_response(const rtsp_response& r) {
   if (r.cseq != pending_cseq) return;  // a keep-alive's late answer, or noise
+  if (r.status == 401) {
+    pending_cseq = -1;
+    answer_challenge(r);
+    return;
+  }
   const auto method = pending_method;
   pending_cseq = -1;
   if (method == "DESCRIBE") {
@@ -410,6 +482,10 @@ void rtsp_pull::impl::fail(const std::string& reason) {
   disconnect(was_playing ? "server gone" : reason);
   if (stopped) return;
   spdlog::info("rtsp pull {}: {}; reconnecting in {} ms", url, reason, backoff_ms);
+  if (auto o = owner.lock()) {
+    std::lock_guard lock(o->failure_mu_);
+    o->failure_ = reason;
+  }
   retry.expires_after(std::chrono::milliseconds(backoff_ms));
   backoff_ms = std::min<int64_t>(backoff_ms * 2, ctx->cfg.pull_retry_max_ms);
   retry.async_wait([this, self = owner.lock()](boost::system::error_code ec) {
@@ -421,6 +497,11 @@ rtsp_pull::rtsp_pull(std::shared_ptr<rtsp_context> ctx, std::string url)
     : impl_(std::make_unique<impl>(std::move(ctx), std::move(url))) {}
 
 rtsp_pull::~rtsp_pull() = default;
+
+std::string rtsp_pull::last_failure() const {
+  std::lock_guard lock(failure_mu_);
+  return failure_;
+}
 
 void rtsp_pull::start() {
   asio::post(impl_->strand, [self = shared_from_this()] {
@@ -436,7 +517,11 @@ void rtsp_pull::stop() {
     m.stopped = true;
     if (m.state == impl::phase::playing) {
       // Best effort and small: a blocking write of one request on a connected socket.
-      const auto bytes = render_request("TEARDOWN", m.play_url, ++m.cseq, {{"Session", m.session_id}});
+      header_list h{{"Session", m.session_id}};
+      if (m.challenge.scheme != auth_scheme::none)
+        h.emplace_back("Authorization", authorization(m.challenge, m.creds.user, m.creds.password, "TEARDOWN",
+                                                      m.play_url, ++m.nonce_count, m.cnonce));
+      const auto bytes = render_request("TEARDOWN", m.play_url, ++m.cseq, h);
       boost::system::error_code ignored;
       asio::write(m.socket, asio::buffer(bytes), ignored);
     }

@@ -16,6 +16,9 @@ constexpr std::size_t max_line = 4096;
 // RFC 3551 static payload types sluice takes without an rtpmap; 10/11 are L16 at 44.1 kHz.
 constexpr int pt_pcmu = 0, pt_pcma = 8, pt_g722 = 9, pt_l16_stereo = 10, pt_l16_mono = 11;
 constexpr int l16_static_rate = 44100;
+// RFC 7587 7: Opus is always "opus/48000/2" in an rtpmap, whatever it was encoded at; sluice
+// decodes it at 16 kHz mono (the recogniser's rate; libopus mixes stereo down).
+constexpr int opus_clock = 48000, opus_audio_rate = 16000;
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -77,6 +80,11 @@ bool choose(const media_lines& m, rtsp_media& out) {
       out.codec = rtsp_codec::g722;
       out.clock_rate = g711_rate;
       out.sample_rate = g722_audio_rate;
+    } else if (name == "opus") {
+      if (clock != opus_clock) continue;
+      out.codec = rtsp_codec::opus;
+      out.clock_rate = opus_clock;
+      out.sample_rate = opus_audio_rate;
     } else if (name == "l16" || (name.empty() && (pt == pt_l16_mono || pt == pt_l16_stereo))) {
       const int rate = name.empty() ? l16_static_rate : clock;
       const int chans = name.empty() ? (pt == pt_l16_stereo ? 2 : 1) : ch;
@@ -87,7 +95,9 @@ bool choose(const media_lines& m, rtsp_media& out) {
     } else {
       continue;
     }
-    if (it != m.maps.end() && out.codec != rtsp_codec::l16 && clock != 0 && clock != g711_rate) continue;
+    if (it != m.maps.end() && out.codec != rtsp_codec::l16 && out.codec != rtsp_codec::opus && clock != 0 &&
+        clock != g711_rate)
+      continue;
     return true;
   }
   return false;
@@ -100,6 +110,7 @@ const char* codec_name(rtsp_codec c) {
     case rtsp_codec::pcma: return "PCMA";
     case rtsp_codec::g722: return "G722";
     case rtsp_codec::l16: return "L16";
+    case rtsp_codec::opus: return "opus";
   }
   return "?";
 }
@@ -183,15 +194,16 @@ result<rtsp_description> parse_description(std::string_view sdp, const std::stri
     out.control = resolve(session_base, m.control);
     d.media.push_back(std::move(out));
   }
-  if (d.taken() == 0) return fail(errc::unsupported, "sdp: no audio stream in PCMU, PCMA, G722 or L16");
+  if (d.taken() == 0) return fail(errc::unsupported, "sdp: no audio stream in PCMU, PCMA, G722, L16 or opus");
   return d;
 }
 
 sip::codec_choice sip_codec_of(const rtsp_media& m) {
   sip::codec_choice c;
-  c.codec = m.codec == rtsp_codec::pcma ? sip::audio_codec::pcma
+  c.codec = m.codec == rtsp_codec::pcma   ? sip::audio_codec::pcma
             : m.codec == rtsp_codec::g722 ? sip::audio_codec::g722
-                                           : sip::audio_codec::pcmu;
+            : m.codec == rtsp_codec::opus ? sip::audio_codec::opus
+                                          : sip::audio_codec::pcmu;
   c.payload_type = m.payload_type;
   c.clock_rate = m.clock_rate;
   c.sample_rate = m.sample_rate;

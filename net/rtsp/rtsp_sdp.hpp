@@ -1,7 +1,7 @@
 #pragma once
 /// The session description of an RTSP stream (RFC 2326 C, RFC 4566): what an ANNOUNCE carries
 /// (a push) or a DESCRIBE returns (a pull). For each m=audio line: the codec sluice takes
-/// (PCMU, PCMA, G.722, L16 mono or stereo at 8-48 kHz) and its control URL (a=control, made
+/// (PCMU, PCMA, G.722, L16 mono or stereo at 8-48 kHz, Opus decoded at 16 kHz) and its control URL (a=control, made
 /// absolute against the base URL). Other media (video) are listed but not taken. Pure over
 /// untrusted text: errors name the problem.
 
@@ -15,9 +15,9 @@
 
 namespace sluice::net::rtsp {
 
-enum class rtsp_codec { pcmu, pcma, g722, l16 };
+enum class rtsp_codec { pcmu, pcma, g722, l16, opus };
 
-/// "PCMU", "PCMA", "G722", "L16".
+/// "PCMU", "PCMA", "G722", "L16", "opus".
 const char* codec_name(rtsp_codec c);
 
 struct rtsp_media {
@@ -41,7 +41,7 @@ struct rtsp_description {
 /// stream has a codec sluice takes, errc::limit_exceeded past `max_media` m= lines.
 result<rtsp_description> parse_description(std::string_view sdp, const std::string& base, std::size_t max_media);
 
-/// The codec as the SIP RTP decoder knows it (PCMU, PCMA, G.722; not L16).
+/// The codec as the SIP RTP decoder knows it (PCMU, PCMA, G.722, Opus; not L16).
 sip::codec_choice sip_codec_of(const rtsp_media& m);
 
 /// Whether `url` names the stream whose control URL is `control` (exact, or with/without a

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "net/rtsp/rtsp_context.hpp"
+#include "net/rtsp/rtsp_auth.hpp"
 #include "net/rtsp/rtsp_pull.hpp"
 #include "net/rtsp/rtsp_session.hpp"
 
@@ -81,15 +82,16 @@ struct rtsp_service::impl {
   }
 };
 
-result<std::unique_ptr<rtsp_service>> rtsp_service::start(actors::engine& engine,
-                                                           std::shared_ptr<calls::call_registry> calls,
-                                                           const config::rtsp_config& cfg) {
+result<std::unique_ptr<rtsp_service>> rtsp_service::start(
+    actors::engine& engine, std::shared_ptr<calls::call_registry> calls, const config::rtsp_config& cfg,
+    std::function<std::optional<auth::principal>(std::string_view key)> authenticate) {
   boost::system::error_code ec;
   const auto host = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "rtsp.host = \"" + cfg.host + "\" is not an IP address");
   const auto urls = split_urls(cfg.pull);
   for (const auto& u : urls)
-    if (u.rfind("rtsp://", 0) != 0) return fail(errc::invalid_config, "rtsp.pull: \"" + u + "\" is not an rtsp:// URL");
+    if (u.rfind("rtsp://", 0) != 0)
+      return fail(errc::invalid_config, "rtsp.pull: \"" + split_credentials(u).redacted + "\" is not an rtsp:// URL");
   std::unique_ptr<rtsp_service> s(new rtsp_service());
   s->impl_ = std::make_unique<impl>();
   auto& m = *s->impl_;
@@ -98,6 +100,7 @@ result<std::unique_ptr<rtsp_service>> rtsp_service::start(actors::engine& engine
   m.ctx->registry = std::move(calls);
   m.ctx->pool = std::make_shared<sip::port_pool>(cfg.rtp_port_min, cfg.rtp_port_max);
   m.ctx->ioc = &m.ioc;
+  m.ctx->authenticate = std::move(authenticate);
   if (cfg.enabled) {
     m.acceptor.emplace(m.ioc);
     const tcp::endpoint ep(host, static_cast<uint16_t>(cfg.port));
@@ -131,8 +134,16 @@ result<std::unique_ptr<rtsp_service>> rtsp_service::start(actors::engine& engine
 }
 
 uint16_t rtsp_service::port() const { return impl_->port; }
+std::vector<std::string> rtsp_service::pull_urls(const std::string& list) { return split_urls(list); }
+
 int rtsp_service::live_sessions() const { return impl_->ctx->sessions; }
 int rtsp_service::connections() const { return impl_->ctx->connections; }
+
+std::vector<std::string> rtsp_service::pull_failures() const {
+  std::vector<std::string> out;
+  for (const auto& p : impl_->pulls) out.push_back(p->last_failure());
+  return out;
+}
 
 void rtsp_service::stop() {
   if (!impl_) return;

@@ -12,11 +12,16 @@
 /// glue is a bounded request parser (fuzzed) and two small state machines on Asio.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "actors/engine.hpp"
 #include "config/error.hpp"
 #include "config/rtsp_config.hpp"
+#include "net/auth/principal.hpp"
 #include "net/calls/call_registry.hpp"
 
 namespace sluice::net::rtsp {
@@ -26,12 +31,20 @@ class rtsp_service {
   /// Listens on rtsp.host:port when `cfg.enabled` and starts the pulls of `cfg.pull`.
   /// errc::io when the port cannot be bound, errc::invalid_config for a bad host or pull URL.
   /// `calls` must outlive the service's calls: stop() first.
-  static result<std::unique_ptr<rtsp_service>> start(actors::engine& engine,
-                                                     std::shared_ptr<calls::call_registry> calls,
-                                                     const config::rtsp_config& cfg);
+  /// `authenticate` ([auth] keys, net/auth/gate.hpp): when set, every push request but OPTIONS
+  /// needs `Authorization: Basic` with an API key of scope stream as its password (or as its
+  /// user name when the password is empty): rtsp://any:<key>@host/name in ffmpeg and GStreamer.
+  /// Missing or unknown key: 401 with `WWW-Authenticate: Basic realm="sluice"`; a key without
+  /// stream scope: 403. The call belongs to the key's tenant. Pulls are not affected.
+  static result<std::unique_ptr<rtsp_service>> start(
+      actors::engine& engine, std::shared_ptr<calls::call_registry> calls, const config::rtsp_config& cfg,
+      std::function<std::optional<auth::principal>(std::string_view key)> authenticate = {});
   ~rtsp_service();
   rtsp_service(const rtsp_service&) = delete;
   rtsp_service& operator=(const rtsp_service&) = delete;
+
+  /// The URLs of an rtsp.pull list (comma-separated, blanks around them trimmed).
+  static std::vector<std::string> pull_urls(const std::string& list);
 
   /// The bound port (0 when pushes are disabled).
   uint16_t port() const;
@@ -39,6 +52,8 @@ class rtsp_service {
   int live_sessions() const;
   /// Open push connections now (thread-safe).
   int connections() const;
+  /// Why each pull of rtsp.pull last failed, in the order of the list ("" for none yet).
+  std::vector<std::string> pull_failures() const;
   /// Ends every call (their channels get their end), closes every connection and pull, stops
   /// listening. Idempotent; bounded by a few seconds.
   void stop();

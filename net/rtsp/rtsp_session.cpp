@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "net/rtsp/rtp_audio_stream.hpp"
+#include "net/rtsp/rtsp_auth.hpp"
 #include "net/rtsp/rtsp_call.hpp"
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
@@ -113,6 +114,10 @@ struct rtsp_session::impl {
     return session_id + ";timeout=" + std::to_string(ctx->cfg.session_timeout_s);
   }
 
+  // With API keys: the request's key is valid and may stream, or it has been answered 401/403.
+  bool admit(const rtsp_request& r);
+  std::optional<auth::principal> who;  // the key's principal, once a request carried a valid one
+
   void on_bytes(std::shared_ptr<rtsp_session> self);
   void handle(const rtsp_request& r, const std::shared_ptr<rtsp_session>& self);
   void on_announce(const rtsp_request& r);
@@ -178,6 +183,29 @@ void rtsp_session::impl::on_bytes(std::shared_ptr<rtsp_session> self) {
   in.erase(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(std::min(at, in.size())));
 }
 
+bool rtsp_session::impl::admit(const rtsp_request& r) {
+  const auto h = find_header(r.headers, "Authorization");
+  const auto creds = h ? basic_credentials(*h) : std::nullopt;
+  // rtsp://user:<key>@host/name, or rtsp://<key>@host/name (then the password is empty).
+  const std::string key = creds ? (creds->second.empty() ? creds->first : creds->second) : std::string();
+  auto p = key.empty() ? std::nullopt : ctx->authenticate(key);
+  if (!p) {
+    refuse(r, 401, h ? "the API key is not valid" : "an API key is required (Authorization: Basic, the key as password)",
+           {{"WWW-Authenticate", "Basic realm=\"sluice\""}});
+    return false;
+  }
+  if (!p->allows(auth::scope::stream)) {
+    refuse(r, 403, "the API key may not stream (scope stream)");
+    return false;
+  }
+  if (who && who->tenant != p->tenant) {
+    refuse(r, 403, "another tenant's key on this connection");
+    return false;
+  }
+  who = std::move(*p);
+  return true;
+}
+
 void rtsp_session::impl::handle(const rtsp_request& r, const std::shared_ptr<rtsp_session>& self) {
   spdlog::debug("rtsp {}: {} {}", tag(), r.method, r.uri);
   if (r.cseq < 0) return refuse(r, 400, "a CSeq header with a number is required");
@@ -185,6 +213,7 @@ void rtsp_session::impl::handle(const rtsp_request& r, const std::shared_ptr<rts
     return refuse(r, 551, "no option is supported", {{"Unsupported", *req}});
   const auto& m = r.method;
   if (m == "OPTIONS") return reply(r, 200, {{"Public", methods_allowed}});
+  if (ctx->authenticate && !admit(r)) return;
   if (m == "GET_PARAMETER" || m == "SET_PARAMETER") {
     // Keep-alives: answered, and they count as activity (on_bytes took note).
     header_list h;
@@ -282,7 +311,7 @@ void rtsp_session::impl::on_record(const rtsp_request& r, const std::shared_ptr<
   if (session_of(r) != session_id) return refuse(r, 454, "no such session");
   calls::call_start start;
   start.source = "rtsp";
-  start.tenant = ctx->cfg.tenant;
+  start.tenant = who ? who->tenant : ctx->cfg.tenant;
   start.external_id = path;
   std::vector<rtsp_media> media;
   nlohmann::json streams = nlohmann::json::array();

@@ -40,6 +40,12 @@ struct rtp_audio_decoder::spandsp_state {
   }
 };
 
+uint32_t rtp_packet_duration(const codec_choice& codec, std::span<const uint8_t> payload) {
+  if (codec.codec != audio_codec::opus) return static_cast<uint32_t>(payload.size());
+  const int n = opus_packet_get_nb_samples(payload.data(), static_cast<opus_int32>(payload.size()), codec.clock_rate);
+  return n > 0 ? static_cast<uint32_t>(n) : 0u;
+}
+
 rtp_audio_decoder::rtp_audio_decoder(codec_choice codec) : codec_(codec), dsp_(std::make_unique<spandsp_state>()) {
   dsp_->plc = plc_init(nullptr);
   if (codec_.codec == audio_codec::g722) dsp_->g722 = g722_decode_init(nullptr, g722_bit_rate, 0);

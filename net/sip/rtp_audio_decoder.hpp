@@ -9,12 +9,18 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "net/sip/jitter_buffer.hpp"
 #include "net/sip/sdp_offer.hpp"
 
 namespace sluice::net::sip {
+
+/// Timestamp units of audio in one packet's payload of `codec`: one per byte for G.711 and for
+/// G.722 (two 16 kHz samples per byte on its 8 kHz clock); Opus says in its TOC byte (units of its
+/// 48 kHz clock), 0 for a payload that is not an Opus packet.
+uint32_t rtp_packet_duration(const codec_choice& codec, std::span<const uint8_t> payload);
 
 class rtp_audio_decoder {
  public:

@@ -4,7 +4,6 @@
 #include <random>
 
 #include <boost/asio/post.hpp>
-#include <opus/opus.h>
 #include <spdlog/spdlog.h>
 
 namespace sluice::net::sip {
@@ -20,14 +19,6 @@ constexpr int ms_per_s = 1000;
 // RFC 3550 6.3.1: each interval is the nominal one times a random factor in [0.5, 1.5], so that
 // the reports of many receivers do not synchronise.
 constexpr double rtcp_jitter_min = 0.5, rtcp_jitter_max = 1.5;
-
-// Timestamp units of audio in one packet's payload: a byte per unit for G.711 and for G.722 (two
-// 16 kHz samples per byte on an 8 kHz clock); Opus says in its TOC byte (48 kHz units).
-uint32_t packet_duration(const codec_choice& codec, std::span<const uint8_t> payload) {
-  if (codec.codec != audio_codec::opus) return static_cast<uint32_t>(payload.size());
-  const int n = opus_packet_get_nb_samples(payload.data(), static_cast<opus_int32>(payload.size()), codec.clock_rate);
-  return n > 0 ? static_cast<uint32_t>(n) : 0u;
-}
 
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -184,7 +175,7 @@ void rtp_receiver::on_datagram(std::size_t n) {
   const bool audio = p->payload_type == decoder_.codec().payload_type;
   if (decoder_.codec().comfort_noise_pt >= 0 && p->payload_type == decoder_.codec().comfort_noise_pt)
     ++counters_.comfort_noise_packets;
-  const auto duration = audio ? packet_duration(decoder_.codec(), p->payload) : 0u;
+  const auto duration = audio ? rtp_packet_duration(decoder_.codec(), p->payload) : 0u;
   rtcp_stats_.on_rtp(p->ssrc, p->seq, p->timestamp, audio, now_us());
   jitter_.push(*p, duration, now);
   deliver(jitter_.pop(now));

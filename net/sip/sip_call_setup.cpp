@@ -1,5 +1,7 @@
 // A new call: the INVITE's body and offer are checked, the call is registered, its RTP ports
 // and engine channels opened, and it rings until the channels answer (sip_dialog.cpp).
+#include <cctype>
+
 #include <spdlog/spdlog.h>
 
 #include "net/sip/sip_service_impl.hpp"
@@ -21,7 +23,7 @@ boost::asio::ip::udp::endpoint rtcp_remote(const offered_stream& s) {
 }  // namespace
 
 void sip_service::impl::enable_rtcp(rtp_receiver& r, const offered_stream& s, calls::call_id id) {
-  const auto interval = static_cast<int>(options.rtcp_interval.count());
+  const int interval = cfg.rtcp_interval_ms;
   if (auto ok = r.enable_rtcp(cfg.host, s.rtcp_mux, rtcp_remote(s), interval, "sluice@" + cfg.host); !ok)
     spdlog::warn("sip call {}: no RTCP for the stream on port {}: {}", id, r.port(), ok.error().message);
 }
@@ -89,6 +91,18 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   }
   start.metadata = {{"from", address_of(sip->sip_from)}, {"to", address_of(sip->sip_to)}, {"streams", streams}};
   if (sip->sip_user_agent && sip->sip_user_agent->g_string) start.metadata["user_agent"] = sip->sip_user_agent->g_string;
+  // The transport the INVITE came over, from its topmost Via ("SIP/2.0/TLS" -> "tls").
+  if (sip->sip_via && sip->sip_via->v_protocol) {
+    std::string proto = sip->sip_via->v_protocol;
+    proto = proto.substr(proto.rfind('/') + 1);
+    for (auto& ch : proto) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    start.metadata["transport"] = proto;
+    const bool sips_request = sip->sip_request && sip->sip_request->rq_url->url_type == url_sips;
+    if (proto == "tls" && !sips_request) {
+      const bool v6 = cfg.host.find(':') != std::string::npos;
+      c->contact = "<sip:" + (v6 ? "[" + cfg.host + "]" : cfg.host) + ":" + std::to_string(cfg.tls_port) + ";transport=tls>";
+    }
+  }
   if (siprec) start.metadata["siprec"] = siprec->to_json();
   if (!siprec_error.empty()) start.metadata["siprec_error"] = siprec_error;
 
@@ -144,11 +158,11 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
       reg->event(id, std::move(ev));
     };
     rtp[i]->set_sinks(std::move(sinks));
-    if (options.rtcp_interval.count() > 0) enable_rtcp(*rtp[i], s, c->id);
+    if (cfg.rtcp_interval_ms > 0) enable_rtcp(*rtp[i], s, c->id);
     ++i;
   }
   c->rtp = std::move(rtp);
-  nua_respond(nh, SIP_180_RINGING, TAG_END());
+  nua_respond(nh, SIP_180_RINGING, TAG_IF(!c->contact.empty(), SIPTAG_CONTACT_STR(c->contact.c_str())), TAG_END());
 }
 
 }  // namespace sluice::net::sip

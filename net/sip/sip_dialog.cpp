@@ -17,8 +17,10 @@ void sip_service::impl::on_session_change(sip_call& c, const sip_t* sip, const c
   // session refresh (RFC 3311 5.2: answered 200 without a body).
   if (!sip || !sip->sip_payload || sip->sip_payload->pl_len == 0 || !c.answered) {
     if (!c.answered) return (void)nua_respond(c.nh, SIP_491_REQUEST_PENDING, NUTAG_WITH_THIS(nua), TAG_END());
-    if (update) return (void)nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua), TAG_END());
-    nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua), SIPTAG_CONTENT_TYPE_STR("application/sdp"),
+    if (update) return (void)nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua),
+                                     TAG_IF(!c.contact.empty(), SIPTAG_CONTACT_STR(c.contact.c_str())), TAG_END());
+    nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua), TAG_IF(!c.contact.empty(), SIPTAG_CONTACT_STR(c.contact.c_str())),
+                SIPTAG_CONTENT_TYPE_STR("application/sdp"),
                 SIPTAG_PAYLOAD_STR(c.answer.c_str()), TAG_END());
     return;
   }
@@ -53,7 +55,8 @@ void sip_service::impl::on_session_change(sip_call& c, const sip_t* sip, const c
   std::vector<uint16_t> ports;
   for (const auto& r : c.rtp) ports.push_back(r->port());
   c.answer = render_answer(c.offer, cfg.host, ports, c.session_id, ++c.session_version);
-  nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua), SIPTAG_CONTENT_TYPE_STR("application/sdp"),
+  nua_respond(c.nh, SIP_200_OK, NUTAG_WITH_THIS(nua), TAG_IF(!c.contact.empty(), SIPTAG_CONTACT_STR(c.contact.c_str())),
+                SIPTAG_CONTENT_TYPE_STR("application/sdp"),
               SIPTAG_PAYLOAD_STR(c.answer.c_str()), TAG_END());
   spdlog::info("sip call {}: {} answered (version {})", c.id, method, c.session_version);
 }
@@ -96,7 +99,8 @@ void sip_service::impl::answer(sip_call& c) {
   c.answer = render_answer(c.offer, cfg.host, ports, c.session_id, c.session_version);
   for (const auto& r : c.rtp) r->start();
   c.answered = true;
-  nua_respond(c.nh, SIP_200_OK, SIPTAG_CONTENT_TYPE_STR("application/sdp"), SIPTAG_PAYLOAD_STR(c.answer.c_str()),
+  nua_respond(c.nh, SIP_200_OK, TAG_IF(!c.contact.empty(), SIPTAG_CONTACT_STR(c.contact.c_str())),
+              SIPTAG_CONTENT_TYPE_STR("application/sdp"), SIPTAG_PAYLOAD_STR(c.answer.c_str()),
               TAG_END());
 }
 

@@ -2,6 +2,15 @@
 // stop, and the dispatch of sofia's events to the call setup and dialog code.
 #include "net/sip/sip_service_impl.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sofia-sip/tport_tag.h>
 #include <spdlog/spdlog.h>
 
 namespace sluice::net::sip {
@@ -9,6 +18,55 @@ namespace sluice::net::sip {
 namespace asio = boost::asio;
 
 namespace {
+
+result<std::string> read_pem(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(errc::io, std::string("sip: cannot read ") + what + " " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto text = ss.str();
+  if (text.find("-----BEGIN ") == std::string::npos)
+    return fail(errc::invalid_config, std::string("sip: ") + what + " " + path + " is not PEM");
+  return text;
+}
+
+// sofia-sip reads its TLS identity from a directory: agent.pem (private key, then certificate
+// chain) and cafile.pem (the CAs it trusts). It is made here, private to this process's user,
+// from sip.tls_cert_file and sip.tls_key_file, and removed once the transports are up, so the
+// key is on disk only where the operator put it.
+class tls_identity_dir {
+ public:
+  static result<std::unique_ptr<tls_identity_dir>> make(const config::sip_config& cfg) {
+    auto cert = read_pem(cfg.tls_cert_file, "sip.tls_cert_file");
+    if (!cert) return tl::unexpected(cert.error());
+    auto key = read_pem(cfg.tls_key_file, "sip.tls_key_file");
+    if (!key) return tl::unexpected(key.error());
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sluice-sip-tls-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) return fail(errc::io, "sip: cannot make a private directory for the TLS identity");
+    std::unique_ptr<tls_identity_dir> d(new tls_identity_dir(tmpl));
+    const auto old_mask = ::umask(077);
+    {
+      std::ofstream agent(tmpl + "/agent.pem", std::ios::binary);
+      agent << *key;
+      if (!key->empty() && key->back() != '\n') agent << '\n';
+      agent << *cert;
+      std::ofstream ca(tmpl + "/cafile.pem", std::ios::binary);
+      ca << *cert;
+    }
+    ::umask(old_mask);
+    return d;
+  }
+  ~tls_identity_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit tls_identity_dir(std::string p) : path_(std::move(p)) {}
+  std::string path_;
+};
+
 void event_callback(nua_event_t event, int status, char const* phrase, nua_t*, sip_service::impl* self,
                     nua_handle_t* nh, nua_hmagic_t*, sip_t const* sip, tagi_t tags[]) {
   // Nothing may unwind through sofia's C frames.
@@ -65,7 +123,23 @@ result<void> sip_service::impl::loop(std::promise<result<void>>& started) {
   const bool v6 = cfg.host.find(':') != std::string::npos;
   std::string url = "sip:" + (v6 ? "[" + cfg.host + "]" : cfg.host) + ":" + std::to_string(cfg.port);
   if (cfg.udp != cfg.tcp) url += cfg.udp ? ";transport=udp" : ";transport=tcp";
-  nua = nua_create(root, event_callback, this, NUTAG_URL(url.c_str()), NUTAG_MEDIA_ENABLE(0), NUTAG_AUTOALERT(0),
+  std::unique_ptr<tls_identity_dir> identity;
+  std::string sips_url;
+  if (cfg.tls) {
+    auto d = tls_identity_dir::make(cfg);
+    if (!d) {
+      started.set_value(tl::unexpected(d.error()));
+      su_root_destroy(root);
+      su_deinit();
+      return {};
+    }
+    identity = std::move(*d);
+    sips_url = "sips:" + (v6 ? "[" + cfg.host + "]" : cfg.host) + ":" + std::to_string(cfg.tls_port);
+  }
+  nua = nua_create(root, event_callback, this, NUTAG_URL(url.c_str()),
+                   TAG_IF(cfg.tls, NUTAG_SIPS_URL(sips_url.c_str())),
+                   TAG_IF(cfg.tls, TPTAG_CERTIFICATE(identity ? identity->path().c_str() : "")),
+                   NUTAG_MEDIA_ENABLE(0), NUTAG_AUTOALERT(0),
                    SIPTAG_USER_AGENT_STR("sluice"), SIPTAG_SERVER_STR("sluice"),
                    // sofia's own extensions plus SIPREC: recorders send Require: siprec (RFC 7866
                    // 6.1.1), which sofia answers 420 Bad Extension unless it is listed here.
@@ -74,8 +148,10 @@ result<void> sip_service::impl::loop(std::promise<result<void>>& started) {
                    // application hears of it; RFC 3311 5.2 wants the answer to its offer in the
                    // 2xx, and a SIPREC metadata update wants reading first: we respond.
                    NUTAG_APPL_METHOD("UPDATE"), TAG_NULL());
+  identity.reset();  // sofia has read it
   if (!nua) {
-    started.set_value(fail(errc::io, "sip: cannot listen on " + url));
+    started.set_value(fail(errc::io, "sip: cannot listen on " + url + (cfg.tls ? " and " + sips_url : std::string()) +
+                                         (cfg.tls ? " (or the TLS certificate and key are not a usable pair)" : "")));
     su_root_destroy(root);
     su_deinit();
     return {};
@@ -119,8 +195,7 @@ result<void> sip_service::impl::loop(std::promise<result<void>>& started) {
 
 result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
                                                          std::shared_ptr<calls::call_registry> calls,
-                                                         const config::sip_config& cfg,
-                                                         const sip_service_options& options) {
+                                                         const config::sip_config& cfg) {
   boost::system::error_code ec;
   asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "sip.host = \"" + cfg.host + "\" is not an IP address");
@@ -128,7 +203,6 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
   s->impl_ = std::make_unique<impl>();
   auto& m = *s->impl_;
   m.cfg = cfg;
-  m.options = options;
   m.engine = &engine;
   m.registry = std::move(calls);
   m.pool = std::make_shared<port_pool>(cfg.rtp_port_min, cfg.rtp_port_max);

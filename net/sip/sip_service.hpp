@@ -36,16 +36,6 @@
 
 namespace sluice::net::sip {
 
-/// RFC 3550 6.2: the recommended minimum RTCP interval, the nominal time between the receiver
-/// reports sent for each stream (each randomised by 0.5-1.5, 6.3.1).
-inline constexpr std::chrono::milliseconds rtcp_nominal_interval{5000};
-
-/// Settings of the service that are protocol constants in production and shorter in tests.
-struct sip_service_options {
-  /// Between receiver reports per stream; zero sends no RTCP.
-  std::chrono::milliseconds rtcp_interval = rtcp_nominal_interval;
-};
-
 class sip_service {
  public:
   /// Listens on [sip] host:port (UDP and/or TCP). errc::io when the port cannot be bound;
@@ -53,8 +43,7 @@ class sip_service {
   /// before the registry's owner goes.
   static result<std::unique_ptr<sip_service>> start(actors::engine& engine,
                                                     std::shared_ptr<calls::call_registry> calls,
-                                                    const config::sip_config& cfg,
-                                                    const sip_service_options& options = {});
+                                                    const config::sip_config& cfg);
   ~sip_service();
   sip_service(const sip_service&) = delete;
   sip_service& operator=(const sip_service&) = delete;

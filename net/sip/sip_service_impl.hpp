@@ -67,6 +67,11 @@ struct sip_call {
   int opens_pending = 0;
   std::string open_error;
   bool answered = false, refused = false;
+  // Our Contact in the responses, when sofia's would be wrong for the peer: an INVITE with a
+  // sip: Request-URI over TLS gets <sip:...;transport=tls> (RFC 3261 12.1.1 wants sips: only for
+  // a sips: request), where sofia writes sips:, to which phones such as baresip cannot send
+  // their ACK. Empty: sofia's.
+  std::string contact;
   std::optional<int64_t> answer_at_ms;
   uint64_t session_id = 0, session_version = 1;
   std::string answer;
@@ -76,7 +81,6 @@ struct sip_call {
 
 struct sip_service::impl {
   config::sip_config cfg;
-  sip_service_options options;
   actors::engine* engine = nullptr;
   std::shared_ptr<calls::call_registry> registry;
   std::shared_ptr<port_pool> pool;

@@ -1,6 +1,7 @@
 // libFuzzer target: net/rtsp/rtsp_message.hpp, rtsp_transport.hpp and rtsp_sdp.hpp, what a
 // pusher's bytes go through on an RTSP connection: the framing of requests and interleaved RTP,
-// the Transport header of a SETUP and the SDP of an ANNOUNCE.
+// the Transport header of a SETUP, the SDP of an ANNOUNCE, a Basic Authorization (what a pusher
+// sends) and a WWW-Authenticate challenge (what a pulled server sends, read from the same headers).
 // Beyond "no crash": a frame never claims more bytes than it was given, errors carry a status
 // of 400, 413 or 505 and a reason, nothing over the limits is accepted, a rendered reply and
 // Transport value never carry a bare line break, and an accepted SDP takes an audio stream.
@@ -11,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "net/rtsp/rtsp_auth.hpp"
 #include "net/rtsp/rtsp_message.hpp"
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
@@ -55,6 +57,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
         if (auto spec = choose_transport(*t))
           fuzz::require(no_bare_breaks(render_transport(*spec)) && render_transport(*spec).find('\n') == std::string::npos,
                         "a line break in a Transport value");
+      }
+      if (auto a = find_header(r.headers, "Authorization")) (void)basic_credentials(*a);
+      const auto c = parse_challenge(r.headers);
+      if (c.scheme == auth_scheme::digest) {
+        fuzz::require(!c.nonce.empty(), "a Digest challenge without a nonce was taken");
+        const auto answer = authorization(c, "u", "p", r.method, r.uri, 1, "c");
+        fuzz::require(answer.rfind("Digest ", 0) == 0 && answer.find("response=\"") != std::string::npos,
+                      "a Digest answer without its response");
       }
       if (!r.body.empty()) {
         auto d = parse_description(r.body, r.uri, max_media);

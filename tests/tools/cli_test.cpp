@@ -13,6 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/audio_tools.hpp"
+#include "tests/common/word_errors.hpp"
+
+using sluice::test::word_edits;
+using sluice::test::words_of;
 
 namespace {
 
@@ -212,38 +216,6 @@ TEST_SUITE("cli-transcribe") {
     auto hot = sluice_cli("transcribe " + tiny + "--hotwords " + tmp.file("hot.txt") + " " + sample_call, tmp);
     CHECK_MESSAGE(hot.status == 0, hot.err);
   }
-}
-
-// Whitespace-separated words of a text.
-static std::vector<std::string> words_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text) {
-    if (c == ' ' || c == '\n' || c == '\t') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
-// Word-level Levenshtein distance (substitutions + insertions + deletions).
-static std::size_t word_edits(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 // Accuracy end to end with the shipped default model. The committed recording is a held-out

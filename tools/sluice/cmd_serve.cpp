@@ -4,7 +4,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <unistd.h>
@@ -13,6 +16,7 @@
 
 #include "actors/engine.hpp"
 #include "net/server.hpp"
+#include "net/rtsp/rtsp_auth.hpp"
 #include "net/rtsp/rtsp_service.hpp"
 #include "net/sip/sip_service.hpp"
 #include "tools/sluice/cli.hpp"
@@ -62,7 +66,12 @@ int cmd_serve(invocation& inv) {
   // [rtsp]: pushes to rtsp://host:port/<name> and the pulls of rtsp.pull, as calls.
   std::unique_ptr<net::rtsp::rtsp_service> rtsp;
   if (inv.cfg.rtsp.enabled || !inv.cfg.rtsp.pull.empty()) {
-    auto started = net::rtsp::rtsp_service::start(*eng, (*srv)->shared_calls(), inv.cfg.rtsp);
+    // With API keys, pushes need one too (Basic, the key as password); the server's key store
+    // answers, so a key reload applies to RTSP as to every HTTP route.
+    std::function<std::optional<net::auth::principal>(std::string_view)> authenticate;
+    if (!inv.cfg.auth.keys_file.empty())
+      authenticate = [s = srv->get()](std::string_view key) { return s->authenticate_key(key); };
+    auto started = net::rtsp::rtsp_service::start(*eng, (*srv)->shared_calls(), inv.cfg.rtsp, std::move(authenticate));
     if (!started) {
       std::fprintf(stderr, "sluice serve: %s (set --rtsp.port=N, or --rtsp.enabled=false)\n",
                    started.error().message.c_str());
@@ -121,7 +130,12 @@ int cmd_serve(invocation& inv) {
     std::printf("  rtsp        rtsp://%s:%u/<name> (push: ffmpeg -re -i call.wav -c:a pcm_mulaw -f rtsp rtsp://%s:%u/call1)\n",
                 inv.cfg.rtsp.host.c_str(), static_cast<unsigned>(rtsp->port()), inv.cfg.rtsp.host.c_str(),
                 static_cast<unsigned>(rtsp->port()));
-  if (rtsp && !inv.cfg.rtsp.pull.empty()) std::printf("  rtsp pull   %s\n", inv.cfg.rtsp.pull.c_str());
+  if (rtsp && !inv.cfg.rtsp.pull.empty()) {
+    std::string shown;  // the URLs with any password hidden
+    for (const auto& u : net::rtsp::rtsp_service::pull_urls(inv.cfg.rtsp.pull))
+      shown += (shown.empty() ? "" : ",") + net::rtsp::split_credentials(u).redacted;
+    std::printf("  rtsp pull   %s\n", shown.c_str());
+  }
   std::fflush(stdout);
   while (!stop_requested) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -135,8 +135,31 @@ TEST_SUITE("rtsp sdp") {
     CHECK(d->media[2].control == "rtsp://other/abs");
   }
 
+  TEST_CASE("ffmpeg's ANNOUNCE of libopus: opus/48000/2 on its 48 kHz clock, decoded at 16 kHz") {
+    // What ffmpeg 5.1 sends for `-c:a libopus -f rtsp` (its sdp.c writes opus/48000/2, RFC 7587).
+    const std::string sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=No Name\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+                            "a=tool:libavformat\r\nm=audio 0 RTP/AVP 97\r\nb=AS:32\r\n"
+                            "a=rtpmap:97 opus/48000/2\r\na=fmtp:97 sprop-stereo=0\r\na=control:streamid=0\r\n";
+    auto d = parse_description(sdp, "rtsp://127.0.0.1:8554/o", 4);
+    REQUIRE(d);
+    REQUIRE(d->media.size() == 1);
+    CHECK(d->media[0].taken);
+    CHECK(d->media[0].codec == rtsp_codec::opus);
+    CHECK(d->media[0].payload_type == 97);
+    CHECK(d->media[0].clock_rate == 48000);
+    CHECK(d->media[0].sample_rate == 16000);
+    CHECK(std::string(codec_name(d->media[0].codec)) == "opus");
+    const auto c = sip_codec_of(d->media[0]);
+    CHECK(c.codec == sluice::net::sip::audio_codec::opus);
+    CHECK(c.clock_rate == 48000);
+    CHECK(c.sample_rate == 16000);
+  }
+
   TEST_CASE("no usable audio, too many media or not SDP are errors") {
-    CHECK(parse_description("v=0\r\nm=audio 0 RTP/AVP 96\r\na=rtpmap:96 opus/48000/2\r\n", "rtsp://h/a", 4).error().code ==
+    CHECK(parse_description("v=0\r\nm=audio 0 RTP/AVP 96\r\na=rtpmap:96 speex/16000\r\n", "rtsp://h/a", 4).error().code ==
+          sluice::errc::unsupported);
+    // Opus at any clock but RFC 7587's 48000 is not Opus over RTP.
+    CHECK(parse_description("v=0\r\nm=audio 0 RTP/AVP 96\r\na=rtpmap:96 opus/16000/1\r\n", "rtsp://h/a", 4).error().code ==
           sluice::errc::unsupported);
     CHECK(parse_description("hello", "rtsp://h/a", 4).error().code == sluice::errc::corrupt);
     std::string many = "v=0\r\n";

@@ -100,3 +100,58 @@ TEST_SUITE("rtsp pulls") {
     CHECK(c.start.metadata["streams"][0]["transport"] == "udp");
   }
 }
+
+TEST_SUITE("rtsp pulls with credentials") {
+  TEST_CASE("a Digest-protected server (gst-rtsp-server RTSPAuth): the URL's credentials get the exact text, no password kept") {
+    if (!have_rtsp_server()) return;
+    temp_dir tmp;
+    const auto wav = pcm_wav(tmp);
+    const auto port = std::to_string(free_tcp_port());
+    const auto log = tmp.file("server.log");
+    child_process server({"/usr/bin/python3", fixture, port, wav, "--quit-after-play", "--digest", "cam:s3cret pw"}, log);
+    REQUIRE(fixture_ready(log));
+    config::rtsp_config cfg;
+    cfg.enabled = false;
+    cfg.pull = "rtsp://cam:s3cret%20pw@127.0.0.1:" + port + "/call";
+    cfg.pull_retry_max_ms = 60000;  // no second connection within the test
+    rtsp_served s(cfg);
+    const auto expected = true_transcript();
+    REQUIRE(s.wait_ended("rtsp", 1, call_limit));
+    const auto c = s.of("rtsp")[0];
+    const auto text = finals_text(c);
+    MESSAGE("pulled with Digest credentials: \"" << text << "\"");
+    CHECK(text == expected);
+    // The call's record (stored, served by /v1/calls) names the stream without its credentials.
+    const auto url = c.start.metadata["url"].get<std::string>();
+    CHECK(url == "rtsp://127.0.0.1:" + port + "/call");
+    CHECK(c.start.metadata.dump().find("s3cret") == std::string::npos);
+  }
+
+  TEST_CASE("wrong or missing credentials for a Digest-protected server: no call, and the pull says why") {
+    if (!have_rtsp_server()) return;
+    temp_dir tmp;
+    const auto wav = pcm_wav(tmp);
+    const auto port = std::to_string(free_tcp_port());
+    const auto log = tmp.file("server.log");
+    child_process server({"/usr/bin/python3", fixture, port, wav, "--digest", "cam:right"}, log);
+    REQUIRE(fixture_ready(log));
+    config::rtsp_config cfg;
+    cfg.enabled = false;
+    cfg.pull = "rtsp://cam:wrong@127.0.0.1:" + port + "/call,rtsp://127.0.0.1:" + port + "/call";
+    cfg.pull_retry_min_ms = 60000;  // one try each within the test
+    cfg.pull_retry_max_ms = 60000;
+    rtsp_served s(cfg);
+    REQUIRE(poll_until(
+        [&] {
+          const auto f = s.rtsp->pull_failures();
+          return f.size() == 2 && !f[0].empty() && !f[1].empty();
+        },
+        std::chrono::seconds(20)));
+    const auto f = s.rtsp->pull_failures();
+    MESSAGE("wrong password: " << f[0] << " | no credentials: " << f[1]);
+    CHECK(f[0].find("refused the URL's credentials") != std::string::npos);
+    CHECK(f[1].find("needs credentials (401)") != std::string::npos);
+    CHECK(f[0].find("wrong") == std::string::npos);
+    CHECK(s.of("rtsp").empty());
+  }
+}

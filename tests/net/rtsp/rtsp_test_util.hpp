@@ -14,6 +14,8 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -26,6 +28,7 @@
 #include "net/rtsp/rtsp_service.hpp"
 #include "tests/common/audio_tools.hpp"
 #include "tests/common/poll_until.hpp"
+#include "tests/common/word_errors.hpp"
 
 namespace sluice::test {
 
@@ -63,7 +66,9 @@ struct rtsp_served {
   std::unique_ptr<net::rtsp::rtsp_service> rtsp;
   config::rtsp_config cfg;
 
-  explicit rtsp_served(config::rtsp_config c = {}) : cfg(std::move(c)) {
+  using key_check = std::function<std::optional<net::auth::principal>(std::string_view)>;
+
+  explicit rtsp_served(config::rtsp_config c = {}, key_check authenticate = {}) : cfg(std::move(c)) {
     config::sluice_config all;
     all.model.dir = SLUICE_SOURCE_DIR "/models/default";
     all.engine.report_ms = 50;
@@ -76,7 +81,7 @@ struct rtsp_served {
       cfg.rtp_port_min = free_udp_base(32);
       cfg.rtp_port_max = cfg.rtp_port_min + 31;
     }
-    auto s = net::rtsp::rtsp_service::start(*engine, calls, cfg);
+    auto s = net::rtsp::rtsp_service::start(*engine, calls, cfg, std::move(authenticate));
     REQUIRE_MESSAGE(s.has_value(), (s ? std::string() : s.error().message));
     rtsp = std::move(*s);
   }
@@ -118,14 +123,6 @@ inline std::string true_transcript() {
   std::string t(b.begin(), b.end());
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t;
-}
-
-/// Whitespace-separated words.
-inline std::vector<std::string> words_of(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
 }
 
 /// A child process (argv, no shell) killed with SIGKILL and reaped when this goes out of scope,

@@ -2,11 +2,12 @@
 """Test fixture (a peer, not sluice code): GStreamer's gst-rtsp-server serving one WAV file as
 PCMU at rtsp://127.0.0.1:PORT/call, for the RTSP pull tests.
 
-    rtsp_wav_server.py PORT WAV [--udp-only] [--quit-after-play]
+    rtsp_wav_server.py PORT WAV [--udp-only] [--quit-after-play] [--digest USER:PASSWORD]
 
 --udp-only refuses RTP over TCP (the client must fall back to UDP); --quit-after-play exits once
 the first client has played the whole file (plus a second), so the client sees the server go
-away. Prints "ready" once listening."""
+away; --digest lets only USER with PASSWORD in, by Digest authentication (gst-rtsp-server's
+RTSPAuth, as IP cameras do). Prints "ready" once listening."""
 import subprocess
 import sys
 
@@ -25,6 +26,7 @@ def main():
     port, path = sys.argv[1], sys.argv[2]
     udp_only = "--udp-only" in sys.argv
     quit_after = "--quit-after-play" in sys.argv
+    digest = sys.argv[sys.argv.index("--digest") + 1] if "--digest" in sys.argv else None
     Gst.init(None)
     # sox gives the length (the wave module reads no mu-law).
     seconds = float(subprocess.check_output(["soxi", "-D", path]).decode().strip())
@@ -48,6 +50,18 @@ def main():
         media.connect("prepared", on_prepared)
 
     factory.connect("media-configure", on_configure)
+    if digest:
+        user, password = digest.split(":", 1)
+        auth = GstRtspServer.RTSPAuth()
+        token = GstRtspServer.RTSPToken()
+        token.set_string("media.factory.role", "viewer")
+        auth.add_digest(user, password, token)
+        auth.set_supported_methods(GstRtsp.RTSPAuthMethod.DIGEST)
+        server.set_auth(auth)
+        permissions = GstRtspServer.RTSPPermissions()
+        permissions.add_permission_for_role("viewer", "media.factory.access", True)
+        permissions.add_permission_for_role("viewer", "media.factory.construct", True)
+        factory.set_permissions(permissions)
     server.get_mount_points().add_factory("/call", factory)
     if server.attach(None) == 0:
         print("cannot listen", flush=True)

@@ -63,9 +63,9 @@ TEST_SUITE("sip comfort noise") {
     CHECK(rtp["comfort_noise_ms"].get<int>() > 0);
     CHECK(rtp["not_rtp"].get<int>() == 0);
     auto bytes = read_bytes(reference_path);
-    const auto ref = words(std::string(bytes.begin(), bytes.end()));
+    const auto ref = words_of(std::string(bytes.begin(), bytes.end()));
     const auto text = finals_text(c);
-    const double wer = static_cast<double>(word_edits(ref, words(text))) / static_cast<double>(ref.size());
+    const double wer = static_cast<double>(word_edits(ref, words_of(text))) / static_cast<double>(ref.size());
     MESSAGE("with comfort noise in the pauses: \"" << text << "\", word error rate " << wer);
     CHECK(wer <= phone_wer_target);
   }

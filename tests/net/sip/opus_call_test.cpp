@@ -95,9 +95,9 @@ TEST_SUITE("sip opus") {
     CHECK(rtp["datagrams"].get<std::size_t>() == packets.size());
     CHECK(rtp["not_rtp"].get<int>() == 0);
     auto ref_bytes = read_bytes(reference_path);
-    const auto ref = words(std::string(ref_bytes.begin(), ref_bytes.end()));
+    const auto ref = words_of(std::string(ref_bytes.begin(), ref_bytes.end()));
     const auto text = finals_text(c);
-    const double wer = static_cast<double>(word_edits(ref, words(text))) / static_cast<double>(ref.size());
+    const double wer = static_cast<double>(word_edits(ref, words_of(text))) / static_cast<double>(ref.size());
     MESSAGE("over Opus/RTP: \"" << text << "\", word error rate " << wer);
     CHECK(wer <= phone_wer_target);
   }

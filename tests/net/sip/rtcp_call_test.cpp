@@ -109,9 +109,8 @@ struct media_call {
     // The pool holds one stream's ports, so the test knows the service's RTP port.
     cfg.rtp_port_min = free_rtp_base(4);
     cfg.rtp_port_max = cfg.rtp_port_min + 1;
-    net::sip::sip_service_options options;
-    options.rtcp_interval = std::chrono::milliseconds(400);
-    s = std::make_unique<sip_served>(cfg, options);
+    cfg.rtcp_interval_ms = 400;
+    s = std::make_unique<sip_served>(cfg);
     const auto lo = boost::asio::ip::make_address("127.0.0.1");
     // The test's pair just above the service's (free_rtp_base found 4 free a moment ago).
     rtp_sock.open(udp::v4());

@@ -25,6 +25,7 @@
 #include "net/sip/sip_service.hpp"
 #include "tests/common/audio_tools.hpp"
 #include "tests/common/poll_until.hpp"
+#include "tests/common/word_errors.hpp"
 
 namespace sluice::test {
 
@@ -67,7 +68,7 @@ struct sip_served {
   std::unique_ptr<net::sip::sip_service> sip;
   config::sip_config cfg;
 
-  explicit sip_served(config::sip_config c = {}, net::sip::sip_service_options options = {}) : cfg(std::move(c)) {
+  explicit sip_served(config::sip_config c = {}) : cfg(std::move(c)) {
     config::sluice_config all;
     all.model.dir = SLUICE_SOURCE_DIR "/models/default";
     all.engine.report_ms = 50;
@@ -80,7 +81,7 @@ struct sip_served {
       cfg.rtp_port_min = free_rtp_base(64);
       cfg.rtp_port_max = cfg.rtp_port_min + 63;
     }
-    auto s = net::sip::sip_service::start(*engine, calls, cfg, options);
+    auto s = net::sip::sip_service::start(*engine, calls, cfg);
     REQUIRE_MESSAGE(s.has_value(), (s ? std::string() : s.error().message));
     sip = std::move(*s);
   }
@@ -133,30 +134,6 @@ inline sipp_run run_sipp(const sip_served& s, const temp_dir& tmp, const std::st
   os << o.rdbuf();
   r.output = os.str();
   return r;
-}
-
-/// Whitespace-separated words.
-inline std::vector<std::string> words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-/// Word-level Levenshtein distance.
-inline std::size_t word_edits(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 /// The finals of one channel of a call, joined.

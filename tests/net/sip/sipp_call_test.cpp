@@ -24,12 +24,12 @@ std::string make_pcap(const temp_dir& tmp, const std::string& name, const std::s
 
 std::vector<std::string> reference_words() {
   auto bytes = read_bytes(reference_path);
-  return words(std::string(bytes.begin(), bytes.end()));
+  return words_of(std::string(bytes.begin(), bytes.end()));
 }
 
 double wer(const std::string& text) {
   const auto ref = reference_words();
-  return static_cast<double>(word_edits(ref, words(text))) / static_cast<double>(ref.size());
+  return static_cast<double>(word_edits(ref, words_of(text))) / static_cast<double>(ref.size());
 }
 
 // One call of `scenario` and the call it left in the registry, once it is over.
@@ -57,6 +57,7 @@ TEST_SUITE("sip calls from SIPp") {
     REQUIRE(c.channels.size() == 1);
     CHECK(c.channels[0].label == "caller");
     CHECK(c.start.metadata["streams"][0]["codec"] == "PCMU");
+    CHECK(c.start.metadata["transport"] == "udp");
     const auto text = finals_text(c);
     MESSAGE("over SIP/RTP: \"" << text << "\", word error rate " << wer(text));
     CHECK(wer(text) <= phone_wer_target);
@@ -75,6 +76,7 @@ TEST_SUITE("sip calls from SIPp") {
                       "-m 1 -t t1");
     const auto c = one_call(s, r);
     CHECK(c.end_reason == "hangup");
+    CHECK(c.start.metadata["transport"] == "tcp");
     const auto text = finals_text(c);
     MESSAGE("over SIP/TCP: \"" << text << "\", word error rate " << wer(text));
     CHECK(wer(text) <= phone_wer_target);
@@ -152,7 +154,7 @@ TEST_SUITE("sip calls from SIPp") {
     MESSAGE("cut at 3.5 s: \"" << text << "\"");
     // The first half of the sentence ("i cancelled on march tenth but you still ...") is there:
     // at least 4 words, each of them a word of the reference.
-    const auto got = words(text);
+    const auto got = words_of(text);
     CHECK(got.size() >= 4);
     const auto ref = reference_words();
     std::size_t known = 0;

@@ -51,9 +51,9 @@ TEST_SUITE("sip siprec updates") {
     CHECK(updates[1] == nlohmann::json::array({"Carol", "Dave"}));
     // The audio went on across both: the whole sentence is there.
     auto bytes = read_bytes(reference_path);
-    const auto ref = words(std::string(bytes.begin(), bytes.end()));
+    const auto ref = words_of(std::string(bytes.begin(), bytes.end()));
     const auto text = finals_text(c, 0);
-    const double wer = static_cast<double>(word_edits(ref, words(text))) / static_cast<double>(ref.size());
+    const double wer = static_cast<double>(word_edits(ref, words_of(text))) / static_cast<double>(ref.size());
     MESSAGE("across a re-INVITE and an UPDATE: \"" << text << "\", word error rate " << wer);
     CHECK(wer <= phone_wer_target);
   }
