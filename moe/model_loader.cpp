@@ -1,11 +1,11 @@
 // load_model: validate everything first (manifest, file structure, tensor list, vocabulary),
 // then repack the PyTorch tensors into the layouts of model_weights.hpp.
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "moe/acoustic_model.hpp"
+#include "moe/half_float.hpp"
 #include "moe/safetensors.hpp"
 #include "moe/weight_manifest.hpp"
 
@@ -14,17 +14,13 @@ namespace {
 
 constexpr int64_t conv_taps = 9;  // 3 x 3
 
-// check_weights() has established that every tensor exists, is F32 and has its shape.
+// check_weights() has established that every tensor exists, is F32, F16 or BF16 with the byte
+// length of its shape, so widening cannot fail here.
 class tensor_reader {
  public:
   explicit tensor_reader(const safetensors_file& f) : f_(f) {}
 
-  std::vector<float> get(const std::string& name) const {
-    const tensor_view* t = f_.find(name);
-    std::vector<float> out(static_cast<std::size_t>(t->numel()));
-    if (t->nbytes) std::memcpy(out.data(), t->data, t->nbytes);  // the view may be unaligned
-    return out;
-  }
+  std::vector<float> get(const std::string& name) const { return *widen_to_f32(*f_.find(name), f_.source()); }
 
   /// nn.Linear weight [out, in] (+ bias [out]) -> linear_weights with w [in, out].
   linear_weights linear(const std::string& prefix, bool has_bias = true) const {

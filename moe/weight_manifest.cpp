@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "moe/half_float.hpp"
+
 namespace sluice::moe {
 namespace {
 
@@ -78,9 +80,14 @@ result<void> check_weights(const safetensors_file& file, const architecture& arc
     if (t->shape != spec.shape)
       problems.push_back(spec.name + " has shape " + t->shape_string() + ", model.json's architecture needs " +
                          shape_string(spec.shape) + " = " + spec.formula);
-    if (t->dtype != st_dtype::f32) {
-      problems.push_back(spec.name + " is " + to_string(t->dtype) + ", the engine reads F32 weights");
+    if (!is_float_weight(t->dtype)) {
+      problems.push_back(spec.name + " is " + to_string(t->dtype) + "; the engine reads F32, F16 or BF16 weights");
       if (problems.size() == 1) code = errc::unsupported;
+    } else if (t->nbytes != static_cast<std::size_t>(t->numel()) * dtype_size(t->dtype)) {
+      // safetensors_file::parse already refuses this; the loader reads nothing it has not sized.
+      problems.push_back(spec.name + " " + t->shape_string() + " " + to_string(t->dtype) + " holds " +
+                         std::to_string(t->nbytes) + " bytes, not numel * " + std::to_string(dtype_size(t->dtype)));
+      if (problems.size() == 1) code = errc::corrupt;
     }
   }
   for (const auto& t : file.tensors())

@@ -24,8 +24,9 @@ struct tensor_spec {
 std::vector<tensor_spec> expected_tensors(const architecture& arch);
 
 /// Checks `file` against expected_tensors(arch): a missing tensor, an unexpected one, a wrong
-/// shape or a dtype other than F32 is an error naming the tensor, what it is and what
-/// model.json's architecture needs (errc::invalid_config, or errc::unsupported for dtypes).
+/// shape or a dtype other than F32, F16 or BF16 (widened to f32 on load) is an error naming the
+/// tensor, what it is and what model.json's architecture needs (errc::invalid_config, or
+/// errc::unsupported for dtypes).
 /// Up to a few problems are listed, then how many more there are.
 result<void> check_weights(const safetensors_file& file, const architecture& arch);
 

@@ -2,6 +2,8 @@
 // test time: every problem must be refused with a message that names it.
 #include <doctest/doctest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -68,6 +70,21 @@ struct model_copy {
     write_text(dir.file("model.json"), text);
   }
 
+  // Points tensor `name`'s header entry at `bytes`, appended to the data, as `dtype` with
+  // `shape` (JSON); its old bytes stay behind as an unused gap, which the format allows.
+  void restore_as(const std::string& name, const std::string& dtype, const std::string& shape,
+                  const std::vector<uint8_t>& bytes) {
+    const auto at = header.find("\"" + name + "\":{");
+    REQUIRE_MESSAGE(at != std::string::npos, name);
+    const auto end = header.find('}', at) + 1;
+    const auto begin = data.size();
+    data.insert(data.end(), bytes.begin(), bytes.end());
+    header.replace(at, end - at,
+                   "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":[" +
+                       std::to_string(begin) + "," + std::to_string(data.size()) + "]}");
+    write_weights();
+  }
+
   error load_error() const {
     auto m = load_model(path());
     REQUIRE_FALSE_MESSAGE(m.has_value(), "the broken model loaded");
@@ -76,6 +93,15 @@ struct model_copy {
 };
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// `n` 16-bit values cycling through `pattern`, little-endian.
+std::vector<uint8_t> halves(const std::vector<uint16_t>& pattern, std::size_t n) {
+  std::vector<uint8_t> out(2 * n);
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(out.data() + 2 * i, &pattern[i % pattern.size()], 2);
+  return out;
+}
+
+constexpr std::size_t tiny_vocab = 29;  // ctc.bias is [29]
 
 #define CHECK_ERROR_NAMES(err, part) CHECK_MESSAGE(contains((err).message, part), (err).message)
 
@@ -95,6 +121,48 @@ TEST_SUITE("loader") {
     CHECK(expected_tensors(a).size() == 8 + 2 * (14 + 3 + 24) + 4);
     const auto& bank = (*m)->weights().blocks[0].moe.experts;
     CHECK(bank.gate_up.size() == std::size_t(8 * 32 * 2 * 16));
+  }
+
+  TEST_CASE("F16 and BF16 tensors load widened to exact f32 values, also in a half-precision model") {
+    SUBCASE("F16") {
+      model_copy c;
+      // 1, -2, 65504, 2^-24 (smallest subnormal), -0, 1023 * 2^-24 (largest subnormal)
+      c.restore_as("ctc.bias", "F16", "[29]", halves({0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x03ff}, tiny_vocab));
+      auto m = load_model(c.path());
+      REQUIRE_MESSAGE(m.has_value(), m.error().message);
+      const std::vector<float> cycle{1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24), -0.0f, std::ldexp(1023.0f, -24)};
+      const auto& b = (*m)->weights().ctc.b;
+      REQUIRE(b.size() == tiny_vocab);
+      for (std::size_t i = 0; i < tiny_vocab; ++i) CHECK(b[i] == cycle[i % cycle.size()]);
+      CHECK(std::signbit(b[4]));
+    }
+    SUBCASE("BF16") {
+      model_copy c;
+      c.restore_as("ctc.bias", "BF16", "[29]", halves({0x3f80, 0xc000, 0x3eab, 0x0080}, tiny_vocab));
+      auto m = load_model(c.path());
+      REQUIRE_MESSAGE(m.has_value(), m.error().message);
+      const std::vector<float> cycle{1.0f, -2.0f, 0.333984375f, std::ldexp(1.0f, -126)};
+      const auto& b = (*m)->weights().ctc.b;
+      REQUIRE(b.size() == tiny_vocab);
+      for (std::size_t i = 0; i < tiny_vocab; ++i) CHECK(b[i] == cycle[i % cycle.size()]);
+    }
+    SUBCASE("a [d_model, d_model] BF16 weight is transposed like its F32 form") {
+      // attn.proj.weight [32, 32] stored as BF16 with W[o][i] = o - i (exact in bf16); the
+      // loader's layout is w[i * out + o].
+      model_copy c;
+      std::vector<uint16_t> w;
+      for (int o = 0; o < 32; ++o)
+        for (int i = 0; i < 32; ++i) w.push_back(static_cast<uint16_t>(std::bit_cast<uint32_t>(float(o - i)) >> 16));
+      c.restore_as("blocks.1.attn.proj.weight", "BF16", "[32,32]", halves(w, w.size()));
+      auto m = load_model(c.path());
+      REQUIRE_MESSAGE(m.has_value(), m.error().message);
+      const auto& l = (*m)->weights().blocks[1].proj;
+      REQUIRE(l.w.size() == 32u * 32u);
+      int wrong = 0;
+      for (int o = 0; o < 32; ++o)
+        for (int i = 0; i < 32; ++i) wrong += l.w[std::size_t(i * 32 + o)] != float(o - i);
+      CHECK(wrong == 0);
+    }
   }
 
   TEST_CASE("broken weights files are refused with the problem named") {
@@ -156,7 +224,40 @@ TEST_SUITE("loader") {
       c.edit_header(R"("ctc.bias":{"dtype":"F32")", R"("ctc.bias":{"dtype":"I32")");
       auto e = c.load_error();
       CHECK(e.code == errc::unsupported);
-      CHECK_ERROR_NAMES(e, "ctc.bias is I32, the engine reads F32 weights");
+      CHECK_ERROR_NAMES(e, "ctc.bias is I32; the engine reads F32, F16 or BF16 weights");
+    }
+    SUBCASE("I8 and F64 tensors, with the byte length of their shape, are refused by dtype") {
+      for (auto [dtype, size] : {std::pair<std::string, std::size_t>{"I8", 1}, {"F64", 8}}) {
+        CAPTURE(dtype);
+        model_copy c;
+        c.restore_as("ctc.bias", dtype, "[29]", std::vector<uint8_t>(tiny_vocab * size));
+        auto e = c.load_error();
+        CHECK(e.code == errc::unsupported);
+        CHECK_ERROR_NAMES(e, "ctc.bias is " + dtype + "; the engine reads F32, F16 or BF16 weights");
+      }
+    }
+    SUBCASE("F16 and BF16 tensors whose byte length does not fit their shape are refused") {
+      // [29] F16 is 58 bytes: the 116 bytes of its F32 form and 56 bytes are both wrong.
+      for (auto [dtype, nbytes] : {std::pair<std::string, std::size_t>{"F16", 116}, {"F16", 56}, {"BF16", 116},
+                                   {"BF16", 60}}) {
+        CAPTURE(dtype);
+        CAPTURE(nbytes);
+        model_copy c;
+        c.restore_as("ctc.bias", dtype, "[29]", std::vector<uint8_t>(nbytes));
+        auto e = c.load_error();
+        CHECK(e.code == errc::corrupt);
+        CHECK_ERROR_NAMES(e, "tensor 'ctc.bias': shape [29] " + dtype + " needs 58 bytes but data_offsets");
+      }
+    }
+    SUBCASE("an F16 tensor cut short by the end of the file") {
+      model_copy c;
+      c.restore_as("ctc.bias", "F16", "[29]", halves({0x3c00}, tiny_vocab));
+      c.data.resize(c.data.size() - 2);
+      c.write_weights();
+      auto e = c.load_error();
+      CHECK(e.code == errc::truncated);
+      CHECK_ERROR_NAMES(e, "tensor 'ctc.bias': data_offsets");
+      CHECK_ERROR_NAMES(e, "the file is truncated");
     }
     SUBCASE("an unknown dtype") {
       model_copy c;

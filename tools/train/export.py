@@ -4,16 +4,23 @@
   /usr/bin/python3 tools/train/export.py --ckpt runs/default/best.pt --out models/default \
       --golden-wavs a.wav b.wav
   /usr/bin/python3 tools/train/export.py --random-tiny --out tests/data/tiny_model --golden-synthetic 3
+  /usr/bin/python3 tools/train/export.py --model-dir models/default --dtype f16 --out /tmp/default_f16
 
 Model directory (the engine validates all of it on load):
   model.json          format, version, architecture, feature settings, tokens, streaming defaults
-  weights.safetensors every parameter and buffer under its PyTorch state_dict name, f32
+  weights.safetensors every parameter and buffer under its PyTorch state_dict name, stored as
+                      --dtype: f32 (the default), f16 or bf16 (torch's own .half() / .bfloat16()
+                      rounding; the engine widens them to f32 on load, the dtype is in the file)
   tokens.txt          one token per line, id = line number, <blank> first, <space> for ' '
 Golden vectors (golden/NAME.safetensors), for the C++ parity tests:
   fbank f32 [T, 80] (raw log-mel input), logits f32 [T', V] (offline, the model's default chunking),
   layer{i}.out f32 [T', D] (hidden state after block i),
   layer{i}.experts i32 [T', k] (chosen experts, sorted ascending), layer{i}.groups i32 [T', g] (sorted),
   logits_full f32 [T', V] (full-context attention: chunk 0).
+With --dtype f16 or bf16 the model's weights are rounded to that dtype before the golden vectors
+are computed, so they describe the model the engine loads. --model-dir re-exports an exported
+directory (its golden cases recomputed from their fbank inputs, its other files such as lm.arpa
+copied).
 """
 from __future__ import annotations
 
@@ -50,9 +57,26 @@ def kaldi_fbank(wav_path: str) -> torch.Tensor:
     return f.float()
 
 
-def write_model_dir(model: AcousticModel, tokens: list[str], out: str, extra: dict | None = None) -> None:
+STORAGE_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+# Written by write_model_dir itself; --model-dir copies every other file of the source directory.
+OWN_FILES = ("model.json", "tokens.txt", "weights.safetensors", "golden")
+
+
+def round_to_storage(model: AcousticModel, dtype: str) -> None:
+    """Rounds every parameter and buffer in place to what `dtype` stores (torch's conversion,
+    round to nearest even), so that computing with the model gives what the engine computes with
+    the widened weights. f32 leaves the model untouched."""
+    if dtype == "f32":
+        return
+    with torch.no_grad():
+        for v in model.state_dict().values():
+            v.copy_(v.to(STORAGE_DTYPES[dtype]).float())
+
+
+def write_model_dir(model: AcousticModel, tokens: list[str], out: str, extra: dict | None = None,
+                    dtype: str = "f32") -> None:
     os.makedirs(out, exist_ok=True)
-    tensors = {k: v.float() for k, v in model.state_dict().items()}
+    tensors = {k: v.float().to(STORAGE_DTYPES[dtype]) for k, v in model.state_dict().items()}
     safetensors_io.save(tensors, os.path.join(out, "weights.safetensors"),
                         metadata={"format": FORMAT, "version": str(VERSION)})
     with open(os.path.join(out, "tokens.txt"), "w", encoding="utf-8") as f:
@@ -91,6 +115,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ckpt", help="checkpoint from train.py")
     ap.add_argument("--random-tiny", action="store_true", help="a tiny randomly initialised model (tests)")
+    ap.add_argument("--model-dir", help="an exported model directory to re-export (e.g. as another --dtype)")
+    ap.add_argument("--dtype", choices=sorted(STORAGE_DTYPES), default="f32",
+                    help="storage dtype of weights.safetensors (default f32)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--golden-wavs", nargs="*", default=[])
     ap.add_argument("--golden-synthetic", type=int, default=0, help="N random-fbank golden cases")
@@ -108,16 +135,37 @@ def main() -> None:
             for moe in model.moe_layers():
                 moe.expert_bias.uniform_(-0.05, 0.05)
                 moe.group_bias.uniform_(-0.05, 0.05)
+    elif args.model_dir:
+        from train import load_model_dir
+        if os.path.realpath(args.model_dir) == os.path.realpath(args.out):
+            ap.error("--model-dir and --out must differ")
+        model = load_model_dir(args.model_dir)
+        with open(os.path.join(args.model_dir, "model.json")) as f:
+            tokens_file = json.load(f).get("tokens", "tokens.txt")
+        with open(os.path.join(args.model_dir, tokens_file), encoding="utf-8") as f:
+            tokens = [line.rstrip("\n") for line in f if line.rstrip("\n")]
     else:
+        if not args.ckpt:
+            ap.error("one of --ckpt, --random-tiny, --model-dir is needed")
         ck = torch.load(args.ckpt)
         tokens = ck["tokens"]
         model = AcousticModel(ModelConfig.from_json(ck["config"]))
         model.load_state_dict(ck["model"])
     model.eval()
+    round_to_storage(model, args.dtype)
     shutil.rmtree(os.path.join(args.out, "golden"), ignore_errors=True)
-    write_model_dir(model, tokens, args.out)
+    write_model_dir(model, tokens, args.out, dtype=args.dtype)
     gdir = os.path.join(args.out, "golden")
     os.makedirs(gdir, exist_ok=True)
+    if args.model_dir:
+        for name in sorted(os.listdir(args.model_dir)):
+            src = os.path.join(args.model_dir, name)
+            if name not in OWN_FILES and os.path.isfile(src):
+                shutil.copy(src, os.path.join(args.out, name))
+        src_golden = os.path.join(args.model_dir, "golden")
+        for name in sorted(os.listdir(src_golden)) if os.path.isdir(src_golden) else []:
+            fbank = safetensors_io.load(os.path.join(src_golden, name))["fbank"]
+            golden(model, fbank, os.path.join(gdir, name))
     for w in args.golden_wavs:
         golden(model, kaldi_fbank(w), os.path.join(gdir, os.path.splitext(os.path.basename(w))[0] + ".safetensors"))
     g = torch.Generator().manual_seed(args.seed)

@@ -9,8 +9,14 @@ import struct
 import numpy as np
 import torch
 
-_DTYPES = {torch.float32: ("F32", np.float32), torch.int32: ("I32", np.int32), torch.int64: ("I64", np.int64)}
-_BACK = {"F32": np.float32, "I32": np.int32, "I64": np.int64}
+# torch dtype -> (header code, numpy dtype the bytes are written through). numpy has no bfloat16:
+# 16-bit floats are written and read as their raw int16 bit patterns (torch's .view()), so the
+# file holds exactly the values torch's own .half() / .bfloat16() conversion produced.
+_DTYPES = {torch.float32: ("F32", np.float32), torch.float16: ("F16", np.int16), torch.bfloat16: ("BF16", np.int16),
+           torch.int32: ("I32", np.int32), torch.int64: ("I64", np.int64)}
+_BACK = {"F32": (np.float32, None), "F16": (np.int16, torch.float16), "BF16": (np.int16, torch.bfloat16),
+         "I32": (np.int32, None), "I64": (np.int64, None)}
+_BITS_16 = (torch.float16, torch.bfloat16)
 _ALIGN = 8
 
 
@@ -21,6 +27,8 @@ def save(tensors: dict[str, torch.Tensor], path: str, metadata: dict[str, str] |
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         code, np_dtype = _DTYPES[t.dtype]
+        if t.dtype in _BITS_16:
+            t = t.view(torch.int16)
         data = t.numpy().astype(np_dtype, copy=False).tobytes()
         header[name] = {"dtype": code, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
@@ -46,6 +54,7 @@ def load(path: str) -> dict[str, torch.Tensor]:
         if name == "__metadata__":
             continue
         a, b = info["data_offsets"]
-        arr = np.frombuffer(base[a:b], dtype=_BACK[info["dtype"]]).reshape(info["shape"])
-        out[name] = torch.from_numpy(arr.copy())
+        np_dtype, view = _BACK[info["dtype"]]
+        t = torch.from_numpy(np.frombuffer(base[a:b], dtype=np_dtype).reshape(info["shape"]).copy())
+        out[name] = t.view(view) if view is not None else t
     return out
