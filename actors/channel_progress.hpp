@@ -9,8 +9,9 @@
 ///                 a message that could not be decoded too), so the subscriber knows which of
 ///                 those it sent are still in the channel's mailbox;
 ///     pending_ms  audio the channel has taken in that the recognizer has not finished with
-///                 yet (16 kHz samples received minus those covered by logits, in ms): features
-///                 queued at the batcher, the part of an attention chunk not computed yet.
+///                 yet (ms taken in, counted at the channel's input rate, minus the point the
+///                 logits have covered): audio in the resampler, features queued at the
+///                 batcher, the part of an attention chunk not computed yet.
 /// A report follows an audio message once 100 ms more audio came in since the last report, or
 /// when the channel's mailbox is empty after it (so an idle channel's last report is exact),
 /// and every logits chunk that moves the recognized point. Reports stop when the channel stops.
