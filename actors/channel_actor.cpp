@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/actor_meter.hpp"
+#include "actors/channel_progress.hpp"
 #include "actors/result_postproc.hpp"
 #include "dsp/fbank.hpp"
 #include "moe/decoder/ctc_decoder.hpp"
@@ -23,6 +24,9 @@ constexpr int64_t samples_per_ms = dsp::model_sample_rate / 1000;
 // Audio kept behind the newest sample, so an utterance start the endpointer reports late
 // (VAD confirmation, edge extension) can still be fed from its true start.
 constexpr int64_t history_ms = 3000;
+// Audio taken in between two progress reports while the mailbox is not empty (see
+// channel_progress.hpp): fewer reports during a flood, still a fine-grained view of it.
+constexpr int64_t progress_step_ms = 100;
 
 double ms_between(clock::time_point a, clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -34,6 +38,7 @@ struct utterance {
   std::optional<moe::ctc_decoder> decoder;
   std::string last_partial;
   int64_t fbank_frames_sent = 0;
+  int64_t recognized_to = -1;  // 16 kHz sample up to which logits came back (-1: none yet)
   std::deque<std::pair<int64_t, clock::time_point>> sent;  // (fbank frames sent so far, when)
   clock::time_point ended{};                                // when the last features went out
   bool features_done = false;
@@ -63,6 +68,13 @@ struct channel {
   // Sample index of the oldest audio still usable (history_ms back, or the open utterance's
   // unfed part); history[0] (history_base) may be older: the front is dropped in batches.
   int64_t history_start = 0;
+  // Flow control (channel_progress.hpp): reports asked for, messages taken, last report.
+  bool progress = false;
+  uint64_t taken = 0;
+  int64_t reported_received = 0;
+  int64_t reported_pending_ms = -1;
+  int64_t consumed = 0;  // 16 kHz sample before which the recognizer is done (see pending_ms)
+  int64_t input_samples = 0;  // samples taken in at the channel's own rate
 };
 
 using self_ptr = caf::event_based_actor*;
@@ -114,6 +126,48 @@ moe::postproc::redaction_carry partial_carry(const state_ptr& st, int64_t uttera
     c.trailing_end_ms = std::numeric_limits<int64_t>::max() / 2;  // "just now", whatever the partial's times
   }
   return c;
+}
+
+// Audio taken in that the recognizer has not finished with: from the oldest utterance still
+// waiting for logits (up to what its logits cover) to the newest sample; none when every
+// utterance has its final (silence is done with once the endpointer has seen it). The point
+// never moves back: an utterance whose start the VAD confirms late is fed its first part again
+// from the history (bounded by history_ms), which is not new audio to hold the sender back for.
+int64_t pending_ms(const state_ptr& st) {
+  int64_t consumed = st->received;
+  for (const auto& [id, u] : st->utterances) {
+    if (u.final_event) continue;
+    consumed = std::max(u.start_sample, u.recognized_to);
+    break;
+  }
+  st->consumed = std::max(st->consumed, consumed);
+  // Taken in is counted at the input rate, before resampling: it matches the durations the
+  // subscriber counts for what it sent (a resampler's output per message varies with its delay
+  // line), and audio held in the resampler is audio not recognized yet.
+  const int64_t taken_ms =
+      st->pipe->sample_rate > 0 ? st->input_samples * 1000 / st->pipe->sample_rate : st->received / samples_per_ms;
+  return std::max<int64_t>(0, taken_ms - st->consumed / samples_per_ms);
+}
+
+void report_progress(self_ptr self, const state_ptr& st) {
+  const int64_t pending = pending_ms(st);
+  st->reported_received = st->received;
+  st->reported_pending_ms = pending;
+  self->send(st->subscriber, progress_atom::value, st->taken, pending);
+}
+
+// After an audio message (see channel_progress.hpp for when a report goes).
+void progress_after_audio(self_ptr self, const state_ptr& st) {
+  ++st->taken;
+  if (!st->progress) return;
+  if (st->received - st->reported_received >= progress_step_ms * samples_per_ms || self->mailbox().empty())
+    report_progress(self, st);
+}
+
+// After logits (or utterances lost): a report when the recognized point moved.
+void progress_after_logits(self_ptr self, const state_ptr& st) {
+  if (st->ended && st->utterances.empty()) return;  // drained: the subscriber has been told
+  if (st->progress && pending_ms(st) != st->reported_pending_ms) report_progress(self, st);
 }
 
 void maybe_drained(self_ptr self, const state_ptr& st) {
@@ -239,6 +293,9 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     u.sent.pop_front();
   }
   const int64_t offset_ms = u.start_sample / samples_per_ms;
+  u.recognized_to = std::max(u.recognized_to, u.start_sample + (c.first_frame + n) *
+                                                                 static_cast<int64_t>(st->res->decoder.frame_ms) *
+                                                                 samples_per_ms);
   auto to_event = [&](const moe::decode_result& r, bool final) {
     transcript_event ev;
     ev.channel = st->id;
@@ -296,6 +353,7 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
       send_error(self, st, -1, "audio after the end of the stream");
       return;
     }
+    st->input_samples += static_cast<int64_t>(x.size());
     auto y = st->pipe->to_model_rate(x);
     if (!y) {
       send_error(self, st, -1, y.error().message);
@@ -306,20 +364,20 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
   return {
       [self, st, samples_in](samples_atom, const std::vector<float>& x) {
         actor_meter::scope busy(st->meter);
-        if (st->pipe->codec != channel_codec::f32) {
+        if (st->pipe->codec != channel_codec::f32)
           send_error(self, st, -1, "f32 samples sent to a channel opened for another codec");
-          return;
-        }
-        samples_in(x);
+        else
+          samples_in(x);
+        progress_after_audio(self, st);
       },
       [self, st, samples_in](audio_atom, const std::vector<uint8_t>& bytes) {
         actor_meter::scope busy(st->meter);
         auto x = st->pipe->decode(bytes);
-        if (!x) {
+        if (!x)
           send_error(self, st, -1, std::string("bad audio (") + to_string(x.error().code) + "): " + x.error().message);
-          return;
-        }
-        samples_in(*x);
+        else
+          samples_in(*x);
+        progress_after_audio(self, st);
       },
       [self, st](segment_atom, std::vector<float>& x16, int64_t start_sample) {
         actor_meter::scope busy(st->meter);
@@ -356,6 +414,11 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
       [self, st](logits_atom, logits_chunk& c) {
         actor_meter::scope busy(st->meter);
         on_logits(self, st, c);
+        progress_after_logits(self, st);
+      },
+      [self, st](progress_atom) {
+        st->progress = true;
+        report_progress(self, st);
       },
       [self, st](batcher_atom, caf::actor b) {
         st->batcher = std::move(b);
@@ -369,6 +432,7 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
           it = st->utterances.erase(it);
         }
         maybe_drained(self, st);
+        progress_after_logits(self, st);  // the lost utterances are no longer pending
       },
       [self, st](report_atom) {
         if (st->metrics) {

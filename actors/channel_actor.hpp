@@ -17,8 +17,11 @@
 ///   (logits_atom, logits_chunk)              from the batcher
 ///   (batcher_atom, caf::actor)               the batcher was restarted: utterances in flight
 ///                                            are reported lost, the channel goes on
+///   (progress_atom)                          report progress to the subscriber from now on
+///                                            (flow control: actors/channel_progress.hpp)
 /// Messages out: (transcript_event) to the subscriber; after end_atom, once every utterance
-/// has its final, (drained_atom, channel_id) to the subscriber and the supervisor.
+/// has its final, (drained_atom, channel_id) to the subscriber and the supervisor; once asked,
+/// (progress_atom, uint64_t taken, int64_t pending_ms) to the subscriber.
 /// Its reports to the metrics actor carry the newest text and `tenant` (net/ shows a channel
 /// only to its tenant).
 /// Bad audio gets a transcript_event with `error` set; the channel keeps running.

@@ -21,6 +21,18 @@ struct server_config {
   int idle_timeout_s = 30;
   /// Longest WebSocket stream (s); then it is ended like a client end.
   int max_session_s = 4 * 3600;
+  /// Flow control of WebSocket audio (net/ws_session.hpp): when the audio a stream has sent
+  /// that the recognizer has not finished with (in the server's hands: in flight to its
+  /// channel, queued for the model) reaches this many ms, the server stops reading that
+  /// connection, so TCP holds a client that sends faster than real time back; it reads again
+  /// once the backlog is down to half of it. At least twice the model's attention chunk with its
+  /// look-ahead (the default model: 700 ms): below that a paused stream could wait for audio
+  /// it has not been allowed to send.
+  int ws_max_buffered_audio_ms = 5000;
+  /// A connection held back this long in one go (the engine consumed too little of its backlog)
+  /// is closed with 1013 and an "overloaded" error (s). Also bounds how late a paused reader
+  /// sees a ping or a close frame: keep it below clients' ping timeouts.
+  int ws_max_pause_s = 15;
   /// Host header names accepted besides the loopback names (localhost, 127.x.x.x, ::1) and
   /// the bound address (any IP address when bound to 0.0.0.0 or ::); comma-separated, "*" for
   /// any. Other names get 403: a page on another domain resolving to this server (DNS
@@ -52,6 +64,10 @@ struct server_config {
     v("max_body_bytes", max_body_bytes, range{1024, 1 << 30}, "largest HTTP request body (bytes)");
     v("idle_timeout_s", idle_timeout_s, range{1, 86400}, "close a connection idle this long (s)");
     v("max_session_s", max_session_s, range{1, 7 * 86400}, "longest WebSocket stream (s)");
+    v("ws_max_buffered_audio_ms", ws_max_buffered_audio_ms, range{2000, 3600000},
+      "stop reading a WebSocket stream whose audio not yet recognized reaches this (ms); read again at half of it");
+    v("ws_max_pause_s", ws_max_pause_s, range{1, 3600},
+      "close (1013) a WebSocket stream whose reads stayed paused this long (s)");
     v("allowed_hosts", allowed_hosts, name_list{},
       "Host names accepted besides loopback and the bound address (comma-separated; * = any)");
     v("allowed_origins", allowed_origins, name_list{},

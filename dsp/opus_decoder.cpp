@@ -81,6 +81,13 @@ result<audio> opus_decoder::decode(std::span<const uint8_t> packet) {
   return out;
 }
 
+int64_t opus_decoder::packet_samples(std::span<const uint8_t> packet, int sample_rate) {
+  if (packet.empty() || sample_rate <= 0 || packet.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max()))
+    return 0;
+  const int n = opus_packet_get_nb_samples(packet.data(), static_cast<opus_int32>(packet.size()), sample_rate);
+  return n > 0 ? n : 0;
+}
+
 void opus_decoder::reset() { opus_decoder_ctl(state_.get(), OPUS_RESET_STATE); }
 
 }  // namespace sluice::dsp

@@ -42,6 +42,10 @@ class opus_decoder {
   /// A malformed packet is errc::corrupt and leaves the decoder state as it was.
   result<audio> decode(std::span<const uint8_t> packet);
 
+  /// The duration of `packet` in samples at `sample_rate` Hz, read from its table of contents
+  /// (no decoding); 0 for an empty or malformed packet.
+  static int64_t packet_samples(std::span<const uint8_t> packet, int sample_rate);
+
   /// Forgets the stream history, as after a discontinuity (new SSRC, seek).
   void reset();
 

@@ -73,6 +73,12 @@ struct server_state {
   std::array<std::atomic<int>, ws_listener_count> listener_connections{};
   std::atomic<uint64_t> next_connection_id{1};  ///< ids in the logs of connections and streams
   std::atomic<int64_t> ws_sessions{0};
+  /// WebSocket flow control (net/ws_session.hpp): reads paused so far, streams paused now, and
+  /// the most audio (ms) one stream has had in the server's hands at once (in flight to its
+  /// channel or not yet recognized), over every stream since the start.
+  std::atomic<int64_t> ws_read_pauses{0};
+  std::atomic<int64_t> ws_paused_now{0};
+  std::atomic<int64_t> ws_buffered_audio_peak_ms{0};
   std::atomic<bool> draining{false};
   /// Who may make which request (net/auth/gate.hpp); never null once started.
   std::shared_ptr<const auth::gate> gate;
@@ -141,6 +147,14 @@ class server {
   std::shared_ptr<calls::call_registry> shared_calls() const { return state_->calls; }
   /// Connections open on every port now (counted from accept: net/connection_slot.hpp).
   int open_connections() const { return state_->connections; }
+  /// WebSocket flow control so far (see server_state): reads paused, streams paused now, the
+  /// most audio (ms) one stream had in the server's hands at once.
+  struct ws_flow {
+    int64_t read_pauses = 0, paused_now = 0, buffered_audio_peak_ms = 0;
+  };
+  ws_flow ws_flow_control() const {
+    return {state_->ws_read_pauses, state_->ws_paused_now, state_->ws_buffered_audio_peak_ms};
+  }
   /// Whether the port serves TLS.
   bool tls() const { return state_->tls != nullptr; }
   /// Reads the TLS certificate and key again for new connections; open connections keep

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <poll.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -16,6 +18,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/channel_progress.hpp"
 #include "actors/messages.hpp"
 #include "net/json_fields.hpp"
 #include "net/refusal_status.hpp"
@@ -31,6 +34,9 @@ namespace asio = boost::asio;
 
 // How long the opening and closing handshakes may take.
 constexpr auto handshake_timeout = std::chrono::seconds(30);
+// While its reads are paused (flow control) a session looks this often whether the client has
+// reset the connection and whether the pause has lasted server.ws_max_pause_s.
+constexpr auto pause_check_interval = std::chrono::milliseconds(100);
 
 template <class Session>
 caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s,
@@ -49,9 +55,11 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   session(Stream stream, std::shared_ptr<server_state> st, std::unique_ptr<ws_protocol> proto,
           std::shared_ptr<void> slot, uint64_t id, std::string tenant)
       : ws_(std::move(stream)), st_(std::move(st)), proto_(std::move(proto)), slot_(std::move(slot)), id_(id),
-        tenant_(std::move(tenant)), session_timer_(ws_.get_executor()), idle_timer_(ws_.get_executor()) {}
+        tenant_(std::move(tenant)), session_timer_(ws_.get_executor()), idle_timer_(ws_.get_executor()),
+        pause_timer_(ws_.get_executor()) {}
 
   ~session() override {
+    if (paused_) --st_->ws_paused_now;
     for (auto& c : channels_)
       if (c.bridge) caf::anon_send_exit(c.bridge, caf::exit_reason::user_shutdown);
     end_call("client left");
@@ -104,6 +112,8 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
       ++st_->ws_sessions;
       counted_ = true;
     }
+    // Progress reports first, so that the first report counts the early audio among what follows.
+    caf::anon_send(c.handle, actors::progress_atom::value);
     for (auto& b : c.early_audio) caf::anon_send(c.handle, actors::audio_atom::value, std::move(b));
     for (auto& x : c.early_samples) caf::anon_send(c.handle, actors::samples_atom::value, std::move(x));
     c.early_audio.clear();
@@ -130,8 +140,27 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
     auto& c = channels_.at(i);
     c.handle = nullptr;  // the channel has stopped by itself
     c.phase = channel_phase::drained;
+    c.unacked_us.clear();
+    c.unacked_total_us = 0;
+    c.engine_pending_ms = 0;
     if (closing_) return;
     proto_->on_drained(*this, i);
+    if (!closing_) maybe_resume();
+  }
+
+  // The channel has handled `taken` of the audio messages sent to it, and holds `pending_ms`
+  // of audio the recognizer has not finished with (actors/channel_progress.hpp).
+  void channel_progress(std::size_t i, uint64_t taken, int64_t pending_ms) {
+    auto& c = channels_.at(i);
+    if (closing_ || c.phase == channel_phase::drained) return;
+    while (c.acked < taken && !c.unacked_us.empty()) {
+      c.unacked_total_us -= c.unacked_us.front();
+      c.unacked_us.pop_front();
+      ++c.acked;
+    }
+    c.engine_pending_ms = pending_ms;
+    note_buffered(c);
+    maybe_resume();
   }
 
   asio::any_io_executor executor() { return ws_.get_executor(); }
@@ -151,6 +180,8 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
       if (!tenant_.empty()) requests[k].tenant = tenant_;
       auto& c = channels_[i];
       c.call_channel = call_channels.empty() ? static_cast<int>(i) : call_channels[k];
+      c.codec = requests[k].codec;
+      c.sample_rate = requests[k].sample_rate;
       c.bridge = st_->engine->system().spawn(bridge_actor<session>, weak_from_this(), st_->io, st_->engine->supervisor(), i);
       caf::anon_send(c.bridge, actors::open_atom::value, requests[k]);
     }
@@ -159,13 +190,19 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
 
   void push_audio(std::size_t i, std::vector<uint8_t> bytes) override {
     auto& c = channels_.at(i);
-    if (c.phase == channel_phase::opening && !c.end_requested) c.early_audio.push_back(std::move(bytes));
-    else if (c.phase == channel_phase::open) caf::anon_send(c.handle, actors::audio_atom::value, std::move(bytes));
+    if (!takes_audio(c)) return;
+    // A message whose duration cannot be told (a malformed Opus packet) counts as a whole
+    // high-water mark: reads pause until the channel has taken it.
+    account(c, actors::audio_message_us(c.codec, c.sample_rate, bytes).value_or(high_water_ms() * 1000));
+    if (c.phase == channel_phase::opening) c.early_audio.push_back(std::move(bytes));
+    else caf::anon_send(c.handle, actors::audio_atom::value, std::move(bytes));
   }
   void push_samples(std::size_t i, std::vector<float> samples) override {
     auto& c = channels_.at(i);
-    if (c.phase == channel_phase::opening && !c.end_requested) c.early_samples.push_back(std::move(samples));
-    else if (c.phase == channel_phase::open) caf::anon_send(c.handle, actors::samples_atom::value, std::move(samples));
+    if (!takes_audio(c)) return;
+    account(c, actors::samples_message_us(samples.size(), c.sample_rate));
+    if (c.phase == channel_phase::opening) c.early_samples.push_back(std::move(samples));
+    else caf::anon_send(c.handle, actors::samples_atom::value, std::move(samples));
   }
 
   void end_channel(std::size_t i) override {
@@ -228,6 +265,15 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
     caf::actor handle, bridge;
     std::vector<std::vector<uint8_t>> early_audio;  ///< pushed while opening
     std::vector<std::vector<float>> early_samples;
+    // Flow control: the channel's codec and rate (to tell a message's duration), the
+    // durations (us) of the audio messages sent or held that it has not taken yet, how many it
+    // has taken, and the audio it last said the recognizer has not finished with.
+    std::string codec;
+    int sample_rate = 0;
+    std::deque<int64_t> unacked_us;
+    int64_t unacked_total_us = 0;
+    uint64_t acked = 0;
+    int64_t engine_pending_ms = 0;
   };
 
   struct outgoing {
@@ -316,7 +362,110 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
     buffer_.consume(buffer_.size());
     if (closing_) return;
     if (input_done_) watch_after_end();
+    else if (!peer_finished_ && over_high_water()) pause_reading();
     else do_read();
+  }
+
+  // -- flow control ----------------------------------------------------------------------------
+  // A stream whose audio in the server's hands (sent to its channel and not taken yet, or taken
+  // and not recognized yet) reaches server.ws_max_buffered_audio_ms gets no next read: the
+  // socket's receive buffer fills, TCP's window closes, and the client's writes wait. Reads go
+  // on once every channel is down to half the mark. A paused reader sees no frame, so a ping or
+  // a close frame waits behind the audio before it (at most ws_max_pause_s); a reset connection
+  // is seen at once (pause_check), and a failed write of a result ends the session as always.
+  // A client that has shut down its sending half (FIN) can send no more: what it sent is all in
+  // the kernel's buffers already, so the rest is read at once, unpaused, as before flow control
+  // existed: its end message (then its finals go out) or its departure is seen without delay.
+
+  int64_t high_water_ms() const { return st_->cfg.ws_max_buffered_audio_ms; }
+
+  static bool takes_audio(const channel& c) {
+    return (c.phase == channel_phase::opening && !c.end_requested) || c.phase == channel_phase::open;
+  }
+
+  static int64_t buffered_ms(const channel& c) { return c.unacked_total_us / 1000 + c.engine_pending_ms; }
+
+  void account(channel& c, int64_t us) {
+    c.unacked_us.push_back(us);
+    c.unacked_total_us += us;
+    note_buffered(c);
+  }
+
+  void note_buffered(const channel& c) {
+    const int64_t ms = buffered_ms(c);
+    auto& peak = st_->ws_buffered_audio_peak_ms;
+    int64_t seen = peak.load();
+    while (ms > seen && !peak.compare_exchange_weak(seen, ms)) {
+    }
+  }
+
+  bool over_high_water() const {
+    for (const auto& c : channels_)
+      if (c.phase != channel_phase::drained && buffered_ms(c) >= high_water_ms()) return true;
+    return false;
+  }
+
+  void pause_reading() {
+    paused_ = true;
+    paused_since_ = std::chrono::steady_clock::now();
+    ++st_->ws_read_pauses;
+    ++st_->ws_paused_now;
+    arm_pause_check();
+  }
+
+  void unpause() {
+    if (!paused_) return;
+    paused_ = false;
+    --st_->ws_paused_now;
+    pause_timer_.cancel();
+  }
+
+  void maybe_resume() {
+    if (!paused_ || closing_) return;
+    for (const auto& c : channels_)
+      if (c.phase != channel_phase::drained && buffered_ms(c) > high_water_ms() / 2) return;
+    unpause();
+    if (input_done_) watch_after_end();
+    else do_read();
+  }
+
+  // The timer holds the session: while paused no read is pending, and nothing else may be.
+  void arm_pause_check() {
+    pause_timer_.expires_after(pause_check_interval);
+    pause_timer_.async_wait([self = shared_from_this()](beast::error_code e) {
+      if (e) return;
+      self->guarded("pause check", [&] { self->pause_check(); });
+    });
+  }
+
+  void pause_check() {
+    if (!paused_ || closing_) return;
+    // POLLERR / POLLHUP: the connection was reset (a client that closed its socket with our
+    // results unread, or died). POLLRDHUP: a FIN, which may be a departure or a half-close after
+    // the client's end sitting unread behind its audio: which one, the rest of the stream says.
+    pollfd p{beast::get_lowest_layer(ws_).socket().native_handle(), POLLRDHUP, 0};
+    const bool polled = ::poll(&p, 1, 0) > 0;
+    if (polled && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) {
+      spdlog::info("ws {}: client left while its reads were paused", id_);
+      gone();
+      return;
+    }
+    if (polled && (p.revents & POLLRDHUP) != 0) {
+      spdlog::info("ws {}: the client shut down its sending half while paused: reading the rest at once", id_);
+      peer_finished_ = true;
+      unpause();
+      do_read();
+      return;
+    }
+    if (std::chrono::steady_clock::now() - paused_since_ >= std::chrono::seconds(st_->cfg.ws_max_pause_s)) {
+      unpause();
+      fail("overloaded",
+           "the engine did not consume this stream's audio for " + std::to_string(st_->cfg.ws_max_pause_s) +
+               " s (server.ws_max_pause_s); retry later",
+           ws_close::try_later);
+      return;
+    }
+    arm_pause_check();
   }
 
   // After the client's end it has nothing more to say; it may even shut down its half of the
@@ -376,6 +525,7 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   void gone() {
     keep_alive_.reset();  // the last reference may be the handler's that called this
     closing_ = true;
+    unpause();
     session_timer_.cancel();
     idle_timer_.cancel();
     abort_channels();
@@ -438,6 +588,7 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   uint64_t id_;
   std::string tenant_;  // auth: the admitted key's tenant; empty without keys
   asio::steady_timer session_timer_, idle_timer_;
+  asio::steady_timer pause_timer_;  ///< while reads are paused (see pause_reading)
   std::deque<outgoing> queue_;
   std::vector<channel> channels_;  ///< one per engine channel, index = the protocol's channel
   bool closing_ = false, close_pending_ = false, input_done_ = false, counted_ = false, call_ended_ = false;
@@ -446,6 +597,9 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   std::string end_reason_;  ///< why the call ended, once known (see close, fail)
   std::shared_ptr<session> keep_alive_;  ///< set while half-closed (see on_readable)
   uint64_t idle_generation_ = 0;         ///< see arm_idle_timer
+  bool paused_ = false;                  ///< no read pending: the backlog is over the mark
+  bool peer_finished_ = false;           ///< the client sent its FIN: never paused again
+  std::chrono::steady_clock::time_point paused_since_;
 };
 
 // Posts `f` onto the session's strand, guarded there. Never throws into the actor. The session
@@ -500,6 +654,9 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> 
                   });
       },
       [=](actors::transcript_event& ev) { post_to(w, gate, "event", [i, ev](session& s) { s.channel_event(i, ev); }); },
+      [=](actors::progress_atom, uint64_t taken, int64_t pending_ms) {
+        post_to(w, gate, "progress", [i, taken, pending_ms](session& s) { s.channel_progress(i, taken, pending_ms); });
+      },
       [=](actors::drained_atom, actors::channel_id) {
         post_to(w, gate, "drained", [i](session& s) { s.channel_drained(i); });
         self->quit();

@@ -28,6 +28,27 @@
 /// not recur on the current code (30 half-closing wss clients under ASan, 54 in a release build),
 /// and the one defect found on that path is fixed below (sessions held off their strand).
 ///
+/// Flow control (issue 9): a client may send audio faster than real time (FunASR's and
+/// sherpa-onnx's file clients push a whole file at network speed). The session counts, per
+/// channel, the audio in its hands: messages sent to the channel that it has not taken yet
+/// (their duration told from their size, actors/channel_progress.hpp) plus what the channel
+/// reports the recognizer has not finished with. When that reaches
+/// server.ws_max_buffered_audio_ms after a message, no next read is issued: the socket's
+/// buffers fill, TCP closes its window and the client's writes wait. Reads resume when every
+/// channel is down to half the mark. So a stream's memory in the server stays bounded (the mark,
+/// one message, and what the kernel's socket buffers hold) whatever the client's speed, and its
+/// transcript is the same as at any pace. While paused:
+///   - a ping or a close frame waits behind the audio before it: it is answered once that audio
+///     is read (the engine keeps consuming, so within ws_max_pause_s);
+///   - a reset connection (RST) is seen at once (the socket is polled every 100 ms) and ends the
+///     session as a departure: channels aborted;
+///   - a FIN (the client shut down its sending half) ends the pausing: nothing more can come, so
+///     the rest is read at once (bounded by the kernel buffers): an end message before it gets
+///     every final (a half-close), a FIN without one is a departure;
+///   - a pause longer than server.ws_max_pause_s (an engine that consumes nothing) closes the
+///     stream with an "overloaded" error and 1013.
+/// Figures: server::ws_flow_control() (pauses, streams paused now, peak audio held per stream).
+///
 /// Threads: everything done to a session runs on its strand. The bridge actors (engine threads)
 /// never hold a session: they post to its strand, where it is looked up, behind the server's
 /// I/O gate (so nothing is posted to an I/O context that server::stop has ended), and a session
