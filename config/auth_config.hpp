@@ -23,6 +23,10 @@ struct auth_config {
   int lockout_s = 300;
   /// Client addresses the back-off remembers at most (its memory bound).
   int max_tracked_clients = 100000;
+  /// Check keys_file's modification time, size and inode this often (s) and reload it when
+  /// they change (net/auth/live_key_store.hpp); 0: only on SIGHUP. A reload applies to new
+  /// requests and upgrades; streams already open go on to their end.
+  int keys_reload_check_s = 2;
 
   template <class V>
   void visit(V&& v) {
@@ -34,6 +38,8 @@ struct auth_config {
     v("failure_window_s", failure_window_s, range{1, 86400}, "window in which max_failures count (s)");
     v("lockout_s", lockout_s, range{1, 86400}, "how long a locked-out IP gets 429 (s)");
     v("max_tracked_clients", max_tracked_clients, range{1, 10000000}, "client IPs the back-off remembers at most");
+    v("keys_reload_check_s", keys_reload_check_s, range{0, 86400},
+      "check keys_file for a change this often (s) and reload it; 0: only on SIGHUP");
   }
   std::string check() const { return {}; }
 };

@@ -1,5 +1,7 @@
 #include "net/server.hpp"
 
+#include <functional>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -68,19 +70,20 @@ result<tcp::acceptor> bind_port(asio::io_context& ioc, const asio::ip::address& 
   return acceptor;
 }
 
-// Checks the TLS files every server.tls_reload_check_s and reloads them when they changed.
-class tls_watch : public std::enable_shared_from_this<tls_watch> {
+// Calls `check` every `period_s` on a strand of its own until stop(): the timed reloads of the
+// TLS files (server.tls_reload_check_s) and of the keys file (auth.keys_reload_check_s).
+class file_watch : public std::enable_shared_from_this<file_watch> {
  public:
-  tls_watch(asio::io_context& ioc, std::shared_ptr<tls_context_store> store, int period_s)
-      : timer_(asio::make_strand(ioc)), store_(std::move(store)), period_(period_s) {}
+  file_watch(asio::io_context& ioc, std::string what, std::function<void()> check, int period_s)
+      : timer_(asio::make_strand(ioc)), what_(std::move(what)), check_(std::move(check)), period_(period_s) {}
   void run() {
     timer_.expires_after(period_);
     timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (ec) return;  // cancelled: the server stops
       try {
-        self->store_->reload_if_changed();
+        self->check_();
       } catch (const std::exception& e) {
-        spdlog::error("tls: checking the certificate files threw: {}", e.what());
+        spdlog::error("{}: checking the files threw: {}", self->what_, e.what());
       }
       self->run();
     });
@@ -91,7 +94,8 @@ class tls_watch : public std::enable_shared_from_this<tls_watch> {
 
  private:
   asio::steady_timer timer_;
-  std::shared_ptr<tls_context_store> store_;
+  std::string what_;  // the log's subsystem
+  std::function<void()> check_;
   std::chrono::seconds period_;
 };
 
@@ -197,9 +201,17 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
     s->listeners_.push_back(l);
   }
   if (s->state_->tls && cfg.tls_reload_check_s > 0) {
-    auto w = std::make_shared<tls_watch>(*s->ioc_, s->state_->tls, cfg.tls_reload_check_s);
+    auto w = std::make_shared<file_watch>(
+        *s->ioc_, "tls", [tls = s->state_->tls] { (void)tls->reload_if_changed(); }, cfg.tls_reload_check_s);
     w->run();
     s->tls_watch_ = w;
+  }
+  // The outcome of a timed key reload is logged by the store (a failure keeps the old keys).
+  if (const auto& keys = s->state_->gate->keys(); keys && auth.keys_reload_check_s > 0) {
+    auto w = std::make_shared<file_watch>(
+        *s->ioc_, "auth", [keys] { (void)keys->reload_if_changed(); }, auth.keys_reload_check_s);
+    w->run();
+    s->keys_watch_ = w;
   }
   for (int i = 0; i < cfg.io_threads; ++i) s->threads_.emplace_back([ioc = s->ioc_.get()] { run_io(*ioc); });
   return s;
@@ -215,7 +227,8 @@ void server::stop() {
   for (auto& l : listeners_) std::static_pointer_cast<listener>(l)->stop();
   const auto audiosocket = std::static_pointer_cast<switches::audiosocket_listener>(audiosocket_);
   if (audiosocket) audiosocket->stop();
-  if (tls_watch_) std::static_pointer_cast<tls_watch>(tls_watch_)->stop();
+  if (tls_watch_) std::static_pointer_cast<file_watch>(tls_watch_)->stop();
+  if (keys_watch_) std::static_pointer_cast<file_watch>(keys_watch_)->stop();
   // Streams end through the engine's drain (their channels deliver finals, then close).
   state_->engine->shutdown();
   // Give sessions a moment to flush their last messages, then stop the I/O threads.
@@ -238,6 +251,28 @@ std::optional<auth::principal> server::authenticate_key(std::string_view key) co
 result<void> server::reload_tls() {
   if (!state_->tls) return fail(errc::invalid_argument, "this server has no TLS (server.tls_cert_file is empty)");
   return state_->tls->reload();
+}
+
+result<void> server::reload_keys() {
+  const auto& keys = state_->gate->keys();
+  if (!keys) return fail(errc::invalid_argument, "this server has no API keys (auth.keys_file is empty)");
+  auto r = keys->reload();
+  if (!r) return tl::unexpected(r.error());
+  return {};
+}
+
+result<void> server::reload() {
+  const bool tls = state_->tls != nullptr, keys = state_->gate->keys() != nullptr;
+  if (!tls && !keys)
+    return fail(errc::invalid_argument, "this server has neither TLS nor API keys: nothing to reload");
+  // Each independently: a broken certificate does not stop a key revocation, nor the reverse.
+  std::optional<error> first;
+  if (tls)
+    if (auto r = reload_tls(); !r) first = r.error();
+  if (keys)
+    if (auto r = reload_keys(); !r && !first) first = r.error();
+  if (first) return tl::unexpected(*first);
+  return {};
 }
 
 server::~server() { stop(); }

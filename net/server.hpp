@@ -30,7 +30,9 @@
 /// Access ([auth]): API keys per tenant with scopes, checked on every route (net/auth/gate.hpp).
 /// TLS ([server] tls_cert_file, tls_key_file): the port then serves https and wss only
 /// (net/connection.hpp); the certificate is reloaded for new connections when its files change
-/// (every tls_reload_check_s) or on reload_tls() (SIGHUP in `sluice serve`).
+/// (every tls_reload_check_s) or on reload_tls() (SIGHUP in `sluice serve`: reload()).
+/// The API keys file likewise: reloaded for new requests when it changes (every
+/// auth.keys_reload_check_s) or on reload_keys() (and reload(), SIGHUP).
 
 #include <array>
 #include <atomic>
@@ -164,6 +166,15 @@ class server {
   /// The principal of an API key presented outside HTTP (RTSP pushes), by the same keys as every
   /// route; nullopt when it is not a valid key or no keys are configured. Thread-safe.
   std::optional<auth::principal> authenticate_key(std::string_view key) const;
+  /// Reads the keys file ([auth] keys_file) again for new requests and upgrades on every port;
+  /// streams already open go on, even with a key the file no longer holds. On failure the old
+  /// keys stay and the error (also logged) says why (net/auth/live_key_store.hpp).
+  /// errc::invalid_argument when the server has no keys file. Thread-safe.
+  result<void> reload_keys();
+  /// SIGHUP in `sluice serve`: reload_tls() when the server has TLS and reload_keys() when it
+  /// has keys, each whatever the other's outcome; the first failure, if any.
+  /// errc::invalid_argument when it has neither. Thread-safe.
+  result<void> reload();
   /// The calls store and webhook (null when not configured): their counters, for tests and tools.
   const calls::call_store* call_store() const { return state_->call_store.get(); }
   const calls::webhook* webhook() const { return state_->webhook.get(); }
@@ -179,7 +190,8 @@ class server {
   std::vector<std::thread> threads_;
   std::vector<std::shared_ptr<void>> listeners_;  // one per bound port
   std::vector<bound_port> ports_;
-  std::shared_ptr<void> tls_watch_;  // the timer of tls_reload_check_s (net/server.cpp)
+  std::shared_ptr<void> tls_watch_;   // the timer of tls_reload_check_s (net/server.cpp)
+  std::shared_ptr<void> keys_watch_;  // the timer of auth.keys_reload_check_s
   std::shared_ptr<void> audiosocket_;  // net/switches/audiosocket_listener.hpp
   uint16_t port_ = 0, audiosocket_port_ = 0;
   bool stopped_ = false;

@@ -97,13 +97,14 @@ result<std::shared_ptr<const gate>> gate::create(const config::server_config& se
                    server.host);
     return std::shared_ptr<const gate>(std::move(g));
   }
-  auto keys = key_store::load(auth.keys_file);
+  auto keys = live_key_store::open(auth.keys_file);
   if (!keys) return tl::unexpected(keys.error());
-  if (keys->size() == 0)
+  // Only at start: a reload to a file without keys is applied (live_key_store.hpp).
+  if ((*keys)->current()->size() == 0)
     return fail(errc::invalid_config, "auth.keys_file = \"" + auth.keys_file +
                                           "\" holds no keys, so no client could connect: add one with `sluice keys "
                                           "add --tenant NAME --scopes stream,read`");
-  spdlog::info("auth: {} API keys from {}{}", keys->size(), auth.keys_file,
+  spdlog::info("auth: {} API keys from {}{}", (*keys)->current()->size(), auth.keys_file,
                auth.metrics_open ? "; /metrics open (auth.metrics_open)" : "");
   g->keys_ = std::move(*keys);
   return std::shared_ptr<const gate>(std::move(g));
@@ -117,7 +118,10 @@ tl::expected<principal, refusal> gate::admit(const http_request& req) const {
   if (!n.key) return principal::unauthenticated();
   const auto key = presented_key(req, path);
   if (!key) return tl::unexpected(refusal{401, challenge, "an API key is required (Authorization: Bearer <key>)"});
-  const auto who = keys_->authenticate(*key);
+  // A copy of the current store: a reload meanwhile swaps the pointer, never this store, and
+  // the hashing runs outside the store's lock.
+  const auto store = keys_->current();
+  const auto who = store->authenticate(*key);
   if (!who) {
     spdlog::debug("auth: 401 for {}: invalid API key", path);
     return tl::unexpected(refusal{401, challenge + ", error=\"invalid_token\"", "invalid API key", true});

@@ -23,6 +23,10 @@
 /// valid key without the scope: 403 with error="insufficient_scope". Keys are never logged.
 /// Repeated invalid keys from one address are answered 429 for a while (failure_limiter.hpp,
 /// applied by the HTTP session around admit()).
+///
+/// Keys change without a restart (live_key_store.hpp): each admit() checks the keys file's
+/// current store, so a reload applies to every new request and upgrade on every port the gate
+/// guards; what was admitted before (an open stream) is not checked again.
 
 #include <memory>
 #include <optional>
@@ -35,6 +39,7 @@
 #include "config/error.hpp"
 #include "config/server_config.hpp"
 #include "net/auth/key_store.hpp"
+#include "net/auth/live_key_store.hpp"
 #include "net/auth/principal.hpp"
 
 namespace sluice::net::auth {
@@ -59,22 +64,25 @@ class gate {
                                                     const config::auth_config& auth);
 
   /// True when keys are required.
-  bool enabled() const { return keys_.has_value(); }
+  bool enabled() const { return keys_ != nullptr; }
 
-  /// The principal `req` acts as, or why it may not.
+  /// The keys file's store, to reload it (live_key_store.hpp); null without keys.
+  const std::shared_ptr<live_key_store>& keys() const { return keys_; }
+
+  /// The principal `req` acts as, or why it may not. Thread-safe (any I/O thread).
   tl::expected<principal, refusal> admit(const http_request& req) const;
 
   /// The principal of `key` presented outside HTTP (RTSP pushes); nullopt when it is not a key
   /// of the store, or when no keys are configured.
   std::optional<principal> authenticate_key(std::string_view key) const {
-    return keys_ ? keys_->authenticate(key) : std::nullopt;
+    return keys_ ? keys_->current()->authenticate(key) : std::nullopt;
   }
 
   /// The 401/403 response for `r` (JSON body {"error": reason}; closes the connection).
   static http_response response(const refusal& r, unsigned http_version);
 
  private:
-  std::optional<key_store> keys_;
+  std::shared_ptr<live_key_store> keys_;  // null: no keys file
   bool metrics_open_ = false;
 };
 

@@ -60,6 +60,18 @@ TEST_SUITE("config") {
     CHECK(cfg.vad.threshold_db == doctest::Approx(sluice_config{}.vad.threshold_db));
   }
 
+  TEST_CASE("auth.keys_reload_check_s: 2 s by default, 0 turns the check off, a negative period is refused") {
+    sluice_config cfg;
+    CHECK(cfg.auth.keys_reload_check_s == 2);
+    REQUIRE(apply_toml(cfg, "[auth]\nkeys_reload_check_s = 0\n", "t.toml").has_value());
+    CHECK(cfg.auth.keys_reload_check_s == 0);
+    auto r = apply_override(cfg, "auth.keys_reload_check_s=-1");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == errc::invalid_config);
+    CHECK(contains(r.error().message, "auth.keys_reload_check_s"));
+    CHECK(contains(r.error().message, "allowed 0 .. 86400"));
+  }
+
   TEST_CASE("wrong type is reported with the expected type") {
     sluice_config cfg;
     auto r = apply_toml(cfg, "[endpoint]\ntrailing_silence_ms = \"long\"\n", "t.toml");

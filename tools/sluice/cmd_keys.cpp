@@ -1,8 +1,8 @@
 // sluice keys: API keys for `sluice serve` ([auth] keys_file, net/auth/key_store.hpp).
 //   keys add --tenant T --scopes stream,read [--file F]   make a key: printed once, its hash stored
 //   keys list [--file F]                                 ids, tenants and scopes (no secrets exist)
-//   keys revoke ID [--file F]                            drop a key; a running server keeps it
-//                                                        until restarted
+//   keys revoke ID [--file F]                            drop a key; a running server refuses it
+//                                                        once it reloads the file (new requests)
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -64,7 +64,8 @@ int keys_add(std::vector<std::string>& args, const std::string& file) {
     return exit_failure;
   }
   std::fprintf(stderr, "key %s for tenant %s (scopes %s) stored in %s as a salted SHA-256 hash.\n"
-                       "The key is shown once, below; restart sluice serve to use it.\n",
+                       "The key is shown once, below; a running sluice serve takes it at its next keys check\n"
+                       "(auth.keys_reload_check_s) or on SIGHUP.\n",
                k->record.id.c_str(), k->record.tenant.c_str(), k->record.scopes.to_string().c_str(), file.c_str());
   std::printf("%s\n", k->key.c_str());
   return exit_ok;
@@ -127,7 +128,8 @@ int keys_revoke(std::vector<std::string>& args, const std::string& file) {
     std::fprintf(stderr, "sluice keys revoke: cannot replace %s\n", file.c_str());
     return exit_failure;
   }
-  std::fprintf(stderr, "key %s revoked; restart sluice serve to apply\n", id.c_str());
+  std::fprintf(stderr, "key %s revoked; a running sluice serve refuses it in new requests from its next keys check\n"
+                       "(auth.keys_reload_check_s) or SIGHUP; streams already open with it go on to their end\n", id.c_str());
   return exit_ok;
 }
 

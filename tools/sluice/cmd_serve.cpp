@@ -1,6 +1,7 @@
 // sluice serve: the engine behind the HTTP/WebSocket server ([server] host/port), until SIGINT
 // or SIGTERM; then new streams are refused and open ones drain (their finals are delivered).
-// SIGHUP reloads the TLS certificate and key for new connections (net::server::reload_tls).
+// SIGHUP reloads the TLS certificate and key for new connections and the API keys file for new
+// requests (net::server::reload).
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -85,6 +86,7 @@ int cmd_serve(invocation& inv) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGHUP, on_hangup);
   const bool tls = (*srv)->tls();
+  const bool keys = !inv.cfg.auth.keys_file.empty();
   const char* ws = tls ? "wss" : "ws";
   const auto url = std::string(tls ? "https" : "http") + "://" + inv.cfg.server.host + ":" + std::to_string((*srv)->port());
   const auto& host = inv.cfg.server.host;
@@ -115,8 +117,9 @@ int cmd_serve(invocation& inv) {
     std::printf("  tls         %s (reload: kill -HUP %d, or edit the files: checked every %d s)\n",
                 inv.cfg.server.tls_cert_file.c_str(), static_cast<int>(::getpid()), inv.cfg.server.tls_reload_check_s);
   if (!inv.cfg.auth.keys_file.empty())
-    std::printf("  auth        API keys from %s: send Authorization: Bearer <key> (dashboard: /?token=<key>)\n",
-                inv.cfg.auth.keys_file.c_str());
+    std::printf("  auth        API keys from %s: send Authorization: Bearer <key> (dashboard: /?token=<key>)\n"
+                "              (reload: kill -HUP %d, or edit the file: checked every %d s)\n",
+                inv.cfg.auth.keys_file.c_str(), static_cast<int>(::getpid()), inv.cfg.auth.keys_reload_check_s);
   std::printf("  calls       %s/v1/calls   live events %s://%s:%u/v1/events\n", url.c_str(), ws,
               inv.cfg.server.host.c_str(), (*srv)->port());
   if (inv.cfg.calls.store)
@@ -141,9 +144,9 @@ int cmd_serve(invocation& inv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (reload_requested) {
       reload_requested = 0;
-      // The outcome is logged by the server (a failure keeps the old certificate).
-      if (tls) (void)(*srv)->reload_tls();
-      else spdlog::info("SIGHUP: no TLS configured, nothing to reload");
+      // The outcome is logged by the server (a failure keeps the old certificate or keys).
+      if (tls || keys) (void)(*srv)->reload();
+      else spdlog::info("SIGHUP: neither TLS nor API keys configured, nothing to reload");
     }
   }
   spdlog::info("stopping: draining open streams");
