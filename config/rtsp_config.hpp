@@ -10,7 +10,8 @@ namespace sluice::config {
 /// rtsp://host:port/<name>; and pulls: sluice DESCRIBEs/PLAYs the RTSP URLs of `pull` and
 /// transcribes each as a call for as long as sluice runs, reconnecting when a server goes away.
 /// Each push session or pulled stream is one call (source "rtsp", external id the URL path).
-/// RTSP has no authentication here: bind it only where only your senders reach it.
+/// With [auth] keys, pushes need an API key (Basic, the key as password: rtsp://any:<key>@host/name);
+/// without keys, bind it only where only your senders reach it. Pulls take credentials from their URLs.
 struct rtsp_config {
   /// Accept RTSP pushes in `sluice serve` (the pulls of `pull` run whatever this says).
   bool enabled = true;
