@@ -33,6 +33,28 @@ std::string true_text() {
   return t;
 }
 
+// baresip listens for SIP on the port its config gives (UDP and TCP) and for SIP over TLS on the
+// port above it: a port P with P and P + 1 free now for both.
+uint16_t free_port_pair() {
+  namespace asio = boost::asio;
+  asio::io_context ioc;
+  const auto lo = asio::ip::make_address("127.0.0.1");
+  for (int tries = 0; tries < 100; ++tries) {
+    const auto p = free_sip_port();
+    if (p == 65535) continue;
+    boost::system::error_code ec;
+    asio::ip::udp::socket u(ioc);
+    u.open(asio::ip::udp::v4(), ec);
+    if (!ec) u.bind(asio::ip::udp::endpoint(lo, static_cast<uint16_t>(p + 1)), ec);
+    asio::ip::tcp::acceptor t(ioc);
+    if (!ec) t.open(asio::ip::tcp::v4(), ec);
+    if (!ec) t.bind(asio::ip::tcp::endpoint(lo, static_cast<uint16_t>(p + 1)), ec);
+    if (!ec) return p;
+  }
+  FAIL("no two free ports in a row");
+  return 0;
+}
+
 struct baresip_result {
   int status = -1;
   std::string output;
@@ -53,7 +75,7 @@ baresip_result call_from_baresip(const sip_served& s, const temp_dir& tmp, const
   {
     std::ofstream c(conf + "/config");
     c << "module_path /usr/lib/baresip/modules\n"
-      << "sip_listen 127.0.0.1:" << free_sip_port() << "\n"
+      << "sip_listen 127.0.0.1:" << free_port_pair() << "\n"
       << "rtp_ports " << rtp << "-" << rtp + 3 << "\n"
       << "audio_source aufile," << wav << "\n"
       << "audio_player aufile," << tmp.file("heard.wav") << "\n"
