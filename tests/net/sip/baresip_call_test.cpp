@@ -5,6 +5,7 @@
 // for word (as over RTSP and ffmpeg's RTP); Opus (baresip's opus module) is judged by the phone
 // WER target.
 #include "tests/net/sip/sip_test_util.hpp"
+#include "tests/net/sip/phone_recording.hpp"
 
 #include <fstream>
 
@@ -12,9 +13,6 @@ using namespace sluice;
 using namespace sluice::test;
 
 namespace {
-const std::string recording = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
-const std::string reference_path = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt";
-constexpr double phone_wer_target = 0.25;
 // baresip quits this long after it starts (-t); the file (6.3 s) ends the call well before.
 constexpr int baresip_quit_s = 20;
 
@@ -24,13 +22,6 @@ bool have_baresip() {
     return true;
   MESSAGE("SKIPPED: baresip is not installed (tools/setup.sh installs baresip-core)");
   return false;
-}
-
-std::string true_text() {
-  auto b = read_bytes(reference_path);
-  std::string t(b.begin(), b.end());
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
 }
 
 // baresip listens for SIP on the port its config gives (UDP and TCP) and for SIP over TLS on the
@@ -68,7 +59,7 @@ baresip_result call_from_baresip(const sip_served& s, const temp_dir& tmp, const
                                  const std::string& mic_format = "-r 8000 -c 1") {
   // aufile reads only files at the codec's own rate and channels (48 kHz stereo for Opus).
   const auto wav = tmp.file("mic.wav");
-  REQUIRE(sox(recording + " -e signed-integer -b 16 " + mic_format + " " + wav));
+  REQUIRE(sox(phone_recording + " -e signed-integer -b 16 " + mic_format + " " + wav));
   const auto conf = tmp.file("baresip");
   REQUIRE(std::system(("mkdir -p " + conf).c_str()) == 0);
   const int rtp = free_rtp_base(4);
@@ -125,7 +116,7 @@ TEST_SUITE("sip calls from baresip") {
     CHECK(c.start.metadata["streams"][0]["codec"] == "PCMU");
     const auto text = finals_text(c);
     MESSAGE("from baresip over PCMU: \"" << text << "\"");
-    CHECK(text == true_text());
+    CHECK(text == phone_recording_text());
     CHECK(s.sip->live_calls() == 0);
   }
 
@@ -150,7 +141,7 @@ TEST_SUITE("sip calls from baresip") {
     CHECK(c.end_reason == "hangup");
     const auto text = finals_text(c);
     MESSAGE("from baresip over SIP/TLS: \"" << text << "\"");
-    CHECK(text == true_text());
+    CHECK(text == phone_recording_text());
   }
 
   TEST_CASE("a TLS key that is not PEM is a clear error at start, naming the file") {
@@ -187,7 +178,7 @@ TEST_SUITE("sip calls from baresip") {
     CHECK(c.end_reason == "hangup");
     CHECK(c.start.metadata["streams"][0]["codec"] == "opus");
     const auto text = finals_text(c);
-    const double wer = word_error_rate(true_text(), text);
+    const double wer = word_error_rate(phone_recording_text(), text);
     MESSAGE("from baresip over Opus: \"" << text << "\", word error rate " << wer);
     CHECK(wer <= phone_wer_target);
   }

@@ -4,6 +4,7 @@
 // so the text must be the recording's true transcript word for word, as over RTSP; Opus (libopus
 // in ffmpeg, RFC 7587 payload) is judged by the phone WER target.
 #include "tests/net/sip/sip_test_util.hpp"
+#include "tests/net/sip/phone_recording.hpp"
 
 #include <future>
 
@@ -11,9 +12,6 @@ using namespace sluice;
 using namespace sluice::test;
 
 namespace {
-const std::string recording = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
-const std::string reference_path = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt";
-constexpr double phone_wer_target = 0.25;
 // The recording lasts 6.3 s; SIPp hangs up this long after the answer, once ffmpeg is done.
 constexpr int call_ms = 9000;
 
@@ -21,13 +19,6 @@ bool have_ffmpeg() {
   if (std::system("ffmpeg -version >/dev/null 2>&1") == 0) return true;
   MESSAGE("SKIPPED: ffmpeg is not installed (tools/setup.sh installs it)");
   return false;
-}
-
-std::string true_text() {
-  auto b = read_bytes(reference_path);
-  std::string t(b.begin(), b.end());
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
 }
 
 struct rtp_call_result {
@@ -56,7 +47,7 @@ rtp_call_result call_with_ffmpeg(const std::string& rtpmap, int pt, const std::s
   if (!s.wait_for([&] { return s.sip_calls().size() == 1; })) FAIL("no call: " << sipp.get().output);
   const auto log = tmp.file("ffmpeg.log");
   // pkt_size 172: 12 bytes of header and 160 of G.711, a 20 ms packet as phones send.
-  const std::string cmd = "timeout 30 ffmpeg -nostdin -loglevel warning -re -i " + recording + " " + codec_args +
+  const std::string cmd = "timeout 30 ffmpeg -nostdin -loglevel warning -re -i " + phone_recording + " " + codec_args +
                           " -payload_type " + std::to_string(pt) + " -f rtp \"rtp://127.0.0.1:" +
                           std::to_string(cfg.rtp_port_min) + "?localrtpport=" + std::to_string(ffmpeg_port) +
                           "&pkt_size=172\" > " + log + " 2>&1";
@@ -85,7 +76,7 @@ TEST_SUITE("sip calls with ffmpeg as the RTP sender") {
     const auto& c = r.call;
     const auto text = finals_text(c);
     MESSAGE("ffmpeg PCMU over RTP: \"" << text << "\"");
-    CHECK(text == true_text());
+    CHECK(text == phone_recording_text());
     CHECK(c.start.metadata["streams"][0]["codec"] == "PCMU");
     const auto& rtp = c.start.metadata["rtp"][0];
     MESSAGE("rtp: " << rtp.dump());
@@ -105,7 +96,7 @@ TEST_SUITE("sip calls with ffmpeg as the RTP sender") {
     INFO("ffmpeg: " << r.ffmpeg_output);
     CHECK(r.ffmpeg_status == 0);
     const auto text = finals_text(r.call);
-    const double wer = word_error_rate(true_text(), text);
+    const double wer = word_error_rate(phone_recording_text(), text);
     MESSAGE("ffmpeg Opus over RTP: \"" << text << "\", word error rate " << wer);
     CHECK(wer <= phone_wer_target);
     CHECK(r.call.start.metadata["streams"][0]["codec"] == "opus");
