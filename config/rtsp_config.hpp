@@ -47,6 +47,10 @@ struct rtsp_config {
   /// first wait, doubled per failure up to the maximum, reset once a stream plays.
   int pull_retry_min_ms = 500;
   int pull_retry_max_ms = 30000;
+  /// RTCP receiver reports on each stream (RFC 3550 6.4.2) of pushes and pulls, sent this often
+  /// on average (ms; randomised by 0.5-1.5): interleaved on the RTSP connection over TCP, to the
+  /// peer's RTCP port over UDP. 0: none.
+  int rtcp_interval_ms = 5000;
 
   template <class V>
   void visit(V&& v) {
@@ -67,9 +71,12 @@ struct rtsp_config {
     v("pull", pull, name_list{}, "RTSP URLs to pull and transcribe, comma-separated");
     v("pull_retry_min_ms", pull_retry_min_ms, range{10, 600000}, "first wait before a pull reconnects (ms)");
     v("pull_retry_max_ms", pull_retry_max_ms, range{10, 3600000}, "longest wait before a pull reconnects (ms)");
+    v("rtcp_interval_ms", rtcp_interval_ms, range{0, 600000}, "mean interval of RTCP receiver reports (ms); 0: none");
   }
   std::string check() const {
     if (rtp_port_max < rtp_port_min + 1) return "rtsp.rtp_port_max must be above rtsp.rtp_port_min";
+    if (rtcp_interval_ms > 0 && rtcp_interval_ms < 100)
+      return "rtsp.rtcp_interval_ms must be 0 (no RTCP) or at least 100 ms";
     if (pull_retry_max_ms < pull_retry_min_ms) return "rtsp.pull_retry_max_ms must be at least rtsp.pull_retry_min_ms";
     return {};
   }

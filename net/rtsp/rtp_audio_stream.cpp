@@ -1,5 +1,8 @@
 #include "net/rtsp/rtp_audio_stream.hpp"
 
+#include <random>
+
+#include "net/sip/rtcp_packet.hpp"
 #include "net/sip/rtp_packet.hpp"
 
 namespace sluice::net::rtsp {
@@ -13,11 +16,14 @@ rtp_audio_stream::rtp_audio_stream(const rtsp_media& media, sip::jitter_buffer_c
         jitter.clock_rate = media.clock_rate;
         return jitter;
       }()),
-      out_(std::move(out)) {
+      out_(std::move(out)),
+      rtcp_(media.clock_rate),
+      own_ssrc_(static_cast<uint32_t>(std::random_device{}())) {
   if (media_.codec != rtsp_codec::l16) decoder_ = std::make_unique<sip::rtp_audio_decoder>(sip_codec_of(media_));
 }
 
-void rtp_audio_stream::on_packet(std::span<const uint8_t> bytes, int64_t now_ms) {
+void rtp_audio_stream::on_packet(std::span<const uint8_t> bytes, int64_t now_us) {
+  const int64_t now_ms = now_us / 1000;
   auto p = sip::parse_rtp(bytes);
   if (!p) {
     ++counters_.not_rtp;
@@ -33,8 +39,29 @@ void rtp_audio_stream::on_packet(std::span<const uint8_t> bytes, int64_t now_ms)
   const auto duration = media_.codec == rtsp_codec::l16
                             ? static_cast<uint32_t>(p->payload.size() / (l16_bytes * static_cast<std::size_t>(media_.channels)))
                             : sip::rtp_packet_duration(decoder_->codec(), p->payload);
+  rtcp_.on_rtp(p->ssrc, p->seq, p->timestamp, true, now_us);
   jitter_.push(*p, duration, now_ms);
   deliver(jitter_.pop(now_ms));
+}
+
+void rtp_audio_stream::on_rtcp(std::span<const uint8_t> bytes, int64_t now_us) {
+  const auto c = sip::parse_rtcp(bytes);
+  if (!c) {
+    ++counters_.rtcp_invalid;
+    return;
+  }
+  ++counters_.rtcp_received;
+  if (c->sender) {
+    ++counters_.sender_reports;
+    rtcp_.on_sender_report(c->sender->ntp, now_us);
+  }
+}
+
+std::vector<uint8_t> rtp_audio_stream::receiver_report(int64_t now_us, std::string_view cname, bool bye) {
+  if (!rtcp_.has_source()) return {};
+  const sip::rtcp_report_block blocks[] = {rtcp_.report(now_us)};
+  ++counters_.rtcp_sent;
+  return sip::render_receiver_report(own_ssrc_, blocks, cname, bye);
 }
 
 void rtp_audio_stream::tick(int64_t now_ms) { deliver(jitter_.pop(now_ms)); }
@@ -87,6 +114,10 @@ nlohmann::json rtp_audio_stream::stats() const {
           {"late", j.late},
           {"reordered", j.reordered},
           {"max_hold_ms", j.max_hold_ms},
+          {"rtcp_sent", counters_.rtcp_sent},
+          {"rtcp_received", counters_.rtcp_received},
+          {"rtcp_invalid", counters_.rtcp_invalid},
+          {"sender_reports", counters_.sender_reports},
           {"concealed_ms", media_.sample_rate > 0 ? concealed_samples_ * 1000 / media_.sample_rate : 0}};
 }
 

@@ -21,6 +21,7 @@
 #include "net/rtsp/rtsp_call.hpp"
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
+#include "net/rtsp/udp_rtcp.hpp"
 
 namespace sluice::net::rtsp {
 
@@ -32,6 +33,7 @@ namespace {
 constexpr auto tick_period = std::chrono::milliseconds(20);
 constexpr std::size_t read_chunk = 16384;
 constexpr std::size_t max_datagram = 65536;
+constexpr std::size_t max_queued_writes = 8;
 constexpr const char* default_port = "554";  // RFC 2326 3.2
 constexpr int default_server_timeout_s = 60;  // RFC 2326 12.37
 
@@ -48,10 +50,11 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+int64_t steady_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+int64_t steady_ms() { return steady_us() / 1000; }
 }  // namespace
 
 struct rtsp_pull::impl {
@@ -64,6 +67,7 @@ struct rtsp_pull::impl {
     uint16_t port = 0;
     std::vector<uint8_t> buf;
     udp::endpoint from;
+    std::shared_ptr<udp_rtcp> rtcp;  // udp: the RTCP port (RTP port + 1)
   };
   enum class phase { idle, describing, setting_up, playing };
 
@@ -93,7 +97,7 @@ struct rtsp_pull::impl {
   int server_timeout_s = default_server_timeout_s;
   std::vector<std::unique_ptr<slot>> slots;
   std::unique_ptr<rtsp_call> call;
-  int64_t backoff_ms = 0, last_heard_ms = 0, last_keepalive_ms = 0;
+  int64_t backoff_ms = 0, last_heard_ms = 0, last_keepalive_ms = 0, next_report_ms = 0;
   // The server's last challenge (a 401), answered on every request after it.
   auth_challenge challenge;
   unsigned nonce_count = 0;
@@ -141,6 +145,10 @@ struct rtsp_pull::impl {
   void start_call();
   void on_tick(uint64_t g);
   void do_udp_receive(slot& s, uint64_t g);
+  // RTCP receiver reports on every playing stream (with a BYE when the pull stops). Over TCP
+  // the frames are queued for writing, or appended to `direct` when given.
+  void send_reports(bool bye, std::string* direct = nullptr);
+  std::string cname() const { return "sluice@" + ctx->cfg.host; }
   void fail(const std::string& reason);
   void disconnect(const std::string& reason);
 };
@@ -200,8 +208,11 @@ void rtsp_pull::impl::on_bytes() {
     last_heard_ms = steady_ms();
     if (f.kind == frame_kind::interleaved) {
       if (state != phase::playing) continue;
-      for (auto& s : slots)
-        if (s->audio && s->transport.tcp && s->transport.rtp_channel == f.channel) s->audio->on_packet(f.payload, last_heard_ms);
+      for (auto& s : slots) {
+        if (!s->audio || !s->transport.tcp) continue;
+        if (s->transport.rtp_channel == f.channel) s->audio->on_packet(f.payload, steady_us());
+        else if (s->transport.rtcp_channel == f.channel) s->audio->on_rtcp(f.payload, steady_us());
+      }
       continue;
     }
     on_response(f.response);
@@ -329,6 +340,11 @@ void rtsp_pull::impl::on_response(const rtsp_response& r) {
       if (auto t = parse_transport(*th); t && t->tcp == sl.transport.tcp && t->tcp) {
         sl.transport.rtp_channel = t->rtp_channel;
         sl.transport.rtcp_channel = t->rtcp_channel;
+      } else if (t && !t->tcp && sl.rtcp && t->server_rtcp_port != 0) {
+        // Our reports go to the server's RTCP port until its own RTCP shows where it listens.
+        boost::system::error_code ec;
+        const auto server = socket.remote_endpoint(ec);
+        if (!ec) sl.rtcp->set_peer(udp::endpoint(server.address(), t->server_rtcp_port));
       }
     }
     ++setup_next;
@@ -376,6 +392,19 @@ void rtsp_pull::impl::setup_next_stream() {
     s->transport.client_rtcp_port = static_cast<uint16_t>(s->port + 1);
     s->buf.resize(max_datagram);
     do_udp_receive(*s, gen);
+    if (ctx->cfg.rtcp_interval_ms > 0) {
+      std::string why;
+      s->rtcp = udp_rtcp::open(strand, local, static_cast<uint16_t>(s->port + 1), why);
+      if (!s->rtcp) {
+        spdlog::warn("rtsp pull {}: no RTCP for a stream: {}", url, why);
+      } else {
+        slot* sp = s.get();
+        const auto g = gen;
+        s->rtcp->receive({}, [this, sp, g, self = owner.lock()](std::span<const uint8_t> bytes) {
+          if (g == gen && !stopped && state == phase::playing && sp->audio) sp->audio->on_rtcp(bytes, steady_us());
+        });
+      }
+    }
   }
   const auto control = desc.media[media].control;
   const auto t = render_transport(s->transport);
@@ -387,8 +416,9 @@ void rtsp_pull::impl::do_udp_receive(slot& s, uint64_t g) {
   s.socket->async_receive_from(asio::buffer(s.buf), s.from, [this, g, &s, self = owner.lock()](boost::system::error_code ec, std::size_t n) {
     if (g != gen || stopped || ec) return;
     if (state == phase::playing && s.audio) {
-      last_heard_ms = steady_ms();
-      s.audio->on_packet(std::span<const uint8_t>(s.buf.data(), n), last_heard_ms);
+      const auto now = steady_us();
+      last_heard_ms = now / 1000;
+      s.audio->on_packet(std::span<const uint8_t>(s.buf.data(), n), now);
     }
     do_udp_receive(s, g);
   });
@@ -421,6 +451,7 @@ void rtsp_pull::impl::start_call() {
   state = phase::playing;
   backoff_ms = ctx->cfg.pull_retry_min_ms;
   last_keepalive_ms = last_heard_ms = steady_ms();
+  if (ctx->cfg.rtcp_interval_ms > 0) next_report_ms = last_heard_ms + report_delay_ms(ctx->cfg.rtcp_interval_ms);
   spdlog::info("rtsp pull {}: playing as call {}", url, call->id());
 }
 
@@ -432,6 +463,10 @@ void rtsp_pull::impl::on_tick(uint64_t g) {
       if (s->audio) s->audio->tick(now);
   if (now - last_heard_ms > int64_t{ctx->cfg.session_timeout_s} * 1000)
     return fail(state == phase::playing ? "server gone: no RTP" : "server gone: no answer");
+  if (state == phase::playing && ctx->cfg.rtcp_interval_ms > 0 && now >= next_report_ms) {
+    send_reports(false);
+    next_report_ms = now + report_delay_ms(ctx->cfg.rtcp_interval_ms);
+  }
   // Keep the server's session alive: GET_PARAMETER at half its timeout (over UDP the RTSP
   // connection is otherwise silent).
   if (state == phase::playing && pending_cseq < 0 && now - last_keepalive_ms > int64_t{server_timeout_s} * 500) {
@@ -442,6 +477,19 @@ void rtsp_pull::impl::on_tick(uint64_t g) {
   ticker.async_wait([this, g, self = owner.lock()](boost::system::error_code ec) {
     if (!ec) on_tick(g);
   });
+}
+
+void rtsp_pull::impl::send_reports(bool bye, std::string* direct) {
+  // A server that stops reading its connection must not make our queue grow: a report is
+  // skipped while earlier writes are still queued.
+  if (!direct && out.size() > max_queued_writes) return;
+  const auto now = steady_us();
+  for (auto& s : slots)
+    if (s->audio)
+      send_report(*s->audio, s->transport, s->rtcp.get(), now, cname(), bye, [this, direct](std::string frame) {
+        if (direct) *direct += frame;
+        else send(std::move(frame));
+      });
 }
 
 void rtsp_pull::impl::disconnect(const std::string& reason) {
@@ -462,6 +510,7 @@ void rtsp_pull::impl::disconnect(const std::string& reason) {
       boost::system::error_code ignored;
       s->socket->close(ignored);
     }
+    if (s->rtcp) s->rtcp->close();
     if (s->port) ctx->pool->release(s->port);
   }
   slots.clear();
@@ -516,12 +565,15 @@ void rtsp_pull::stop() {
     if (m.stopped) return;
     m.stopped = true;
     if (m.state == impl::phase::playing) {
-      // Best effort and small: a blocking write of one request on a connected socket.
+      // A last report with BYE on each stream (RFC 3550 6.6), then TEARDOWN. Best effort and
+      // small: one blocking write on a connected socket (over UDP the reports go by datagram).
+      std::string bytes;
+      if (m.ctx->cfg.rtcp_interval_ms > 0) m.send_reports(true, &bytes);
       header_list h{{"Session", m.session_id}};
       if (m.challenge.scheme != auth_scheme::none)
         h.emplace_back("Authorization", authorization(m.challenge, m.creds.user, m.creds.password, "TEARDOWN",
                                                       m.play_url, ++m.nonce_count, m.cnonce));
-      const auto bytes = render_request("TEARDOWN", m.play_url, ++m.cseq, h);
+      bytes += render_request("TEARDOWN", m.play_url, ++m.cseq, h);
       boost::system::error_code ignored;
       asio::write(m.socket, asio::buffer(bytes), ignored);
     }

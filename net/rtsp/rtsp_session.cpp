@@ -20,6 +20,7 @@
 #include "net/rtsp/rtsp_call.hpp"
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
+#include "net/rtsp/udp_rtcp.hpp"
 
 namespace sluice::net::rtsp {
 
@@ -32,12 +33,14 @@ namespace {
 constexpr auto tick_period = std::chrono::milliseconds(20);
 constexpr std::size_t read_chunk = 16384;
 constexpr std::size_t max_datagram = 65536;
+constexpr std::size_t max_queued_writes = 8;
 constexpr const char* methods_allowed = "OPTIONS, ANNOUNCE, SETUP, RECORD, TEARDOWN, GET_PARAMETER, SET_PARAMETER";
 
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+int64_t steady_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+int64_t steady_ms() { return steady_us() / 1000; }
 
 std::string new_session_id() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
@@ -63,6 +66,7 @@ struct stream_slot {
   uint16_t port = 0;                    // from the pool
   std::vector<uint8_t> buf;
   udp::endpoint from;
+  std::shared_ptr<udp_rtcp> rtcp;  // UDP transport: the RTCP port (RTP port + 1)
 };
 
 struct rtsp_session::impl {
@@ -85,7 +89,7 @@ struct rtsp_session::impl {
   std::unique_ptr<rtsp_call> call;
   std::weak_ptr<rtsp_session> owner;  // set by start(): keeps the session alive across a write
   long long record_cseq = -1;
-  int64_t last_activity_ms = 0, record_started_ms = 0;
+  int64_t last_activity_ms = 0, record_started_ms = 0, next_report_ms = 0;
 
   impl(tcp::socket s, std::shared_ptr<rtsp_context> c)
       : ctx(std::move(c)), strand(asio::make_strand(*ctx->ioc)), socket(std::move(s)), ticker(strand) {
@@ -127,6 +131,8 @@ struct rtsp_session::impl {
   void on_rtp(stream_slot& s, std::span<const uint8_t> bytes);
   void do_udp_receive(stream_slot& s, std::shared_ptr<rtsp_session> self);
   void arm_ticker(std::shared_ptr<rtsp_session> self);
+  // An RTCP receiver report on every recording stream: interleaved over TCP, by UDP otherwise.
+  void send_reports();
   void end_call(const std::string& reason);
   void close(const std::string& reason);
 };
@@ -173,9 +179,13 @@ void rtsp_session::impl::on_bytes(std::shared_ptr<rtsp_session> self) {
     at += f.consumed;
     last_activity_ms = steady_ms();
     if (f.kind == frame_kind::interleaved) {
-      for (auto& s : slots)
-        if (s->transport.tcp && s->transport.rtp_channel == f.channel) on_rtp(*s, f.payload);
-      // RTCP (the odd channels) and frames of unknown channels are dropped.
+      for (auto& s : slots) {
+        if (!s->transport.tcp) continue;
+        if (s->transport.rtp_channel == f.channel) on_rtp(*s, f.payload);
+        else if (s->transport.rtcp_channel == f.channel && state == phase::recording && s->audio)
+          s->audio->on_rtcp(f.payload, steady_us());
+      }
+      // Frames of unknown channels are dropped.
       continue;
     }
     handle(f.request, self);
@@ -298,6 +308,23 @@ void rtsp_session::impl::on_setup(const rtsp_request& r, const std::shared_ptr<r
     if (!slot->socket) return refuse(r, 503, "no free RTP port (rtsp.rtp_port_min..rtp_port_max)");
     slot->transport.server_rtp_port = slot->port;
     slot->buf.resize(max_datagram);
+    if (ctx->cfg.rtcp_interval_ms > 0) {
+      std::string why;
+      slot->rtcp = udp_rtcp::open(strand, host, static_cast<uint16_t>(slot->port + 1), why);
+      if (!slot->rtcp) {
+        spdlog::warn("rtsp {}: no RTCP for a stream: {}", tag(), why);
+      } else {
+        if (t->client_rtcp_port != 0) slot->rtcp->set_peer(udp::endpoint(peer_address, t->client_rtcp_port));
+        stream_slot* sp = slot.get();
+        // Only the peer of this RTSP connection may send its RTCP, as for its RTP.
+        slot->rtcp->receive([addr = peer_address](const udp::endpoint& from) { return from.address() == addr; },
+                            [this, sp, self](std::span<const uint8_t> bytes) {
+                              if (closed || state != phase::recording || !sp->audio) return;
+                              last_activity_ms = steady_ms();
+                              sp->audio->on_rtcp(bytes, steady_us());
+                            });
+      }
+    }
   }
   auto& reply_t = slot->transport;
   slots.push_back(std::move(slot));
@@ -335,6 +362,7 @@ void rtsp_session::impl::on_record(const rtsp_request& r, const std::shared_ptr<
   state = phase::recording;
   record_cseq = r.cseq;
   record_started_ms = steady_ms();
+  if (ctx->cfg.rtcp_interval_ms > 0) next_report_ms = record_started_ms + report_delay_ms(ctx->cfg.rtcp_interval_ms);
   std::weak_ptr<rtsp_session> weak = self;
   call = std::make_unique<rtsp_call>(*ctx->engine, ctx->registry, start, media,
                                      [weak, strand = strand](bool ok, const std::string& reason) {
@@ -359,7 +387,7 @@ void rtsp_session::impl::on_record_ready(bool ok, const std::string& reason) {
 
 void rtsp_session::impl::on_rtp(stream_slot& s, std::span<const uint8_t> bytes) {
   if (state != phase::recording || !s.audio) return;
-  s.audio->on_packet(bytes, steady_ms());
+  s.audio->on_packet(bytes, steady_us());
 }
 
 void rtsp_session::impl::do_udp_receive(stream_slot& s, std::shared_ptr<rtsp_session> self) {
@@ -386,12 +414,27 @@ void rtsp_session::impl::arm_ticker(std::shared_ptr<rtsp_session> self) {
       spdlog::info("rtsp {}: no request or RTP for {} s: ending", tag(), ctx->cfg.session_timeout_s);
       return close("session timeout");
     }
+    if (state == phase::recording && ctx->cfg.rtcp_interval_ms > 0 && now >= next_report_ms) {
+      send_reports();
+      next_report_ms = now + report_delay_ms(ctx->cfg.rtcp_interval_ms);
+    }
     if (state == phase::recording && now - record_started_ms > int64_t{ctx->cfg.max_call_s} * 1000) {
       spdlog::info("rtsp {}: longer than rtsp.max_call_s: ending", tag());
       end_call("max duration");
     }
     arm_ticker(self);
   });
+}
+
+void rtsp_session::impl::send_reports() {
+  // A pusher that never reads its connection (RTSP clients that only write) must not make our
+  // queue grow: a report is skipped while earlier writes are still queued.
+  if (out.size() > max_queued_writes) return;
+  const auto now = steady_us();
+  for (auto& s : slots)
+    if (s->audio)
+      send_report(*s->audio, s->transport, s->rtcp.get(), now, "sluice@" + ctx->cfg.host, false,
+                  [this](std::string frame) { send(std::move(frame)); });
 }
 
 void rtsp_session::impl::end_call(const std::string& reason) {
@@ -404,6 +447,7 @@ void rtsp_session::impl::end_call(const std::string& reason) {
       boost::system::error_code ignored;
       s->socket->close(ignored);
     }
+    if (s->rtcp) s->rtcp->close();
     if (s->audio && recording) {
       s->audio->flush();  // what the jitter buffer holds is part of the call
       stats.push_back(s->audio->stats());

@@ -83,6 +83,7 @@ std::optional<transport_spec> parse_transport(std::string_view one) {
       auto p = pair_of(val, max_port);
       if (!p) return std::nullopt;
       t.server_rtp_port = static_cast<uint16_t>(p->first);
+      t.server_rtcp_port = static_cast<uint16_t>(p->second);
     } else if (key == "mode") {
       const auto m = lower(val);
       t.record = m.find("record") != std::string::npos;

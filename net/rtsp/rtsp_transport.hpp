@@ -18,6 +18,7 @@ struct transport_spec {
   uint16_t client_rtp_port = 0;   ///< udp: the peer's RTP port
   uint16_t client_rtcp_port = 0;
   uint16_t server_rtp_port = 0;   ///< udp, in a reply: ours
+  uint16_t server_rtcp_port = 0;  ///< udp, read from a reply (rendered as server_rtp_port + 1)
   bool record = false;          ///< mode=record (a push)
   std::string ssrc;             ///< as given, echoed
 };

@@ -153,18 +153,21 @@ TEST_SUITE("config") {
     CHECK(contains(r.error().message, "min_s must be smaller than max_s"));
   }
 
-  TEST_CASE("sip.rtcp_interval_ms is 0 (no RTCP) or at least 100 ms") {
-    for (const char* ok : {"sip.rtcp_interval_ms=0", "sip.rtcp_interval_ms=100", "sip.rtcp_interval_ms=5000"}) {
+  TEST_CASE("sip.rtcp_interval_ms and rtsp.rtcp_interval_ms are 0 (no RTCP) or at least 100 ms") {
+    for (const std::string section : {"sip", "rtsp"}) {
+      const auto key = section + ".rtcp_interval_ms=";
+      for (const char* ok : {"0", "100", "5000"}) {
+        sluice_config cfg;
+        REQUIRE(apply_override(cfg, key + ok).has_value());
+        CHECK_MESSAGE(validate(cfg).has_value(), std::string(key + ok));
+      }
       sluice_config cfg;
-      REQUIRE(apply_override(cfg, ok).has_value());
-      CHECK_MESSAGE(validate(cfg).has_value(), ok);
+      REQUIRE(apply_override(cfg, key + "50").has_value());
+      auto r = validate(cfg);
+      REQUIRE_FALSE(r.has_value());
+      CHECK(contains(r.error().message, section + ".rtcp_interval_ms must be 0 (no RTCP) or at least 100 ms"));
+      CHECK_FALSE(apply_override(cfg, key + "-1").has_value());
     }
-    sluice_config cfg;
-    REQUIRE(apply_override(cfg, "sip.rtcp_interval_ms=50").has_value());
-    auto r = validate(cfg);
-    REQUIRE_FALSE(r.has_value());
-    CHECK(contains(r.error().message, "rtcp_interval_ms must be 0 (no RTCP) or at least 100 ms"));
-    CHECK_FALSE(apply_override(cfg, "sip.rtcp_interval_ms=-1").has_value());
   }
 
   TEST_CASE("printing round-trips through the loader") {

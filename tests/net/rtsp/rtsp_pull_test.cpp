@@ -4,6 +4,8 @@
 // back when the server does (reconnect with back-off), and end when the pull is stopped.
 #include "tests/net/rtsp/rtsp_test_util.hpp"
 
+#include <nlohmann/json.hpp>
+
 using namespace sluice;
 using namespace sluice::test;
 
@@ -98,6 +100,63 @@ TEST_SUITE("rtsp pulls") {
     MESSAGE("pulled over UDP: \"" << text << "\"");
     CHECK(text == expected);
     CHECK(c.start.metadata["streams"][0]["transport"] == "udp");
+  }
+}
+
+TEST_SUITE("rtsp pulls: RTCP") {
+  TEST_CASE("gst-rtsp-server reads the pull's RTCP receiver reports, over TCP interleaved and over UDP: nothing lost, its SR echoed, its sequence covered") {
+    if (!have_rtsp_server()) return;
+    for (const bool udp : {false, true}) {
+      CAPTURE(udp);
+      temp_dir tmp;
+      const auto wav = pcm_wav(tmp);
+      const auto port = std::to_string(free_tcp_port());
+      const auto log = tmp.file("server.log");
+      std::vector<std::string> argv{"/usr/bin/python3", fixture, port, wav, "--quit-after-play", "--print-rr"};
+      if (udp) argv.push_back("--udp-only");
+      child_process server(argv, log);
+      REQUIRE(fixture_ready(log));
+      config::rtsp_config cfg;
+      cfg.enabled = false;
+      cfg.pull = "rtsp://127.0.0.1:" + port + "/call";
+      cfg.pull_retry_max_ms = 60000;  // no second connection within the test
+      cfg.rtcp_interval_ms = 500;     // several reports within the 6.3 s recording
+      rtsp_served s(cfg);
+      REQUIRE(s.wait_ended("rtsp", 1, call_limit));
+      CHECK(server.wait(std::chrono::seconds(10)) == 0);
+      const auto c = s.of("rtsp")[0];
+      CHECK(c.start.metadata["streams"][0]["transport"] == (udp ? "udp" : "tcp"));
+      CHECK(finals_text(c) == true_transcript());  // reporting takes nothing from the audio
+      // What the server's rtpsession says it learned from our reports.
+      const auto text = read_text(log);
+      const auto at = text.find("rr {");
+      REQUIRE_MESSAGE(at != std::string::npos, text);
+      const auto rr = nlohmann::json::parse(text.substr(at + 3, text.find('\n', at) - at - 3));
+      MESSAGE("gst-rtsp-server's view of the reports (" << (udp ? "udp" : "tcp") << "): " << rr.dump());
+      REQUIRE(rr["have-rb"] == true);
+      CHECK(rr["rb-packetslost"] == 0);  // loopback: nothing lost
+      CHECK(rr["rb-fractionlost"] == 0);
+      // Our LSR echoes the server's last SR and our DLSR is the time since it: GStreamer's round
+      // trip (arrival - LSR - DLSR) is then the loopback's, well under 100 ms (6554 / 65536 s).
+      CHECK(rr["rb-lsr"].get<int64_t>() != 0);
+      CHECK(rr["rb-round-trip"].get<int64_t>() < 6554);
+      // And sluice's side: what it received, the reports it sent, the SRs it read.
+      const auto rtp = c.start.metadata["rtp"][0];
+      const auto packets = rtp["packets"].get<int64_t>();
+      CHECK(packets > 0);
+      CHECK(rtp["lost"] == 0);
+      // The last report is at most 750 ms older than the server's last packet (the server
+      // lingers 1 s after it): it covers all but at most ~1/8 of the 6.3 s stream's packets
+      // (GStreamer's payloader sends ~128 ms packets here, so that is a few). The payloader's
+      // sequence number at the end is its last packet's or the next one's.
+      const auto seq_at_end = rr["seq-at-end"].get<int64_t>();
+      const auto highest = rr["rb-exthighestseq"].get<int64_t>();
+      const auto behind = (seq_at_end - highest) & 0xffff;
+      MESSAGE("sluice: " << rtp.dump() << "; last report " << behind << " packet(s) behind the server's sequence at the end");
+      CHECK(behind <= 1 + packets / 8);
+      CHECK(rtp["rtcp_sent"].get<int64_t>() >= 5);  // at least one per 750 ms of 6.3 s, less the first
+      CHECK(rtp["sender_reports"].get<int64_t>() >= 1);
+    }
   }
 }
 

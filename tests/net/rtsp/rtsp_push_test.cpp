@@ -65,6 +65,25 @@ std::string with_userinfo(const std::string& url, const std::string& userinfo) {
   return "rtsp://" + userinfo + "@" + url.substr(7);
 }
 
+// Receiver reports every 500 ms on average, so that a 6.3 s push sends several.
+config::rtsp_config rtcp_every_500ms() {
+  config::rtsp_config c;
+  c.rtcp_interval_ms = 500;
+  return c;
+}
+
+// ffmpeg sends an RTCP sender report with its first packet and every 5 s after (interleaved on
+// the RTCP channel over TCP, to the server port + 1 over UDP): sluice read at least one, all
+// valid; and it sent its receiver reports, at most 750 ms apart, over the 6.3 s push (they are
+// checked field by field against GStreamer in rtsp_pull_test and by hand in rtp_audio_stream_test).
+void check_rtcp(const net::calls::call_record& c) {
+  const auto rtp = c.start.metadata["rtp"][0];
+  MESSAGE("RTP/RTCP of the push: " << rtp.dump());
+  CHECK(rtp["sender_reports"].get<int>() >= 1);
+  CHECK(rtp["rtcp_invalid"].get<int>() == 0);
+  CHECK(rtp["rtcp_sent"].get<int>() >= 5);
+}
+
 // One push of the whole recording; the call it left, once over.
 net::calls::call_record push_whole(rtsp_served& s, const temp_dir& tmp, const std::vector<std::string>& argv) {
   const auto log = tmp.file("peer.log");
@@ -78,10 +97,10 @@ net::calls::call_record push_whole(rtsp_served& s, const temp_dir& tmp, const st
 }  // namespace
 
 TEST_SUITE("rtsp pushes") {
-  TEST_CASE("ffmpeg pushes over TCP interleaved: one call with the recording's exact transcript, ended by TEARDOWN") {
+  TEST_CASE("ffmpeg pushes over TCP interleaved: one call with the recording's exact transcript, ended by TEARDOWN, RTCP both ways") {
     if (!have_ffmpeg()) return;
     temp_dir tmp;
-    rtsp_served s;
+    rtsp_served s(rtcp_every_500ms());
     const auto expected = true_transcript();
     REQUIRE_FALSE(expected.empty());
     const auto c = push_whole(s, tmp, ffmpeg_push(s.url("call1"), "tcp"));
@@ -96,14 +115,15 @@ TEST_SUITE("rtsp pushes") {
     CHECK(c.start.metadata["streams"][0]["transport"] == "tcp");
     CHECK(c.start.metadata["rtp"][0]["packets"].get<int>() > 0);
     CHECK(c.start.metadata["rtp"][0]["lost"].get<int>() == 0);
+    check_rtcp(c);
     CHECK(poll_until([&] { return s.rtsp->live_sessions() == 0 && s.rtsp->connections() == 0; },
                      std::chrono::seconds(10)));
   }
 
-  TEST_CASE("ffmpeg pushes over UDP: RTP to the server port of the SETUP reply, the same exact text") {
+  TEST_CASE("ffmpeg pushes over UDP: RTP to the server port of the SETUP reply, the same exact text, RTCP both ways") {
     if (!have_ffmpeg()) return;
     temp_dir tmp;
-    rtsp_served s;
+    rtsp_served s(rtcp_every_500ms());
     const auto expected = true_transcript();
     const auto c = push_whole(s, tmp, ffmpeg_push(s.url("call2"), "udp"));
     const auto text = finals_text(c);
@@ -112,6 +132,7 @@ TEST_SUITE("rtsp pushes") {
     CHECK(c.end_reason == "teardown");
     CHECK(c.start.metadata["streams"][0]["transport"] == "udp");
     CHECK(c.start.metadata["rtp"][0]["packets"].get<int>() > 0);
+    check_rtcp(c);
     CHECK(poll_until([&] { return s.rtsp->live_sessions() == 0; }, std::chrono::seconds(10)));
   }
 
