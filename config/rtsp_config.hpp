@@ -51,6 +51,12 @@ struct rtsp_config {
   /// on average (ms; randomised by 0.5-1.5): interleaved on the RTSP connection over TCP, to the
   /// peer's RTCP port over UDP. 0: none.
   int rtcp_interval_ms = 5000;
+  /// Most a stream's RTP may carry (kbit/s, a second of it as a burst); packets past it are
+  /// dropped and counted (`over_rate`). L16 at 48 kHz stereo is 1536 kbit/s; 0: no limit.
+  int max_stream_kbps = 2048;
+  /// Without [auth] keys pushes are open: on an address that is not loopback, sluice refuses to
+  /// start unless keys are configured or this says to take pushes from anyone.
+  bool allow_public = false;
 
   template <class V>
   void visit(V&& v) {
@@ -72,6 +78,8 @@ struct rtsp_config {
     v("pull_retry_min_ms", pull_retry_min_ms, range{10, 600000}, "first wait before a pull reconnects (ms)");
     v("pull_retry_max_ms", pull_retry_max_ms, range{10, 3600000}, "longest wait before a pull reconnects (ms)");
     v("rtcp_interval_ms", rtcp_interval_ms, range{0, 600000}, "mean interval of RTCP receiver reports (ms); 0: none");
+    v("max_stream_kbps", max_stream_kbps, range{0, 1000000}, "most RTP one stream may carry (kbit/s); 0: no limit");
+    v("allow_public", allow_public, any_bool{}, "take pushes on a non-loopback address without API keys");
   }
   std::string check() const {
     if (rtp_port_max < rtp_port_min + 1) return "rtsp.rtp_port_max must be above rtsp.rtp_port_min";

@@ -46,6 +46,16 @@ struct sip_config {
   /// Between the RTCP receiver reports sent for each RTP stream (ms), each randomised by 0.5-1.5
   /// (RFC 3550 6.3.1); 5000 is RFC 3550 6.2's recommended minimum. 0 sends no RTCP.
   int rtcp_interval_ms = 5000;
+  /// Most a stream's RTP may carry (kbit/s, datagrams with their RTP header, a second of it as
+  /// a burst); datagrams past it are dropped and counted (`over_rate`). Opus tops out at 510
+  /// kbit/s and G.711 is 64; 0: no limit.
+  int max_stream_kbps = 640;
+  /// Who may place calls: IP addresses and networks, comma-separated ("10.0.0.0/8, 192.0.2.7");
+  /// INVITEs from elsewhere get 403. Empty: anyone who reaches the port.
+  std::string allowed_sources;
+  /// SIP has no caller authentication of its own: on an address that is not loopback, sluice
+  /// refuses to start unless `allowed_sources` names the callers or this says to serve anyone.
+  bool allow_public = false;
 
   template <class V>
   void visit(V&& v) {
@@ -70,6 +80,9 @@ struct sip_config {
     v("retry_after_s", retry_after_s, range{1, 3600}, "Retry-After with 503 (s)");
     v("rtcp_interval_ms", rtcp_interval_ms, range{0, 600000},
       "between RTCP receiver reports per stream, randomised 0.5-1.5 (ms); 0 sends none");
+    v("max_stream_kbps", max_stream_kbps, range{0, 1000000}, "most RTP one stream may carry (kbit/s); 0: no limit");
+    v("allowed_sources", allowed_sources, any_string{}, "IP addresses and networks that may call; empty: anyone");
+    v("allow_public", allow_public, any_bool{}, "serve SIP on a non-loopback address with no allowed_sources");
   }
   std::string check() const {
     if (rtp_port_max < rtp_port_min + 1) return "sip.rtp_port_max must be above sip.rtp_port_min";

@@ -11,19 +11,24 @@ namespace {
 constexpr std::size_t l16_bytes = 2;
 }
 
-rtp_audio_stream::rtp_audio_stream(const rtsp_media& media, sip::jitter_buffer_config jitter, sink out)
+rtp_audio_stream::rtp_audio_stream(const rtsp_media& media, sip::jitter_buffer_config jitter, sink out, int max_kbps)
     : media_(media), jitter_([&] {
         jitter.clock_rate = media.clock_rate;
         return jitter;
       }()),
       out_(std::move(out)),
       rtcp_(media.clock_rate),
+      rate_(sip::rate_limiter::kbps(max_kbps)),
       own_ssrc_(static_cast<uint32_t>(std::random_device{}())) {
   if (media_.codec != rtsp_codec::l16) decoder_ = std::make_unique<sip::rtp_audio_decoder>(sip_codec_of(media_));
 }
 
 void rtp_audio_stream::on_packet(std::span<const uint8_t> bytes, int64_t now_us) {
   const int64_t now_ms = now_us / 1000;
+  if (!rate_.admit(bytes.size(), now_us)) {
+    ++counters_.over_rate;
+    return;
+  }
   auto p = sip::parse_rtp(bytes);
   if (!p) {
     ++counters_.not_rtp;
@@ -110,6 +115,7 @@ nlohmann::json rtp_audio_stream::stats() const {
           {"packets", counters_.packets},
           {"not_rtp", counters_.not_rtp},
           {"other_payload", counters_.other_payload},
+          {"over_rate", counters_.over_rate},
           {"lost", j.lost},
           {"late", j.late},
           {"reordered", j.reordered},

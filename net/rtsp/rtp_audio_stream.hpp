@@ -23,20 +23,22 @@
 
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/sip/jitter_buffer.hpp"
+#include "net/sip/rate_limiter.hpp"
 #include "net/sip/rtcp_stats.hpp"
 #include "net/sip/rtp_audio_decoder.hpp"
 
 namespace sluice::net::rtsp {
 
 struct rtp_stream_counters {
-  uint64_t packets = 0, not_rtp = 0, other_payload = 0;
+  uint64_t packets = 0, not_rtp = 0, other_payload = 0, over_rate = 0;
   uint64_t rtcp_received = 0, rtcp_invalid = 0, sender_reports = 0, rtcp_sent = 0;
 };
 
 class rtp_audio_stream {
  public:
   using sink = std::function<void(std::vector<uint8_t> pcm_s16le)>;
-  rtp_audio_stream(const rtsp_media& media, sip::jitter_buffer_config jitter, sink out);
+  /// `max_kbps`: most RTP the stream may carry (kbit/s, sip::rate_limiter); 0: no limit.
+  rtp_audio_stream(const rtsp_media& media, sip::jitter_buffer_config jitter, sink out, int max_kbps = 0);
 
   /// One RTP packet that arrived at `now_us` (steady clock, microseconds).
   void on_packet(std::span<const uint8_t> bytes, int64_t now_us);
@@ -65,6 +67,7 @@ class rtp_audio_stream {
   rtp_stream_counters counters_;
   uint64_t concealed_samples_ = 0;
   sip::rtcp_stats rtcp_;
+  sip::rate_limiter rate_;
   uint32_t own_ssrc_;  // the SSRC our reports come from (random)
 };
 

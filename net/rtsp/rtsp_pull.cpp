@@ -440,7 +440,7 @@ void rtsp_pull::impl::start_call() {
     const int ch = s->channel;
     s->audio = std::make_unique<rtp_audio_stream>(m, ctx->jitter(), [this, ch](std::vector<uint8_t> pcm) {
       if (call) call->audio(static_cast<std::size_t>(ch), std::move(pcm));
-    });
+    }, ctx->cfg.max_stream_kbps);
   }
   for (std::size_t i = 0; i < media.size(); ++i)
     start.channel_labels.push_back(media.size() == 1 ? "mono" : "stream" + std::to_string(i + 1));

@@ -88,6 +88,11 @@ result<std::unique_ptr<rtsp_service>> rtsp_service::start(
   boost::system::error_code ec;
   const auto host = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "rtsp.host = \"" + cfg.host + "\" is not an IP address");
+  if (cfg.enabled && !host.is_loopback() && !authenticate && !cfg.allow_public)
+    return fail(errc::invalid_config, "rtsp.host = \"" + cfg.host +
+                                          "\" is not a loopback address and pushes need no API key without [auth] keys: "
+                                          "configure auth.keys_file, or set rtsp.allow_public = true to take pushes "
+                                          "from anyone");
   const auto urls = split_urls(cfg.pull);
   for (const auto& u : urls)
     if (u.rfind("rtsp://", 0) != 0)

@@ -352,7 +352,7 @@ void rtsp_session::impl::on_record(const rtsp_request& r, const std::shared_ptr<
     const int ch = s->channel;
     s->audio = std::make_unique<rtp_audio_stream>(m, ctx->jitter(), [this, ch](std::vector<uint8_t> pcm) {
       if (call) call->audio(static_cast<std::size_t>(ch), std::move(pcm));
-    });
+    }, ctx->cfg.max_stream_kbps);
   }
   if (media.empty()) return refuse(r, 415, "none of the streams set up is audio sluice takes");
   for (std::size_t i = 0; i < media.size(); ++i)

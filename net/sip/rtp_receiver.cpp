@@ -156,6 +156,10 @@ void rtp_receiver::on_datagram(std::size_t n) {
     ++counters_.foreign_source;
     return;
   }
+  if (!rate_.admit(n, now_us())) {
+    ++counters_.over_rate;
+    return;
+  }
   const std::span<const uint8_t> datagram(buf_.data(), n);
   auto p = parse_rtp(datagram);
   if (!p) {

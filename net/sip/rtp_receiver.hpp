@@ -25,6 +25,7 @@
 #include "config/error.hpp"
 #include "net/sip/jitter_buffer.hpp"
 #include "net/sip/port_pool.hpp"
+#include "net/sip/rate_limiter.hpp"
 #include "net/sip/rtcp_stats.hpp"
 #include "net/sip/rtp_audio_decoder.hpp"
 #include "net/sip/sdp_offer.hpp"
@@ -40,6 +41,8 @@ struct rtp_sinks {
 struct rtp_counters {
   std::atomic<uint64_t> datagrams{0}, not_rtp{0}, foreign_source{0}, packets_lost{0}, late{0}, reordered{0},
       concealed_samples{0};
+  /// Datagrams from the stream's peer dropped past [sip] max_stream_kbps.
+  std::atomic<uint64_t> over_rate{0};
   /// RTCP: compound packets received, refused (not RTCP), reports sent; the peer's BYE seen.
   std::atomic<uint64_t> rtcp_received{0}, rtcp_invalid{0}, rtcp_sent{0};
   /// RFC 3389 comfort noise packets received, and the samples filled with their noise.
@@ -59,6 +62,8 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   uint16_t port() const { return port_; }
   /// Where audio and DTMF go; only before start().
   void set_sinks(rtp_sinks sinks) { sinks_ = std::move(sinks); }
+  /// At most `kbps` of datagrams from the peer (rate_limiter.hpp); 0: no limit. Only before start().
+  void set_rate_limit(int kbps) { rate_ = rate_limiter::kbps(kbps); }
   /// Sends RTCP receiver reports (RFC 3550 6.4.2) about the stream's source to `remote` every
   /// `interval_ms` (randomised by 0.5-1.5 as 6.3.1 says; the last, with a BYE, at stop()) and
   /// reads the peer's SRs (for LSR/DLSR) and BYE: on the RTP port when `mux` (RFC 5761; then
@@ -116,6 +121,7 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   bool reported_ts_valid_ = false;
   std::atomic<int64_t> last_packet_ms_{0};
   rtp_counters counters_;
+  rate_limiter rate_;
   // RTCP (enable_rtcp); strand only.
   bool rtcp_ = false, rtcp_mux_ = false, rtcp_peer_heard_ = false;
   boost::asio::ip::udp::socket rtcp_socket_;

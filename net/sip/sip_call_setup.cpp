@@ -1,7 +1,12 @@
 // A new call: the INVITE's body and offer are checked, the call is registered, its RTP ports
 // and engine channels opened, and it rings until the channels answer (sip_dialog.cpp).
 #include <cctype>
+#include <cstring>
+#include <optional>
 
+#include <netinet/in.h>
+
+#include <sofia-sip/msg_addr.h>
 #include <spdlog/spdlog.h>
 
 #include "net/sip/sip_service_impl.hpp"
@@ -20,6 +25,22 @@ boost::asio::ip::udp::endpoint rtcp_remote(const offered_stream& s) {
   const auto port = s.rtcp_mux ? s.remote_port : s.rtcp_port ? s.rtcp_port : static_cast<uint16_t>(s.remote_port + 1);
   return {address, port};
 }
+// The source address of a received message (sofia keeps the peer's address with it).
+std::optional<boost::asio::ip::address> source_address(msg_t* msg) {
+  su_addrinfo_t* ai = msg ? msg_addrinfo(msg) : nullptr;
+  if (!ai || !ai->ai_addr) return std::nullopt;
+  if (ai->ai_addr->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(ai->ai_addr);
+    return boost::asio::ip::address_v4(ntohl(in->sin_addr.s_addr));
+  }
+  if (ai->ai_addr->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(ai->ai_addr);
+    boost::asio::ip::address_v6::bytes_type b;
+    std::memcpy(b.data(), &in6->sin6_addr, b.size());
+    return boost::asio::ip::address_v6(b);
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 void sip_service::impl::enable_rtcp(rtp_receiver& r, const offered_stream& s, calls::call_id id) {
@@ -30,6 +51,17 @@ void sip_service::impl::enable_rtcp(rtp_receiver& r, const offered_stream& s, ca
 
 void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   const std::string call_id = sip && sip->sip_call_id && sip->sip_call_id->i_id ? sip->sip_call_id->i_id : "";
+  if (!allowed.empty()) {
+    // The address the INVITE's packets came from (not its headers, which the caller writes).
+    const auto source = source_address(nua_current_request(nua));
+    if (!source || !allowed.allows(*source)) {
+      spdlog::info("sip {}: refused 403: {} is not in sip.allowed_sources", call_id,
+                   source ? source->to_string() : std::string("an unknown source"));
+      nua_respond(nh, SIP_403_FORBIDDEN, SIPTAG_WARNING_STR("399 sluice \"this address may not call (sip.allowed_sources)\""),
+                  TAG_END());
+      return;
+    }
+  }
   if (stop_requested) return refuse_503(nh, "Shutting down");
   if (live >= cfg.max_calls) {
     spdlog::info("sip {}: refused, {} calls at once (sip.max_calls)", call_id, cfg.max_calls);
@@ -158,6 +190,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
       reg->event(id, std::move(ev));
     };
     rtp[i]->set_sinks(std::move(sinks));
+    rtp[i]->set_rate_limit(cfg.max_stream_kbps);
     if (cfg.rtcp_interval_ms > 0) enable_rtcp(*rtp[i], s, c->id);
     ++i;
   }

@@ -129,7 +129,8 @@ void sip_service::impl::terminated(nua_handle_t* nh, const std::string& status_r
         const auto rate = r->sample_rate();
         std::lock_guard lock(report->mu);
         report->streams[i] = {{"datagrams", k.datagrams.load()},          {"not_rtp", k.not_rtp.load()},
-                              {"foreign_source", k.foreign_source.load()}, {"lost", k.packets_lost.load()},
+                              {"foreign_source", k.foreign_source.load()}, {"over_rate", k.over_rate.load()},
+                              {"lost", k.packets_lost.load()},
                               {"late", k.late.load()},                     {"reordered", k.reordered.load()},
                               {"max_hold_ms", k.max_hold_ms.load()},
                               {"concealed_ms", rate > 0 ? k.concealed_samples.load() * 1000 / rate : 0},

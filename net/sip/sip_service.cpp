@@ -197,8 +197,15 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
                                                          std::shared_ptr<calls::call_registry> calls,
                                                          const config::sip_config& cfg) {
   boost::system::error_code ec;
-  asio::ip::make_address(cfg.host, ec);
+  const auto host = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "sip.host = \"" + cfg.host + "\" is not an IP address");
+  auto allowed = source_filter::parse(cfg.allowed_sources);
+  if (!allowed) return fail(errc::invalid_config, "sip.allowed_sources: " + allowed.error().message);
+  if (!host.is_loopback() && allowed->empty() && !cfg.allow_public)
+    return fail(errc::invalid_config, "sip.host = \"" + cfg.host +
+                                          "\" is not a loopback address and SIP has no caller authentication: set "
+                                          "sip.allowed_sources to your PBX or SBC addresses (or networks), or "
+                                          "sip.allow_public = true to take calls from anyone");
   std::unique_ptr<sip_service> s(new sip_service());
   s->impl_ = std::make_unique<impl>();
   auto& m = *s->impl_;
@@ -206,6 +213,7 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
   m.engine = &engine;
   m.registry = std::move(calls);
   m.pool = std::make_shared<port_pool>(cfg.rtp_port_min, cfg.rtp_port_max);
+  m.allowed = std::move(*allowed);
   m.work.emplace(m.ioc.get_executor());
   m.io_thread = std::thread([&m] {
     for (;;) {

@@ -43,6 +43,7 @@
 #include "net/sip/sdp_offer.hpp"
 #include "net/sip/sip_headers.hpp"
 #include "net/sip/siprec_metadata.hpp"
+#include "net/sip/source_filter.hpp"
 
 namespace sluice::net::sip {
 
@@ -84,6 +85,7 @@ struct sip_service::impl {
   actors::engine* engine = nullptr;
   std::shared_ptr<calls::call_registry> registry;
   std::shared_ptr<port_pool> pool;
+  source_filter allowed;  // sip.allowed_sources
   boost::asio::io_context ioc;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::thread io_thread, sip_thread;

@@ -137,6 +137,16 @@ TEST_SUITE("rtsp hostile") {
     CHECK(c.status(announce(s.url("three"), 1)) == 200);
   }
 
+  TEST_CASE("pushes on an address that is not loopback need API keys or rtsp.allow_public") {
+    rtsp_served s;  // the engine the service would use
+    config::rtsp_config cfg = s.cfg;
+    cfg.host = "0.0.0.0";
+    auto r = net::rtsp::rtsp_service::start(*s.engine, s.calls, cfg, {});
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find("rtsp.allow_public") != std::string::npos);
+    CHECK(r.error().message.find("auth.keys_file") != std::string::npos);
+  }
+
   TEST_CASE("a recording session that goes silent ends after rtsp.session_timeout_s") {
     config::rtsp_config cfg;
     cfg.session_timeout_s = 1;

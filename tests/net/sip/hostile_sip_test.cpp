@@ -25,6 +25,62 @@ std::string options(const std::string& call_id) {
 const std::string g729_only =
     "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 7000 RTP/AVP 18\r\n"
     "a=rtpmap:18 G729/8000\r\n";
+// A call placed by hand over raw UDP (INVITE offering PCMU, ACK, later BYE), so that its RTP
+// can be anything: `media` is the socket the offer names, `rtp_ep` the port of sluice's answer.
+struct raw_call {
+  asio::io_context ioc;
+  const asio::ip::address lo = asio::ip::make_address("127.0.0.1");
+  asio::ip::udp::socket sig{ioc, asio::ip::udp::endpoint(lo, 0)}, media{ioc, asio::ip::udp::endpoint(lo, 0)};
+  asio::ip::udp::endpoint sip_ep, rtp_ep;
+  std::string lport, dialog, to_line;
+
+  raw_call(uint16_t sip_port, const std::string& call_id) : sip_ep(lo, sip_port) {
+    timeval tv{3, 0};
+    ::setsockopt(sig.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    lport = std::to_string(sig.local_endpoint().port());
+    const std::string sdp = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio " +
+                            std::to_string(media.local_endpoint().port()) + " RTP/AVP 0\r\n";
+    dialog = "From: <sip:evil@127.0.0.1>;tag=x1\r\nCall-ID: " + call_id + "\r\n";
+    sig.send_to(asio::buffer("INVITE sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
+                             ";branch=z9hG4bKinv1\r\n" + dialog + "To: <sip:sluice@127.0.0.1>\r\nCSeq: 1 INVITE\r\n" +
+                             "Contact: <sip:evil@127.0.0.1:" + lport + ">\r\nMax-Forwards: 70\r\n" +
+                             "Content-Type: application/sdp\r\nContent-Length: " + std::to_string(sdp.size()) +
+                             "\r\n\r\n" + sdp),
+                sip_ep);
+    // The 200 OK: the dialog's To tag and the RTP port of the answer.
+    std::string ok;
+    for (int i = 0; i < 10 && ok.rfind("SIP/2.0 200", 0) != 0; ++i) {
+      std::vector<char> buf(65536);
+      const auto n = ::recv(sig.native_handle(), buf.data(), buf.size(), 0);
+      REQUIRE(n > 0);
+      ok.assign(buf.data(), static_cast<std::size_t>(n));
+    }
+    REQUIRE(ok.rfind("SIP/2.0 200", 0) == 0);
+    const auto to_at = ok.find("\r\nTo:");
+    REQUIRE(to_at != std::string::npos);
+    to_line = ok.substr(to_at + 2, ok.find("\r\n", to_at + 2) - to_at - 2);
+    const auto m_at = ok.find("m=audio ");
+    REQUIRE(m_at != std::string::npos);
+    rtp_ep = asio::ip::udp::endpoint(lo, static_cast<uint16_t>(std::stoi(ok.substr(m_at + 8))));
+    in_dialog("ACK", "z9hG4bKack1", 1);
+  }
+  void in_dialog(const std::string& method, const std::string& branch, int cseq) {
+    sig.send_to(asio::buffer(method + " sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
+                             ";branch=" + branch + "\r\n" + dialog + to_line + "\r\nCSeq: " + std::to_string(cseq) + " " +
+                             method + "\r\nMax-Forwards: 70\r\nContent-Length: 0\r\n\r\n"),
+                sip_ep);
+  }
+  void bye() { in_dialog("BYE", "z9hG4bKbye1", 2); }
+
+  // An RTP datagram: header, then 20 ms of mu-law silence.
+  static std::vector<uint8_t> rtp(uint16_t seq, uint8_t pt, uint8_t b0 = 0x80) {
+    std::vector<uint8_t> d(12 + 160, 0xff);
+    const uint8_t header[12] = {b0, pt, uint8_t(seq >> 8), uint8_t(seq), 0, 0, uint8_t(seq >> 8), uint8_t(seq), 1, 2, 3, 4};
+    std::copy(std::begin(header), std::end(header), d.begin());
+    return d;
+  }
+};
+
 }  // namespace
 
 TEST_SUITE("sip hostile input") {
@@ -85,52 +141,56 @@ TEST_SUITE("sip hostile input") {
     CHECK(s.sip_calls().empty());
   }
 
+  TEST_CASE("sip.allowed_sources: an INVITE from an address outside it gets 403 and no call, and from inside the call is answered") {
+    const std::string pcmu =
+        "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 7000 RTP/AVP 0\r\n";
+    {
+      config::sip_config cfg;
+      cfg.allowed_sources = "192.0.2.0/24, 10.0.0.0/8, fd00::/8";  // the test sends from 127.0.0.1
+      sip_served s(cfg);
+      std::string whole;
+      const auto status = sip_udp_request(s.cfg.port, invite("a1", "Max-Forwards: 70\r\n", pcmu),
+                                          std::chrono::milliseconds(3000), &whole);
+      CHECK(status.rfind("SIP/2.0 403", 0) == 0);
+      CHECK(whole.find("sip.allowed_sources") != std::string::npos);  // the Warning says why
+      CHECK(s.sip_calls().empty());
+      CHECK(sip_udp_request(s.cfg.port, options("a2")) == "SIP/2.0 200 OK");  // the service goes on
+    }
+    {
+      config::sip_config cfg;
+      cfg.allowed_sources = "10.0.0.0/8, 127.0.0.1";
+      sip_served s(cfg);
+      raw_call call(s.cfg.port, "allowed-1");  // REQUIREs the 200 OK
+      call.bye();
+      REQUIRE(s.wait_for([&] {
+        auto c = s.sip_calls();
+        return c.size() == 1 && !c[0].live;
+      }));
+    }
+  }
+
+  TEST_CASE("SIP on an address that is not loopback needs sip.allowed_sources or sip.allow_public, and a bad entry is named") {
+    sip_served s;  // the engine the service would use
+    config::sip_config cfg = s.cfg;
+    cfg.host = "0.0.0.0";
+    auto r = net::sip::sip_service::start(*s.engine, s.calls, cfg);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find("sip.allowed_sources") != std::string::npos);
+    CHECK(r.error().message.find("sip.allow_public") != std::string::npos);
+    cfg.host = "127.0.0.1";
+    cfg.allowed_sources = "10.0.0.0/8, 10.0.0.300";
+    r = net::sip::sip_service::start(*s.engine, s.calls, cfg);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find("\"10.0.0.300\" is not an IP address or a network") != std::string::npos);
+  }
+
   TEST_CASE("hostile RTP on a live call: garbage is dropped, a second source is shut out, the call ends normally") {
     sip_served s;
-    asio::io_context ioc;
-    const auto lo = asio::ip::make_address("127.0.0.1");
-    asio::ip::udp::socket sig(ioc, asio::ip::udp::endpoint(lo, 0)), media(ioc, asio::ip::udp::endpoint(lo, 0)),
-        intruder(ioc, asio::ip::udp::endpoint(lo, 0));
-    timeval tv{3, 0};
-    ::setsockopt(sig.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    const auto sip_ep = asio::ip::udp::endpoint(lo, s.cfg.port);
-    const auto lport = std::to_string(sig.local_endpoint().port());
-    const std::string sdp = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio " +
-                            std::to_string(media.local_endpoint().port()) + " RTP/AVP 0\r\n";
-    const std::string dialog = "From: <sip:evil@127.0.0.1>;tag=x1\r\nCall-ID: rtp-hostile\r\n";
-    sig.send_to(asio::buffer("INVITE sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
-                             ";branch=z9hG4bKinv1\r\n" + dialog + "To: <sip:sluice@127.0.0.1>\r\nCSeq: 1 INVITE\r\n" +
-                             "Contact: <sip:evil@127.0.0.1:" + lport + ">\r\nMax-Forwards: 70\r\n" +
-                             "Content-Type: application/sdp\r\nContent-Length: " + std::to_string(sdp.size()) +
-                             "\r\n\r\n" + sdp),
-                sip_ep);
-    // The 200 OK: the dialog's To tag and the RTP port of the answer.
-    std::string ok;
-    for (int i = 0; i < 10 && ok.rfind("SIP/2.0 200", 0) != 0; ++i) {
-      std::vector<char> buf(65536);
-      const auto n = ::recv(sig.native_handle(), buf.data(), buf.size(), 0);
-      REQUIRE(n > 0);
-      ok.assign(buf.data(), static_cast<std::size_t>(n));
-    }
-    REQUIRE(ok.rfind("SIP/2.0 200", 0) == 0);
-    const auto to_at = ok.find("\r\nTo:");
-    REQUIRE(to_at != std::string::npos);
-    const std::string to_line = ok.substr(to_at + 2, ok.find("\r\n", to_at + 2) - to_at - 2);
-    const auto m_at = ok.find("m=audio ");
-    REQUIRE(m_at != std::string::npos);
-    const auto rtp_port = static_cast<uint16_t>(std::stoi(ok.substr(m_at + 8)));
-    sig.send_to(asio::buffer("ACK sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
-                             ";branch=z9hG4bKack1\r\n" + dialog + to_line + "\r\nCSeq: 1 ACK\r\nMax-Forwards: 70\r\n" +
-                             "Content-Length: 0\r\n\r\n"),
-                sip_ep);
-
-    const asio::ip::udp::endpoint rtp_ep(lo, rtp_port);
-    auto rtp = [](uint16_t seq, uint8_t pt, uint8_t b0 = 0x80) {
-      std::vector<uint8_t> d(12 + 160, 0xff);  // header, then 20 ms of mu-law silence
-      const uint8_t header[12] = {b0, pt, uint8_t(seq >> 8), uint8_t(seq), 0, 0, uint8_t(seq >> 8), uint8_t(seq), 1, 2, 3, 4};
-      std::copy(std::begin(header), std::end(header), d.begin());
-      return d;
-    };
+    raw_call call(s.cfg.port, "rtp-hostile");
+    auto& media = call.media;
+    const auto& rtp_ep = call.rtp_ep;
+    auto rtp = [](uint16_t seq, uint8_t pt, uint8_t b0 = 0x80) { return raw_call::rtp(seq, pt, b0); };
+    asio::ip::udp::socket intruder(call.ioc, asio::ip::udp::endpoint(call.lo, 0));
     // Empty, shorter than a header, version 1, and 15 CSRCs announced in a 16-byte datagram.
     const std::vector<std::vector<uint8_t>> junk{
         {}, {0x80}, std::vector<uint8_t>(11, 0x80), rtp(1, 0, 0x40), {0x8f, 0, 0, 2, 0, 0, 0, 0, 1, 2, 3, 4, 9, 9, 9, 9}};
@@ -143,10 +203,7 @@ TEST_SUITE("sip hostile input") {
     // once it has arrived: the BYE follows it.
     media.send_to(asio::buffer(rtp(40001, 0)), rtp_ep);
 
-    sig.send_to(asio::buffer("BYE sip:sluice@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 127.0.0.1:" + lport +
-                             ";branch=z9hG4bKbye1\r\n" + dialog + to_line + "\r\nCSeq: 2 BYE\r\nMax-Forwards: 70\r\n" +
-                             "Content-Length: 0\r\n\r\n"),
-                sip_ep);
+    call.bye();
     REQUIRE(s.wait_for([&] {
       auto c = s.sip_calls();
       return c.size() == 1 && !c[0].live;
@@ -159,6 +216,38 @@ TEST_SUITE("sip hostile input") {
     CHECK(k["datagrams"].get<int>() == 23);
     CHECK(k["not_rtp"].get<int>() == 5);
     CHECK(k["foreign_source"].get<int>() == 5);
+    CHECK(k["over_rate"].get<int>() == 0);
+    CHECK(s.sip->live_calls() == 0);
+  }
+
+  TEST_CASE("an RTP flood from the call's own source past sip.max_stream_kbps is dropped and counted, by the token bucket's arithmetic") {
+    config::sip_config cfg;
+    cfg.max_stream_kbps = 80;  // 10,000 bytes a second, and a burst of 10,000 bytes
+    sip_served s(cfg);
+    raw_call call(s.cfg.port, "rtp-flood");
+    // 300 datagrams of 172 bytes (51,600 bytes, 6 s of audio) sent at once: the bucket lets
+    // floor(10,000 / 172) = 58 through, plus what refills while they are read (10 bytes/ms).
+    constexpr int sent = 300, size = 172, burst_passes = 10000 / size;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int q = 0; q < sent; ++q) call.media.send_to(asio::buffer(raw_call::rtp(static_cast<uint16_t>(100 + q), 0)), call.rtp_ep);
+    const auto sending_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    call.bye();
+    REQUIRE(s.wait_for([&] {
+      auto c = s.sip_calls();
+      return c.size() == 1 && !c[0].live;
+    }));
+    const auto c = s.sip_calls()[0];
+    const auto k = c.start.metadata["rtp"][0];
+    INFO(k.dump() << "; sending took " << sending_ms << " ms");
+    // The kernel drops what overflows the socket's receive buffer (about 40 of the 300 here);
+    // of what sluice read, the bucket passed the burst plus its refill while reading.
+    const int read = k["datagrams"].get<int>(), dropped = k["over_rate"].get<int>(), passed = read - dropped;
+    CHECK(read <= sent);
+    REQUIRE(read > 2 * burst_passes);  // the flood got through to the bucket
+    CHECK(passed >= burst_passes);
+    // The receiver may read later than the datagrams were sent, so the refill is bounded by the
+    // time until the BYE's handling, not by sending_ms; 1 s of refill at most here.
+    CHECK(passed <= burst_passes + 10000 / size);
     CHECK(s.sip->live_calls() == 0);
   }
 }

@@ -1,0 +1,56 @@
+#include "net/sip/source_filter.hpp"
+
+namespace sluice::net::sip {
+
+namespace asio = boost::asio;
+
+namespace {
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+}  // namespace
+
+result<source_filter> source_filter::parse(std::string_view list) {
+  source_filter f;
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const auto entry = trim(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    if (entry.empty()) continue;
+    const std::string e(entry);
+    boost::system::error_code ec;
+    if (e.find('/') == std::string::npos) {
+      const auto a = asio::ip::make_address(e, ec);
+      if (!ec && a.is_v4()) f.v4_.emplace_back(a.to_v4(), 32);
+      else if (!ec) f.v6_.emplace_back(a.to_v6(), 128);
+    } else if (e.find(':') == std::string::npos) {
+      // A host address with a prefix (10.1.2.3/8) names its network, as routers read it.
+      const auto n = asio::ip::make_network_v4(e, ec);
+      if (!ec) f.v4_.push_back(n.canonical());
+    } else {
+      const auto n = asio::ip::make_network_v6(e, ec);
+      if (!ec) f.v6_.push_back(n.canonical());
+    }
+    if (ec) return fail(errc::invalid_config, "\"" + e + "\" is not an IP address or a network (a.b.c.d/n, x::/n)");
+  }
+  return f;
+}
+
+bool source_filter::allows(const asio::ip::address& a) const {
+  if (empty()) return true;
+  auto in_v4 = [&](const asio::ip::address_v4& x) {
+    for (const auto& n : v4_)
+      if (asio::ip::network_v4(x, 32).is_subnet_of(n) || asio::ip::network_v4(x, 32) == n) return true;
+    return false;
+  };
+  if (a.is_v4()) return in_v4(a.to_v4());
+  const auto v6 = a.to_v6();
+  if (v6.is_v4_mapped()) return in_v4(asio::ip::make_address_v4(asio::ip::v4_mapped, v6));
+  for (const auto& n : v6_)
+    if (asio::ip::network_v6(v6, 128).is_subnet_of(n) || asio::ip::network_v6(v6, 128) == n) return true;
+  return false;
+}
+
+}  // namespace sluice::net::sip
