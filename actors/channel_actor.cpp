@@ -97,6 +97,11 @@ void send_error(self_ptr self, const state_ptr& st, int64_t utt, const std::stri
 void flush_finals(self_ptr self, const state_ptr& st) {
   while (!st->utterances.empty() && st->utterances.begin()->second.final_event) {
     auto& ev = *st->utterances.begin()->second.final_event;
+    if (!ev.error.empty()) {  // a lost utterance: its error, in its place; no text to post-process
+      self->send(st->subscriber, std::move(ev));
+      st->utterances.erase(st->utterances.begin());
+      continue;
+    }
     apply_postproc(*st->res, st->pipe->post, ev, &st->pipe->redaction);
     if (!ev.display_text.empty()) st->latest_text = ev.display_text;
     // Debug only (never info: transcripts stay out of normal logs); the text is already redacted.
@@ -183,8 +188,25 @@ void maybe_drained(self_ptr self, const state_ptr& st) {
   self->quit();
 }
 
+// An utterance that was lost (no decoder, a failed step, a restarted batcher): its error is its
+// final and goes out in its place, after the finals of earlier utterances still running, so a
+// subscriber reads one final per utterance in utterance order whatever fails. (An error sent at
+// once overtook them: a burst-fed SIP channel once showed its finals out of order.)
+void lose_utterance(self_ptr self, const state_ptr& st, int64_t utt, const std::string& why) {
+  transcript_event ev;
+  ev.channel = st->id;
+  ev.utterance = utt;
+  ev.is_final = true;
+  ev.error = why;
+  st->meter.count("errors");
+  auto& u = st->utterances[utt];
+  u.decoder.reset();
+  u.final_event = std::move(ev);
+  flush_finals(self, st);
+}
+
 // A new utterance with its decoder. When the decoder cannot be made the utterance is reported
-// lost at once (an error event) and left out of `utterances`: nothing waits for it.
+// lost (lose_utterance): nothing waits for it.
 int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample, bool& lost) {
   const int64_t id = st->next_utterance++;
   // A tenant's new hotwords or redaction rules reach a live stream at its next utterance.
@@ -196,7 +218,7 @@ int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample,
   lost = !dec;
   if (!dec) {
     spdlog::warn("channel {}: utterance {} has no decoder: {}", st->id, id, dec.error().message);
-    send_error(self, st, id, "cannot create the decoder: " + dec.error().message);
+    lose_utterance(self, st, id, "cannot create the decoder: " + dec.error().message);
     return id;
   }
   auto& u = st->utterances[id];
@@ -266,21 +288,20 @@ void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x1
 
 void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
   auto it = st->utterances.find(c.utterance);
-  if (it == st->utterances.end()) return;
+  if (it == st->utterances.end() || it->second.final_event) return;  // unknown, or already over
   auto& u = it->second;
   const auto now = clock::now();
   if (!c.error.empty()) {
-    send_error(self, st, c.utterance, c.error);
-    st->utterances.erase(it);
     if (st->open == c.utterance) st->open_lost = true;
+    lose_utterance(self, st, c.utterance, c.error);
     maybe_drained(self, st);
     return;
   }
   const auto n = c.vocab > 0 ? static_cast<int32_t>(c.logits.size() / static_cast<std::size_t>(c.vocab)) : 0;
   if (u.decoder && n > 0) {
     if (auto ok = u.decoder->accept(c.logits, n); !ok) {
-      send_error(self, st, c.utterance, ok.error().message);
-      st->utterances.erase(it);
+      if (st->open == c.utterance) st->open_lost = true;
+      lose_utterance(self, st, c.utterance, ok.error().message);
       maybe_drained(self, st);
       return;
     }
@@ -422,14 +443,12 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
       },
       [self, st](batcher_atom, caf::actor b) {
         st->batcher = std::move(b);
-        for (auto it = st->utterances.begin(); it != st->utterances.end();) {
-          if (it->second.final_event) {  // finished: its final still goes out, in order
-            ++it;
-            continue;
-          }
-          send_error(self, st, it->first, "the engine restarted its batcher: this utterance was lost");
-          if (st->open == it->first) st->open_lost = true;
-          it = st->utterances.erase(it);
+        std::vector<int64_t> lost;
+        for (const auto& [id, u] : st->utterances)
+          if (!u.final_event) lost.push_back(id);  // a finished one's final still goes out, in order
+        for (const auto id : lost) {
+          if (st->open == id) st->open_lost = true;
+          lose_utterance(self, st, id, "the engine restarted its batcher: this utterance was lost");
         }
         maybe_drained(self, st);
         progress_after_logits(self, st);  // the lost utterances are no longer pending

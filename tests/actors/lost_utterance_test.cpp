@@ -25,9 +25,68 @@ caf::behavior probe(caf::event_based_actor* self, caf::actor batcher, std::vecto
   };
 }
 
+// A batcher stand-in: once both utterances of a channel have sent their last features, it fails
+// utterance 1 first and only then ends utterance 0 (with no logits: an empty final).
+caf::behavior failing_batcher(caf::event_based_actor* self) {
+  self->set_default_handler(caf::drop);
+  auto lasts = std::make_shared<int>(0);
+  return {
+      [=](features_atom, feature_chunk& c) {
+        if (!c.last || ++*lasts < 2) return;
+        auto channel = caf::actor_cast<caf::actor>(self->current_sender());
+        logits_chunk failed;
+        failed.channel = c.channel;
+        failed.utterance = 1;
+        failed.last = true;
+        failed.error = "the step failed (test)";
+        self->send(channel, logits_atom::value, failed);
+        logits_chunk ended;
+        ended.channel = c.channel;
+        ended.utterance = 0;
+        ended.last = true;
+        self->send(channel, logits_atom::value, ended);
+      },
+  };
+}
+
 }  // namespace
 
 TEST_SUITE("lost utterances") {
+  TEST_CASE("a lost utterance's error is its final and waits for the final of an earlier utterance: finals stay in utterance order") {
+    auto cfg = test::base_config();
+    auto res = test::resources(cfg);
+    auto pipe = channel_pipeline::create(*res, channel_request{});
+    REQUIRE(pipe.has_value());
+    engine_system_config sys_cfg;
+    caf::actor_system sys{sys_cfg};
+    caf::scoped_actor self{sys};
+    auto batcher = sys.spawn(failing_batcher);
+    auto ch = sys.spawn(channel_actor, res, channel_id{7}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
+                        std::string{}, caf::actor_cast<caf::actor>(self), batcher, caf::actor{}, caf::actor{});
+    const auto segs = test::call_segments();
+    REQUIRE(segs.size() >= 2);
+    self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);
+    self->send(ch, segment_atom::value, segs[1].samples, segs[1].start_sample);
+    self->send(ch, end_atom::value);
+    // Every final (text or error) in the order the subscriber gets them, until the channel drains.
+    std::vector<transcript_event> finals;
+    bool drained = false, timed_out = false;
+    while (!drained && !timed_out)
+      self->receive(
+          [&](transcript_event& ev) {
+            if (ev.is_final) finals.push_back(std::move(ev));
+          },
+          [&](drained_atom, channel_id) { drained = true; },
+          caf::after(std::chrono::seconds(30)) >> [&] { timed_out = true; });
+    caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+    REQUIRE_FALSE(timed_out);
+    REQUIRE(finals.size() == 2);
+    CHECK(finals[0].utterance == 0);
+    CHECK(finals[0].error.empty());
+    CHECK(finals[1].utterance == 1);
+    CHECK(finals[1].error == "the step failed (test)");
+  }
+
   TEST_CASE("the batcher reports an utterance whose model state cannot be created, at once") {
     auto cfg = test::base_config();
     cfg.engine.report_ms = 1000;
