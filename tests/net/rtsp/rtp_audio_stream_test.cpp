@@ -9,6 +9,7 @@
 
 #include "net/rtsp/rtp_audio_stream.hpp"
 #include "net/sip/rtcp_packet.hpp"
+#include "tests/net/sip/rtcp_test_packets.hpp"
 
 using namespace sluice::net;
 
@@ -27,20 +28,8 @@ std::vector<uint8_t> pcmu_packet(uint16_t seq, uint32_t ts) {
   return v;
 }
 
-// An SR (RFC 3550 6.4.1) with no report blocks, from the sender, at NTP time `ntp`.
-std::vector<uint8_t> sender_report(uint64_t ntp) {
-  std::vector<uint8_t> v = {0x80, 200, 0, 6};
-  auto put = [&](uint32_t x) {
-    for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<uint8_t>(x >> s));
-  };
-  put(sender_ssrc);
-  put(static_cast<uint32_t>(ntp >> 32));
-  put(static_cast<uint32_t>(ntp));
-  put(0);
-  put(14);
-  put(14 * samples);
-  return v;
-}
+// The sender's SR at NTP time `ntp`, after its 14 packets.
+std::vector<uint8_t> sender_report(uint64_t ntp) { return sluice::test::sender_report(sender_ssrc, ntp, 14, 14 * samples); }
 
 rtsp::rtsp_media pcmu() {
   rtsp::rtsp_media m;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "net/sip/rtcp_packet.hpp"
+#include "tests/net/sip/rtcp_test_packets.hpp"
 #include "tests/net/sip/sip_test_util.hpp"
 
 using namespace sluice;
@@ -44,17 +45,7 @@ std::vector<uint8_t> rtp(int index) {
 }
 
 std::vector<uint8_t> sender_report() {
-  std::vector<uint8_t> v = {0x80, 200, 0, 6};
-  auto put = [&](uint32_t x) {
-    for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<uint8_t>(x >> s));
-  };
-  put(peer_ssrc);
-  put(static_cast<uint32_t>(sr_ntp >> 32));
-  put(static_cast<uint32_t>(sr_ntp));
-  put(0);
-  put(sr_after_index);
-  put(sr_after_index * samples_per_packet);
-  return v;
+  return test::sender_report(peer_ssrc, sr_ntp, sr_after_index, sr_after_index * samples_per_packet);
 }
 
 struct received_report {
