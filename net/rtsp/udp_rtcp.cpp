@@ -59,6 +59,10 @@ void udp_rtcp::close() {
   closed_ = true;
   boost::system::error_code ignored;
   socket_.close(ignored);
+  // The callbacks hold their owner (a session or pull that holds this): let go of it, or
+  // neither would ever be freed.
+  allow_ = nullptr;
+  on_ = nullptr;
 }
 
 void send_report(rtp_audio_stream& audio, const transport_spec& transport, udp_rtcp* rtcp, int64_t now_us,

@@ -38,7 +38,8 @@ class udp_rtcp : public std::enable_shared_from_this<udp_rtcp> {
                                         std::string& error);
 
   /// Reads datagrams until close(). Each whose source `allow` accepts goes to `on` (on the
-  /// strand) and, once one has, replies go to its source.
+  /// strand) and, once one has, replies go to its source. close() drops both callbacks, so they
+  /// may hold their owner alive until then.
   void receive(std::function<bool(const endpoint&)> allow, std::function<void(std::span<const uint8_t>)> on);
   /// Where reports go until the peer's own RTCP has been heard (port 0: nowhere yet).
   void set_peer(endpoint to) { peer_ = std::move(to); }
