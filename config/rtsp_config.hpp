@@ -82,6 +82,8 @@ struct rtsp_config {
     v("allow_public", allow_public, any_bool{}, "take pushes on a non-loopback address without API keys");
   }
   std::string check() const {
+    if (max_stream_kbps > 0 && max_stream_kbps < 16)
+      return "rtsp.max_stream_kbps must be 0 (no limit) or at least 16 kbit/s";
     if (rtp_port_max < rtp_port_min + 1) return "rtsp.rtp_port_max must be above rtsp.rtp_port_min";
     if (rtcp_interval_ms > 0 && rtcp_interval_ms < 100)
       return "rtsp.rtcp_interval_ms must be 0 (no RTCP) or at least 100 ms";

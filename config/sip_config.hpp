@@ -85,6 +85,8 @@ struct sip_config {
     v("allow_public", allow_public, any_bool{}, "serve SIP on a non-loopback address with no allowed_sources");
   }
   std::string check() const {
+    if (max_stream_kbps > 0 && max_stream_kbps < 16)
+      return "sip.max_stream_kbps must be 0 (no limit) or at least 16 kbit/s";
     if (rtp_port_max < rtp_port_min + 1) return "sip.rtp_port_max must be above sip.rtp_port_min";
     if (rtcp_interval_ms > 0 && rtcp_interval_ms < 100)
       return "sip.rtcp_interval_ms must be 0 (no RTCP) or at least 100 ms";

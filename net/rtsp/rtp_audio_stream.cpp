@@ -18,7 +18,8 @@ rtp_audio_stream::rtp_audio_stream(const rtsp_media& media, sip::jitter_buffer_c
       }()),
       out_(std::move(out)),
       rtcp_(media.clock_rate),
-      rate_(sip::rate_limiter::kbps(max_kbps)),
+      // An interleaved frame carries up to 64 KiB: a limit under 512 kbit/s must still pass one.
+      rate_(sip::rate_limiter::kbps(max_kbps, 65536)),
       own_ssrc_(static_cast<uint32_t>(std::random_device{}())) {
   if (media_.codec != rtsp_codec::l16) decoder_ = std::make_unique<sip::rtp_audio_decoder>(sip_codec_of(media_));
 }
@@ -65,7 +66,6 @@ void rtp_audio_stream::on_rtcp(std::span<const uint8_t> bytes, int64_t now_us) {
 std::vector<uint8_t> rtp_audio_stream::receiver_report(int64_t now_us, std::string_view cname, bool bye) {
   if (!rtcp_.has_source()) return {};
   const sip::rtcp_report_block blocks[] = {rtcp_.report(now_us)};
-  ++counters_.rtcp_sent;
   return sip::render_receiver_report(own_ssrc_, blocks, cname, bye);
 }
 

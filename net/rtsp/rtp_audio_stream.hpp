@@ -48,6 +48,8 @@ class rtp_audio_stream {
   /// A compound receiver report (RR on the sender's SSRC, SDES CNAME `cname`, a BYE when `bye`)
   /// as of `now_us`, starting the next report interval; empty while no RTP has been heard.
   std::vector<uint8_t> receiver_report(int64_t now_us, std::string_view cname, bool bye = false);
+  /// A report went out (handed to the connection's writer, or sent as a datagram): counted.
+  void report_sent() { ++counters_.rtcp_sent; }
   /// Gives up gaps whose wait is over (call it on a timer).
   void tick(int64_t now_ms);
   /// Releases everything held (the stream is over).

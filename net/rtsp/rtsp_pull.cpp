@@ -400,7 +400,12 @@ void rtsp_pull::impl::setup_next_stream() {
       } else {
         slot* sp = s.get();
         const auto g = gen;
-        s->rtcp->receive({}, [this, sp, g, self = owner.lock()](std::span<const uint8_t> bytes) {
+        // Only the RTSP server's address may send the stream's RTCP (its SRs time our reports,
+        // and our reports go back to whoever sent one).
+        boost::system::error_code rec;
+        const auto server = socket.remote_endpoint(rec).address();
+        s->rtcp->receive([server](const udp::endpoint& from) { return from.address() == server; },
+                         [this, sp, g, self = owner.lock()](std::span<const uint8_t> bytes) {
           if (g == gen && !stopped && state == phase::playing && sp->audio) sp->audio->on_rtcp(bytes, steady_us());
         });
       }
@@ -564,7 +569,9 @@ void rtsp_pull::stop() {
     auto& m = *self->impl_;
     if (m.stopped) return;
     m.stopped = true;
-    if (m.state == impl::phase::playing) {
+    // A blocking write now would interleave with an async write under way: then the TEARDOWN
+    // is not sent (the connection closes below anyway, which ends the server's session too).
+    if (m.state == impl::phase::playing && !m.writing) {
       // A last report with BYE on each stream (RFC 3550 6.6), then TEARDOWN. Best effort and
       // small: one blocking write on a connected socket (over UDP the reports go by datagram).
       std::string bytes;

@@ -284,9 +284,14 @@ void rtsp_session::impl::on_setup(const rtsp_request& r, const std::shared_ptr<r
   slot->media = *which;
   slot->transport = *t;
   if (t->tcp) {
-    for (const auto& s : slots)
-      if (s->transport.tcp && (s->transport.rtp_channel == t->rtp_channel || s->transport.rtp_channel == t->rtcp_channel))
-        return refuse(r, 461, "interleaved channels in use by another stream");
+    // RTP and RTCP each need a channel of their own, shared with no other stream's.
+    if (t->rtp_channel == t->rtcp_channel) return refuse(r, 461, "RTP and RTCP need two interleaved channels");
+    for (const auto& s : slots) {
+      if (!s->transport.tcp) continue;
+      for (const int mine : {s->transport.rtp_channel, s->transport.rtcp_channel})
+        if (mine == t->rtp_channel || mine == t->rtcp_channel)
+          return refuse(r, 461, "interleaved channels in use by another stream");
+    }
   } else {
     // A port of the pool that binds; one taken by another program is skipped.
     boost::system::error_code ec;

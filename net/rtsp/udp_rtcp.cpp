@@ -71,11 +71,12 @@ void send_report(rtp_audio_stream& audio, const transport_spec& transport, udp_r
   const auto rr = audio.receiver_report(now_us, cname, bye);
   if (rr.empty()) return;
   if (!transport.tcp) {
-    rtcp->send(rr);
+    if (rtcp->send(rr)) audio.report_sent();
     return;
   }
   const auto frame = render_interleaved(static_cast<uint8_t>(transport.rtcp_channel), rr);
   write(std::string(frame.begin(), frame.end()));
+  audio.report_sent();
 }
 
 }  // namespace sluice::net::rtsp

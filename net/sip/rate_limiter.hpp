@@ -16,8 +16,12 @@ class rate_limiter {
   rate_limiter() = default;
   rate_limiter(int64_t rate_bytes_per_s, int64_t burst_bytes)
       : rate_(rate_bytes_per_s), burst_(burst_bytes), tokens_(static_cast<double>(burst_bytes)) {}
-  /// A limit of `kbps` kilobits a second (1000 bits), with one second of it as the burst.
-  static rate_limiter kbps(int kbps) { return {int64_t{kbps} * 1000 / 8, int64_t{kbps} * 1000 / 8}; }
+  /// A limit of `kbps` kilobits a second (1000 bits), with one second of it as the burst, or
+  /// `min_burst_bytes` if that is more (so that the largest packet a transport carries can pass).
+  static rate_limiter kbps(int kbps, int64_t min_burst_bytes = 0) {
+    const int64_t rate = int64_t{kbps} * 1000 / 8;
+    return {rate, std::max(rate, min_burst_bytes)};
+  }
 
   /// Whether `bytes` arriving at `now_us` (any monotonic clock) pass.
   bool admit(std::size_t bytes, int64_t now_us) {

@@ -170,6 +170,22 @@ TEST_SUITE("config") {
     }
   }
 
+  TEST_CASE("sip.max_stream_kbps and rtsp.max_stream_kbps are 0 (no limit) or at least 16") {
+    for (const std::string section : {"sip", "rtsp"}) {
+      const auto key = section + ".max_stream_kbps=";
+      for (const char* ok : {"0", "16", "640"}) {
+        sluice_config cfg;
+        REQUIRE(apply_override(cfg, key + ok).has_value());
+        CHECK_MESSAGE(validate(cfg).has_value(), std::string(key + ok));
+      }
+      sluice_config cfg;
+      REQUIRE(apply_override(cfg, key + "8").has_value());
+      auto r = validate(cfg);
+      REQUIRE_FALSE(r.has_value());
+      CHECK(contains(r.error().message, section + ".max_stream_kbps must be 0 (no limit) or at least 16 kbit/s"));
+    }
+  }
+
   TEST_CASE("printing round-trips through the loader") {
     sluice_config a;
     REQUIRE(apply_override(a, "vad.threshold_db=11.25").has_value());

@@ -137,6 +137,26 @@ TEST_SUITE("rtsp hostile") {
     CHECK(c.status(announce(s.url("three"), 1)) == 200);
   }
 
+  TEST_CASE("interleaved channels: RTP and RTCP on one channel, or a channel of another stream, get 461") {
+    rtsp_served s;
+    raw_client c(s.rtsp->port());
+    const auto url = s.url("two");
+    const std::string two = sdp_pcmu + "m=audio 0 RTP/AVP 0\r\na=control:streamid=1\r\n";
+    c.send(announce(url, 1, two));
+    const auto ok = c.read();
+    REQUIRE(ok.status == 200);
+    const auto sid = session_of(ok);
+    auto setup = [&](int cseq, const std::string& stream, const std::string& channels) {
+      return c.status("SETUP " + url + "/" + stream + " RTSP/1.0\r\nCSeq: " + std::to_string(cseq) + "\r\nSession: " +
+                      sid + "\r\nTransport: RTP/AVP/TCP;unicast;interleaved=" + channels + ";mode=record\r\n\r\n");
+    };
+    CHECK(setup(2, "streamid=0", "4-4") == 461);  // RTCP would arrive as RTP
+    CHECK(setup(3, "streamid=0", "0-1") == 200);
+    CHECK(setup(4, "streamid=1", "1-2") == 461);  // its RTP on the first stream's RTCP channel
+    CHECK(setup(5, "streamid=1", "2-0") == 461);  // its RTCP on the first stream's RTP channel
+    CHECK(setup(6, "streamid=1", "2-3") == 200);
+  }
+
   TEST_CASE("pushes on an address that is not loopback need API keys or rtsp.allow_public") {
     rtsp_served s;  // the engine the service would use
     config::rtsp_config cfg = s.cfg;
@@ -145,6 +165,10 @@ TEST_SUITE("rtsp hostile") {
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().message.find("rtsp.allow_public") != std::string::npos);
     CHECK(r.error().message.find("auth.keys_file") != std::string::npos);
+    cfg.allow_public = true;  // said explicitly: it starts (on any free port)
+    cfg.port = 0;
+    auto open = net::rtsp::rtsp_service::start(*s.engine, s.calls, cfg, {});
+    CHECK_MESSAGE(open.has_value(), (open ? std::string() : open.error().message));
   }
 
   TEST_CASE("a recording session that goes silent ends after rtsp.session_timeout_s") {

@@ -97,7 +97,7 @@ net::calls::call_record push_whole(rtsp_served& s, const temp_dir& tmp, const st
 }  // namespace
 
 TEST_SUITE("rtsp pushes") {
-  TEST_CASE("ffmpeg pushes over TCP interleaved: one call with the recording's exact transcript, ended by TEARDOWN, RTCP both ways") {
+  TEST_CASE("ffmpeg pushes over TCP interleaved: one call with the recording's exact transcript, ended by TEARDOWN, its RTCP SRs read and our reports sent") {
     if (!have_ffmpeg()) return;
     temp_dir tmp;
     rtsp_served s(rtcp_every_500ms());
@@ -120,7 +120,7 @@ TEST_SUITE("rtsp pushes") {
                      std::chrono::seconds(10)));
   }
 
-  TEST_CASE("ffmpeg pushes over UDP: RTP to the server port of the SETUP reply, the same exact text, RTCP both ways") {
+  TEST_CASE("ffmpeg pushes over UDP: RTP to the server port of the SETUP reply, the same exact text, its RTCP SRs read and our reports sent") {
     if (!have_ffmpeg()) return;
     temp_dir tmp;
     rtsp_served s(rtcp_every_500ms());

@@ -32,5 +32,11 @@ TEST_SUITE("rtp rate limit") {
     auto r = rate_limiter::kbps(8);  // 1,000 bytes a second
     CHECK_FALSE(r.admit(1001, 0));
     CHECK(r.admit(1000, 0));
+    // With a minimum burst (RTSP's 64 KiB interleaved frames): one such frame passes, then the
+    // rate rules: 1,000 bytes a second.
+    auto big = rate_limiter::kbps(8, 65536);
+    CHECK(big.admit(65536, 0));
+    CHECK_FALSE(big.admit(1001, 1'000'000));
+    CHECK(big.admit(1000, 1'000'000));
   }
 }
