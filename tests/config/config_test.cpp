@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "config/sluice_config.hpp"
 
@@ -153,37 +154,32 @@ TEST_SUITE("config") {
     CHECK(contains(r.error().message, "min_s must be smaller than max_s"));
   }
 
-  TEST_CASE("sip.rtcp_interval_ms and rtsp.rtcp_interval_ms are 0 (no RTCP) or at least 100 ms") {
-    for (const std::string section : {"sip", "rtsp"}) {
-      const auto key = section + ".rtcp_interval_ms=";
-      for (const char* ok : {"0", "100", "5000"}) {
+  TEST_CASE("rtcp_interval_ms (0 or at least 100) and max_stream_kbps (0 or at least 16) of [sip] and [rtsp]") {
+    struct bounded {
+      const char* key;
+      std::vector<const char*> ok;
+      const char* too_small;
+      const char* says;
+    };
+    const bounded keys[] = {
+        {"rtcp_interval_ms", {"0", "100", "5000"}, "50", "rtcp_interval_ms must be 0 (no RTCP) or at least 100 ms"},
+        {"max_stream_kbps", {"0", "16", "640"}, "8", "max_stream_kbps must be 0 (no limit) or at least 16 kbit/s"},
+    };
+    for (const std::string section : {"sip", "rtsp"})
+      for (const auto& k : keys) {
+        const auto key = section + "." + k.key + "=";
+        for (const char* ok : k.ok) {
+          sluice_config cfg;
+          REQUIRE(apply_override(cfg, key + ok).has_value());
+          CHECK_MESSAGE(validate(cfg).has_value(), std::string(key + ok));
+        }
         sluice_config cfg;
-        REQUIRE(apply_override(cfg, key + ok).has_value());
-        CHECK_MESSAGE(validate(cfg).has_value(), std::string(key + ok));
+        REQUIRE(apply_override(cfg, key + k.too_small).has_value());
+        auto r = validate(cfg);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(contains(r.error().message, section + "." + k.says));
+        CHECK_FALSE(apply_override(cfg, key + "-1").has_value());
       }
-      sluice_config cfg;
-      REQUIRE(apply_override(cfg, key + "50").has_value());
-      auto r = validate(cfg);
-      REQUIRE_FALSE(r.has_value());
-      CHECK(contains(r.error().message, section + ".rtcp_interval_ms must be 0 (no RTCP) or at least 100 ms"));
-      CHECK_FALSE(apply_override(cfg, key + "-1").has_value());
-    }
-  }
-
-  TEST_CASE("sip.max_stream_kbps and rtsp.max_stream_kbps are 0 (no limit) or at least 16") {
-    for (const std::string section : {"sip", "rtsp"}) {
-      const auto key = section + ".max_stream_kbps=";
-      for (const char* ok : {"0", "16", "640"}) {
-        sluice_config cfg;
-        REQUIRE(apply_override(cfg, key + ok).has_value());
-        CHECK_MESSAGE(validate(cfg).has_value(), std::string(key + ok));
-      }
-      sluice_config cfg;
-      REQUIRE(apply_override(cfg, key + "8").has_value());
-      auto r = validate(cfg);
-      REQUIRE_FALSE(r.has_value());
-      CHECK(contains(r.error().message, section + ".max_stream_kbps must be 0 (no limit) or at least 16 kbit/s"));
-    }
   }
 
   TEST_CASE("printing round-trips through the loader") {
