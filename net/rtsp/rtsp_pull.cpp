@@ -394,18 +394,15 @@ void rtsp_pull::impl::setup_next_stream() {
     do_udp_receive(*s, gen);
     if (ctx->cfg.rtcp_interval_ms > 0) {
       std::string why;
-      s->rtcp = udp_rtcp::open(strand, local, static_cast<uint16_t>(s->port + 1), why);
+      boost::system::error_code rec;
+      const auto server = socket.remote_endpoint(rec).address();
+      s->rtcp = udp_rtcp::open(strand, local, static_cast<uint16_t>(s->port + 1), server, why);
       if (!s->rtcp) {
         spdlog::warn("rtsp pull {}: no RTCP for a stream: {}", url, why);
       } else {
         slot* sp = s.get();
         const auto g = gen;
-        // Only the RTSP server's address may send the stream's RTCP (its SRs time our reports,
-        // and our reports go back to whoever sent one).
-        boost::system::error_code rec;
-        const auto server = socket.remote_endpoint(rec).address();
-        s->rtcp->receive([server](const udp::endpoint& from) { return from.address() == server; },
-                         [this, sp, g, self = owner.lock()](std::span<const uint8_t> bytes) {
+        s->rtcp->receive([this, sp, g, self = owner.lock()](std::span<const uint8_t> bytes) {
           if (g == gen && !stopped && state == phase::playing && sp->audio) sp->audio->on_rtcp(bytes, steady_us());
         });
       }

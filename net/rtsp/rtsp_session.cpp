@@ -315,19 +315,18 @@ void rtsp_session::impl::on_setup(const rtsp_request& r, const std::shared_ptr<r
     slot->buf.resize(max_datagram);
     if (ctx->cfg.rtcp_interval_ms > 0) {
       std::string why;
-      slot->rtcp = udp_rtcp::open(strand, host, static_cast<uint16_t>(slot->port + 1), why);
+      // Only the peer of this RTSP connection may send its RTCP, as for its RTP.
+      slot->rtcp = udp_rtcp::open(strand, host, static_cast<uint16_t>(slot->port + 1), peer_address, why);
       if (!slot->rtcp) {
         spdlog::warn("rtsp {}: no RTCP for a stream: {}", tag(), why);
       } else {
         if (t->client_rtcp_port != 0) slot->rtcp->set_peer(udp::endpoint(peer_address, t->client_rtcp_port));
         stream_slot* sp = slot.get();
-        // Only the peer of this RTSP connection may send its RTCP, as for its RTP.
-        slot->rtcp->receive([addr = peer_address](const udp::endpoint& from) { return from.address() == addr; },
-                            [this, sp, self](std::span<const uint8_t> bytes) {
-                              if (closed || state != phase::recording || !sp->audio) return;
-                              last_activity_ms = steady_ms();
-                              sp->audio->on_rtcp(bytes, steady_us());
-                            });
+        slot->rtcp->receive([this, sp, self](std::span<const uint8_t> bytes) {
+          if (closed || state != phase::recording || !sp->audio) return;
+          last_activity_ms = steady_ms();
+          sp->audio->on_rtcp(bytes, steady_us());
+        });
       }
     }
   }

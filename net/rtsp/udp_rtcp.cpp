@@ -1,7 +1,5 @@
 #include "net/rtsp/udp_rtcp.hpp"
 
-#include <random>
-
 #include "net/rtsp/rtsp_message.hpp"
 
 namespace sluice::net::rtsp {
@@ -9,15 +7,10 @@ namespace sluice::net::rtsp {
 namespace asio = boost::asio;
 using asio::ip::udp;
 
-int64_t report_delay_ms(int interval_ms) {
-  static thread_local std::mt19937 rng(std::random_device{}());
-  std::uniform_real_distribution<double> factor(0.5, 1.5);
-  return static_cast<int64_t>(interval_ms * factor(rng));
-}
-
 std::shared_ptr<udp_rtcp> udp_rtcp::open(strand_type& strand, const asio::ip::address& address, uint16_t port,
-                                         std::string& error) {
+                                         const asio::ip::address& peer_address, std::string& error) {
   auto r = std::make_shared<udp_rtcp>(strand);
+  r->peer_address_ = peer_address;
   boost::system::error_code ec;
   r->socket_.open(address.is_v6() ? udp::v6() : udp::v4(), ec);
   if (!ec) r->socket_.bind(endpoint(address, port), ec);
@@ -28,8 +21,7 @@ std::shared_ptr<udp_rtcp> udp_rtcp::open(strand_type& strand, const asio::ip::ad
   return r;
 }
 
-void udp_rtcp::receive(std::function<bool(const endpoint&)> allow, std::function<void(std::span<const uint8_t>)> on) {
-  allow_ = std::move(allow);
+void udp_rtcp::receive(std::function<void(std::span<const uint8_t>)> on) {
   on_ = std::move(on);
   next();
 }
@@ -37,7 +29,7 @@ void udp_rtcp::receive(std::function<bool(const endpoint&)> allow, std::function
 void udp_rtcp::next() {
   socket_.async_receive_from(asio::buffer(buf_), from_, [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
     if (ec || self->closed_) return;
-    if (!self->allow_ || self->allow_(self->from_)) {
+    if (self->from_.address() == self->peer_address_) {
       self->heard_ = self->from_;
       self->have_heard_ = true;
       if (self->on_) self->on_(std::span<const uint8_t>(self->buf_.data(), n));
@@ -59,9 +51,8 @@ void udp_rtcp::close() {
   closed_ = true;
   boost::system::error_code ignored;
   socket_.close(ignored);
-  // The callbacks hold their owner (a session or pull that holds this): let go of it, or
+  // The callback holds its owner (a session or pull that holds this): let go of it, or
   // neither would ever be freed.
-  allow_ = nullptr;
   on_ = nullptr;
 }
 

@@ -21,26 +21,27 @@
 
 #include "net/rtsp/rtp_audio_stream.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
+#include "net/sip/rtcp_stats.hpp"
 
 namespace sluice::net::rtsp {
 
-/// The wait before the next report: `interval_ms` times a random factor in [0.5, 1.5]
-/// (RFC 3550 6.3.1, so that senders do not report in step).
-int64_t report_delay_ms(int interval_ms);
+using sip::report_delay_ms;
 
 class udp_rtcp : public std::enable_shared_from_this<udp_rtcp> {
  public:
   using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
   using endpoint = boost::asio::ip::udp::endpoint;
 
-  /// A socket bound to `address`:`port`, or nullptr with `error` saying why.
+  /// A socket bound to `address`:`port` that takes RTCP from `peer_address` only (the RTSP
+  /// peer's: anyone else could time our reports or redirect them), or nullptr with `error`
+  /// saying why.
   static std::shared_ptr<udp_rtcp> open(strand_type& strand, const boost::asio::ip::address& address, uint16_t port,
-                                        std::string& error);
+                                        const boost::asio::ip::address& peer_address, std::string& error);
 
-  /// Reads datagrams until close(). Each whose source `allow` accepts goes to `on` (on the
-  /// strand) and, once one has, replies go to its source. close() drops both callbacks, so they
-  /// may hold their owner alive until then.
-  void receive(std::function<bool(const endpoint&)> allow, std::function<void(std::span<const uint8_t>)> on);
+  /// Reads datagrams until close(). Each from the peer's address goes to `on` (on the strand)
+  /// and, once one has, replies go to its source. close() drops `on`, so it may hold its owner
+  /// alive until then.
+  void receive(std::function<void(std::span<const uint8_t>)> on);
   /// Where reports go until the peer's own RTCP has been heard (port 0: nowhere yet).
   void set_peer(endpoint to) { peer_ = std::move(to); }
   /// Sends one compound packet; false when there is no peer to send to or the send failed.
@@ -55,8 +56,8 @@ class udp_rtcp : public std::enable_shared_from_this<udp_rtcp> {
   boost::asio::ip::udp::socket socket_;
   std::vector<uint8_t> buf_ = std::vector<uint8_t>(2048);
   endpoint from_, peer_, heard_;
+  boost::asio::ip::address peer_address_;
   bool have_heard_ = false, closed_ = false;
-  std::function<bool(const endpoint&)> allow_;
   std::function<void(std::span<const uint8_t>)> on_;
 };
 

@@ -2,8 +2,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <random>
 
 namespace sluice::net::sip {
+
+int64_t report_delay_ms(int interval_ms) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> factor(0.5, 1.5);
+  return static_cast<int64_t>(interval_ms * factor(rng));
+}
 
 namespace {
 // RFC 3550 A.1's bounds: a jump ahead of more than this is not loss but a restart (or junk),

@@ -12,6 +12,10 @@
 
 namespace sluice::net::sip {
 
+/// The wait before the next report: `interval_ms` times a random factor in [0.5, 1.5]
+/// (RFC 3550 6.3.1, so that the reports of many receivers do not synchronise).
+int64_t report_delay_ms(int interval_ms);
+
 class rtcp_stats {
  public:
   /// `clock_rate`: RTP timestamp units per second of the stream's codec (jitter's unit).

@@ -16,9 +16,6 @@ namespace {
 // one is truncated by the kernel and then fails to parse.
 constexpr std::size_t max_datagram = 2048;
 constexpr int ms_per_s = 1000;
-// RFC 3550 6.3.1: each interval is the nominal one times a random factor in [0.5, 1.5], so that
-// the reports of many receivers do not synchronise.
-constexpr double rtcp_jitter_min = 0.5, rtcp_jitter_max = 1.5;
 
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -304,9 +301,7 @@ void rtp_receiver::on_rtcp(std::span<const uint8_t> datagram, const udp::endpoin
 }
 
 void rtp_receiver::arm_rtcp_timer() {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_real_distribution<double> factor(rtcp_jitter_min, rtcp_jitter_max);
-  rtcp_timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(rtcp_interval_ms_ * factor(rng))));
+  rtcp_timer_.expires_after(std::chrono::milliseconds(report_delay_ms(rtcp_interval_ms_)));
   rtcp_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->stopped_) return;
     self->send_report(false);
