@@ -147,6 +147,9 @@ class server {
   calls::call_registry& calls() { return *state_->calls; }
   /// The same registry, shared: for ingests that run beside the server (net/sip/sip_service.hpp).
   std::shared_ptr<calls::call_registry> shared_calls() const { return state_->calls; }
+  /// The per-address back-off after invalid API keys (auth.max_failures), for the RTSP service to
+  /// share; null without keys or with auth.max_failures = 0.
+  std::shared_ptr<auth::failure_limiter> auth_failures() const { return state_->auth_failures; }
   /// Connections open on every port now (counted from accept: net/connection_slot.hpp).
   int open_connections() const { return state_->connections; }
   /// WebSocket flow control so far (see server_state): reads paused, streams paused now, the

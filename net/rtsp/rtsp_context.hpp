@@ -12,6 +12,7 @@
 
 #include "actors/engine.hpp"
 #include "config/rtsp_config.hpp"
+#include "net/auth/failure_limiter.hpp"
 #include "net/auth/principal.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/rtsp/rtsp_message.hpp"
@@ -29,6 +30,9 @@ struct rtsp_context {
   /// The API key check of pushes (rtsp_service.hpp): the key's principal, or nullopt for a key
   /// that is not valid. Empty: pushes need no key.
   std::function<std::optional<auth::principal>(std::string_view key)> authenticate;
+  /// The server's per-address back-off after invalid keys (auth.max_failures), shared with its
+  /// HTTP routes; null: invalid keys are only answered 401.
+  std::shared_ptr<auth::failure_limiter> auth_failures;
   /// ANNOUNCEd push sessions now (bounded by cfg.max_sessions) and open connections.
   std::atomic<int> sessions{0}, connections{0};
 

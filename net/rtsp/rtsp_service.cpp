@@ -84,7 +84,8 @@ struct rtsp_service::impl {
 
 result<std::unique_ptr<rtsp_service>> rtsp_service::start(
     actors::engine& engine, std::shared_ptr<calls::call_registry> calls, const config::rtsp_config& cfg,
-    std::function<std::optional<auth::principal>(std::string_view key)> authenticate) {
+    std::function<std::optional<auth::principal>(std::string_view key)> authenticate,
+    std::shared_ptr<auth::failure_limiter> failures) {
   boost::system::error_code ec;
   const auto host = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "rtsp.host = \"" + cfg.host + "\" is not an IP address");
@@ -106,6 +107,7 @@ result<std::unique_ptr<rtsp_service>> rtsp_service::start(
   m.ctx->pool = std::make_shared<sip::port_pool>(cfg.rtp_port_min, cfg.rtp_port_max);
   m.ctx->ioc = &m.ioc;
   m.ctx->authenticate = std::move(authenticate);
+  if (m.ctx->authenticate && failures && failures->enabled()) m.ctx->auth_failures = std::move(failures);
   if (cfg.enabled) {
     m.acceptor.emplace(m.ioc);
     const tcp::endpoint ep(host, static_cast<uint16_t>(cfg.port));

@@ -21,6 +21,7 @@
 #include "actors/engine.hpp"
 #include "config/error.hpp"
 #include "config/rtsp_config.hpp"
+#include "net/auth/failure_limiter.hpp"
 #include "net/auth/principal.hpp"
 #include "net/calls/call_registry.hpp"
 
@@ -36,9 +37,14 @@ class rtsp_service {
   /// user name when the password is empty): rtsp://any:<key>@host/name in ffmpeg and GStreamer.
   /// Missing or unknown key: 401 with `WWW-Authenticate: Basic realm="sluice"`; a key without
   /// stream scope: 403. The call belongs to the key's tenant. Pulls are not affected.
+  /// `failures` (the server's auth.max_failures back-off, net/auth/failure_limiter.hpp): each
+  /// invalid key counts against the client's address as on the HTTP routes; a locked-out address
+  /// gets 503 with Retry-After to every request that needs a key, a valid key included, and the
+  /// connection is closed.
   static result<std::unique_ptr<rtsp_service>> start(
       actors::engine& engine, std::shared_ptr<calls::call_registry> calls, const config::rtsp_config& cfg,
-      std::function<std::optional<auth::principal>(std::string_view key)> authenticate = {});
+      std::function<std::optional<auth::principal>(std::string_view key)> authenticate = {},
+      std::shared_ptr<auth::failure_limiter> failures = {});
   ~rtsp_service();
   rtsp_service(const rtsp_service&) = delete;
   rtsp_service& operator=(const rtsp_service&) = delete;

@@ -194,12 +194,28 @@ void rtsp_session::impl::on_bytes(std::shared_ptr<rtsp_session> self) {
 }
 
 bool rtsp_session::impl::admit(const rtsp_request& r) {
+  // A locked-out address is answered before its key is looked at, as over HTTP
+  // (net/auth/failure_limiter.hpp): a guesser learns nothing while it waits.
+  const auto& limiter = ctx->auth_failures;
+  const std::string ip = peer_address.is_unspecified() ? std::string("unknown") : peer_address.to_string();
+  if (limiter)
+    if (const auto wait = limiter->retry_after(ip)) {
+      close_after_write = true;
+      refuse(r, 503,
+             "too many invalid API keys from this address (auth.max_failures): retry in " + std::to_string(*wait) +
+                 " s",
+             {{"Retry-After", std::to_string(*wait)}});
+      return false;
+    }
   const auto h = find_header(r.headers, "Authorization");
   const auto creds = h ? basic_credentials(*h) : std::nullopt;
   // rtsp://user:<key>@host/name, or rtsp://<key>@host/name (then the password is empty).
   const std::string key = creds ? (creds->second.empty() ? creds->first : creds->second) : std::string();
   auto p = key.empty() ? std::nullopt : ctx->authenticate(key);
   if (!p) {
+    // Only a key that was presented and is not valid counts (a missing one is a first try).
+    if (limiter && !key.empty() && limiter->record_failure(ip))
+      spdlog::warn("rtsp {}: {} is locked out after too many invalid API keys (auth.max_failures)", tag(), ip);
     refuse(r, 401, h ? "the API key is not valid" : "an API key is required (Authorization: Basic, the key as password)",
            {{"WWW-Authenticate", "Basic realm=\"sluice\""}});
     return false;

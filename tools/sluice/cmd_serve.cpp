@@ -72,7 +72,9 @@ int cmd_serve(invocation& inv) {
     std::function<std::optional<net::auth::principal>(std::string_view)> authenticate;
     if (!inv.cfg.auth.keys_file.empty())
       authenticate = [s = srv->get()](std::string_view key) { return s->authenticate_key(key); };
-    auto started = net::rtsp::rtsp_service::start(*eng, (*srv)->shared_calls(), inv.cfg.rtsp, std::move(authenticate));
+    // Invalid keys count against the client's address on RTSP as over HTTP (one limiter).
+    auto started = net::rtsp::rtsp_service::start(*eng, (*srv)->shared_calls(), inv.cfg.rtsp, std::move(authenticate),
+                                                  (*srv)->auth_failures());
     if (!started) {
       std::fprintf(stderr, "sluice serve: %s (set --rtsp.port=N, or --rtsp.enabled=false)\n",
                    started.error().message.c_str());

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include "net/rtsp/rtsp_auth.hpp"
 #include "net/rtsp/rtsp_message.hpp"
 #include "tests/net/rtsp/rtsp_test_util.hpp"
 
@@ -186,5 +187,61 @@ TEST_SUITE("rtsp hostile") {
     REQUIRE(s.wait_ended("rtsp", 1, std::chrono::seconds(15)));
     CHECK(s.of("rtsp")[0].end_reason == "session timeout");
     CHECK(c.closed_by_server());
+  }
+
+  TEST_CASE("invalid API keys count towards auth.max_failures: the address is then refused 503 with Retry-After, a valid key too, and other requests of the limiter see the lockout") {
+    rtsp_keys keys;
+    config::auth_config a;
+    a.max_failures = 3;
+    a.failure_window_s = 60;
+    a.lockout_s = 30;
+    auto limiter = std::make_shared<net::auth::failure_limiter>(a);
+    rtsp_served s({}, keys.check(), limiter);
+    const auto url = s.url("guess");
+    const std::string wrong = keys.streamer.key.substr(0, keys.streamer.key.size() - 1) +
+                              (keys.streamer.key.back() == '0' ? "1" : "0");
+    // The Authorization header ffmpeg sends for rtsp://agent:<key>@ (RFC 7617 Basic).
+    const auto basic = [](const std::string& key) {
+      net::rtsp::auth_challenge b;
+      b.scheme = net::rtsp::auth_scheme::basic;
+      return "Authorization: " + net::rtsp::authorization(b, "agent", key, "ANNOUNCE", "") + "\r\n";
+    };
+    raw_client c(s.rtsp->port());
+    // No key at all is a first try, not a failure: answered 401 any number of times.
+    for (int i = 0; i < 5; ++i) CHECK(c.status(announce(url, 1 + i)) == 401);
+    CHECK(limiter->lockouts() == 0);
+    // A valid key still gets through before the lockout (the ANNOUNCE is answered 200).
+    {
+      raw_client ok(s.rtsp->port());
+      ok.send("ANNOUNCE " + url + " RTSP/1.0\r\nCSeq: 1\r\n" + basic(keys.streamer.key) +
+              "Content-Type: application/sdp\r\nContent-Length: " + std::to_string(sdp_pcmu.size()) + "\r\n\r\n" +
+              sdp_pcmu);
+      CHECK(ok.read().status == 200);
+    }
+    // Three wrong keys: 401 each, and the third locks the address out.
+    for (int i = 0; i < 3; ++i) {
+      c.send("ANNOUNCE " + url + " RTSP/1.0\r\nCSeq: " + std::to_string(10 + i) + "\r\n" + basic(wrong) +
+             "Content-Type: application/sdp\r\nContent-Length: " + std::to_string(sdp_pcmu.size()) + "\r\n\r\n" +
+             sdp_pcmu);
+      CHECK(c.read().status == 401);
+    }
+    CHECK(limiter->lockouts() == 1);
+    // Now even the valid key is refused, with Retry-After, and the connection is closed.
+    raw_client late(s.rtsp->port());
+    late.send("ANNOUNCE " + url + " RTSP/1.0\r\nCSeq: 1\r\n" + basic(keys.streamer.key) +
+              "Content-Type: application/sdp\r\nContent-Length: " + std::to_string(sdp_pcmu.size()) + "\r\n\r\n" +
+              sdp_pcmu);
+    const auto r = late.read();
+    CHECK(r.status == 503);
+    const auto retry = net::rtsp::find_header(r.headers, "Retry-After");
+    REQUIRE(retry.has_value());
+    CHECK(std::stoi(*retry) >= 1);
+    CHECK(std::stoi(*retry) <= 30);
+    CHECK(late.closed_by_server());
+    // The limiter is the server's: its HTTP routes see the same address locked out.
+    CHECK(limiter->retry_after("127.0.0.1").has_value());
+    // OPTIONS needs no key and is still answered.
+    raw_client opt(s.rtsp->port());
+    CHECK(opt.status("OPTIONS " + url + " RTSP/1.0\r\nCSeq: 1\r\n\r\n") == 200);
   }
 }

@@ -6,8 +6,6 @@
 // gives it word for word too) and a clean end of the call.
 #include "tests/net/rtsp/rtsp_test_util.hpp"
 
-#include "net/auth/key_store.hpp"
-
 using namespace sluice;
 using namespace sluice::test;
 
@@ -36,29 +34,6 @@ std::vector<std::string> ffmpeg_push_opus(const std::string& url) {
   return {"ffmpeg", "-nostdin", "-loglevel", "warning", "-re", "-i", rtsp_recording, "-c:a", "libopus",
           "-b:a",   "24k",     "-ar",       "48000",   "-f", "rtsp", "-rtsp_transport", "tcp", url};
 }
-
-// A key store with one key of each kind, and the check the service is given (as `sluice serve`
-// gives it the server's gate).
-struct rtsp_keys {
-  net::auth::new_key streamer, reader;
-  std::shared_ptr<net::auth::key_store> store;
-  rtsp_keys() {
-    auto s = net::auth::make_key("acme", *net::auth::scope_set::parse("stream"));
-    auto r = net::auth::make_key("acme", *net::auth::scope_set::parse("read"));
-    REQUIRE(s.has_value());
-    REQUIRE(r.has_value());
-    streamer = *s;
-    reader = *r;
-    auto parsed = net::auth::key_store::parse(net::auth::format_record(streamer.record) + "\n" +
-                                                  net::auth::format_record(reader.record) + "\n",
-                                              "test keys");
-    REQUIRE(parsed.has_value());
-    store = std::make_shared<net::auth::key_store>(std::move(*parsed));
-  }
-  rtsp_served::key_check check() const {
-    return [st = store](std::string_view key) { return st->authenticate(key); };
-  }
-};
 
 // `url` (rtsp://host:port/name) with user information in front of the host.
 std::string with_userinfo(const std::string& url, const std::string& userinfo) {

@@ -24,6 +24,8 @@
 #include "actors/engine.hpp"
 #include "config/sluice_config.hpp"
 #include "moe/acoustic_model.hpp"
+#include "net/auth/failure_limiter.hpp"
+#include "net/auth/key_store.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/rtsp/rtsp_service.hpp"
 #include "tests/common/audio_tools.hpp"
@@ -68,7 +70,9 @@ struct rtsp_served {
 
   using key_check = std::function<std::optional<net::auth::principal>(std::string_view)>;
 
-  explicit rtsp_served(config::rtsp_config c = {}, key_check authenticate = {}) : cfg(std::move(c)) {
+  explicit rtsp_served(config::rtsp_config c = {}, key_check authenticate = {},
+                       std::shared_ptr<net::auth::failure_limiter> failures = {})
+      : cfg(std::move(c)) {
     config::sluice_config all;
     all.model.dir = SLUICE_SOURCE_DIR "/models/default";
     all.engine.report_ms = 50;
@@ -81,7 +85,7 @@ struct rtsp_served {
       cfg.rtp_port_min = free_udp_base(32);
       cfg.rtp_port_max = cfg.rtp_port_min + 31;
     }
-    auto s = net::rtsp::rtsp_service::start(*engine, calls, cfg, std::move(authenticate));
+    auto s = net::rtsp::rtsp_service::start(*engine, calls, cfg, std::move(authenticate), std::move(failures));
     REQUIRE_MESSAGE(s.has_value(), (s ? std::string() : s.error().message));
     rtsp = std::move(*s);
   }
@@ -106,6 +110,29 @@ struct rtsp_served {
           return c.size() == n && std::none_of(c.begin(), c.end(), [](const auto& x) { return x.live; });
         },
         limit);
+  }
+};
+
+// A key store with one key of each kind, and the check the service is given (as `sluice serve`
+// gives it the server's gate).
+struct rtsp_keys {
+  net::auth::new_key streamer, reader;
+  std::shared_ptr<net::auth::key_store> store;
+  rtsp_keys() {
+    auto s = net::auth::make_key("acme", *net::auth::scope_set::parse("stream"));
+    auto r = net::auth::make_key("acme", *net::auth::scope_set::parse("read"));
+    REQUIRE(s.has_value());
+    REQUIRE(r.has_value());
+    streamer = *s;
+    reader = *r;
+    auto parsed = net::auth::key_store::parse(net::auth::format_record(streamer.record) + "\n" +
+                                                  net::auth::format_record(reader.record) + "\n",
+                                              "test keys");
+    REQUIRE(parsed.has_value());
+    store = std::make_shared<net::auth::key_store>(std::move(*parsed));
+  }
+  rtsp_served::key_check check() const {
+    return [st = store](std::string_view key) { return st->authenticate(key); };
   }
 };
 
