@@ -33,6 +33,14 @@ struct server_config {
   /// is closed with 1013 and an "overloaded" error (s). Also bounds how late a paused reader
   /// sees a ping or a close frame: keep it below clients' ping timeouts.
   int ws_max_pause_s = 15;
+  /// Calls from switches (WebSocket forks, AudioSocket; net/switches/call_channels.hpp) send in
+  /// real time and are not flow-controlled: their audio may arrive at most this many times
+  /// faster than real time, sustained, after a saved-up burst of switch_burst_s seconds of audio
+  /// (what a switch sends at once after a network stall). A call past it is ended with an error
+  /// naming both keys (WebSocket close 1008; AudioSocket error frame), before its excess reaches
+  /// the engine. 0: no limit.
+  double switch_max_speed = 2.0;
+  int switch_burst_s = 10;
   /// Host header names accepted besides the loopback names (localhost, 127.x.x.x, ::1) and
   /// the bound address (any IP address when bound to 0.0.0.0 or ::); comma-separated, "*" for
   /// any. Other names get 403: a page on another domain resolving to this server (DNS
@@ -68,6 +76,10 @@ struct server_config {
       "stop reading a WebSocket stream whose audio not yet recognized reaches this (ms); read again at half of it");
     v("ws_max_pause_s", ws_max_pause_s, range{1, 3600},
       "close (1013) a WebSocket stream whose reads stayed paused this long (s)");
+    v("switch_max_speed", switch_max_speed, range{0, 1000},
+      "end a switch call whose audio arrives faster than this many times real time, sustained (0: no limit)");
+    v("switch_burst_s", switch_burst_s, range{1, 3600},
+      "seconds of audio a switch call may send at once above switch_max_speed (after a stall)");
     v("allowed_hosts", allowed_hosts, name_list{},
       "Host names accepted besides loopback and the bound address (comma-separated; * = any)");
     v("allowed_origins", allowed_origins, name_list{},
@@ -79,6 +91,8 @@ struct server_config {
       "check the TLS files for a change this often (s) and reload them; 0: only on SIGHUP");
   }
   std::string check() const {
+    if (switch_max_speed > 0 && switch_max_speed < 1)
+      return "server.switch_max_speed must be 0 (no limit) or at least 1 (real time): a switch sends in real time";
     if (tls_cert_file.empty() != tls_key_file.empty())
       return "server.tls_cert_file and server.tls_key_file must be set together (or both empty for no TLS)";
     return {};

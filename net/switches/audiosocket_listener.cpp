@@ -224,7 +224,7 @@ class session : public std::enable_shared_from_this<session> {
     };
     // The call is over already (refused or failed): the error goes out, then the close
     // releases the session.
-    cb.failed = [w](const std::string& why, bool) {
+    cb.failed = [w](const std::string& why, actors::refusal) {
       if (auto s = w.lock()) s->fail(why);
     };
     call_ = call_channels::open(st_, stream_.get_executor(), std::move(start), req, std::move(cb), id_);

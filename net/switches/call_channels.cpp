@@ -115,6 +115,16 @@ std::shared_ptr<call_channels> call_channels::open(std::shared_ptr<server_state>
   c->id_ = c->st_->calls->begin(std::move(start));
   c->handles_.resize(labels.size());
   c->early_.resize(labels.size());
+  // The codec's real-time byte rate; Opus (variable) and unknown codecs are not limited here.
+  const int bytes_per_sample = request.codec == "pcm_s16le" ? 2
+                               : (request.codec == "mulaw" || request.codec == "alaw") ? 1
+                               : request.codec == "f32" ? 4 : 0;
+  const double per_s = double(bytes_per_sample) * request.sample_rate;
+  const double speed = c->st_->cfg.switch_max_speed;
+  c->speed_.assign(labels.size(), per_s > 0 && speed > 0
+                                      ? sip::rate_limiter(static_cast<int64_t>(per_s * speed),
+                                                          static_cast<int64_t>(per_s * c->st_->cfg.switch_burst_s))
+                                      : sip::rate_limiter());
   spdlog::info("call {}: {} call on connection {} with {} channel(s)", c->id_, source, log_id, labels.size());
   c->bridge_ = c->st_->engine->system().spawn(bridge_actor, std::weak_ptr<call_channels>(c), c->st_->io,
                                               c->st_->engine->supervisor(), static_cast<int>(labels.size()));
@@ -151,6 +161,16 @@ void call_channels::guarded(const char* where, F&& f) noexcept {
 void call_channels::audio(int index, std::vector<uint8_t> bytes) {
   if (end_requested_ || done_ || index < 0 || index >= channel_count() || bytes.empty()) return;
   const auto i = static_cast<std::size_t>(index);
+  const auto now_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (!speed_[i].admit(bytes.size(), now_us)) {
+    spdlog::info("call {}: channel {} sends faster than server.switch_max_speed allows: the call is ended", id_, index);
+    // Short enough for a WebSocket close reason (123 bytes at most).
+    fail("audio faster than " + fmt::format("{:g}", st_->cfg.switch_max_speed) + "x real time after a " +
+             std::to_string(st_->cfg.switch_burst_s) + " s burst (server.switch_max_speed, switch_burst_s)",
+         actors::refusal::bad_request);
+    return;
+  }
   if (handles_[i]) caf::anon_send(handles_[i], actors::audio_atom::value, std::move(bytes));
   else early_[i].push_back(std::move(bytes));
 }
@@ -193,10 +213,10 @@ void call_channels::finish(const std::string& reason) {
   bridge_ = nullptr;
 }
 
-void call_channels::fail(const std::string& why, bool overloaded) {
+void call_channels::fail(const std::string& why, actors::refusal code) {
   if (done_) return;
   abort("error: " + why);
-  if (cb_.failed) guarded("failed", [&] { cb_.failed(why, overloaded); });
+  if (cb_.failed) guarded("failed", [&] { cb_.failed(why, code); });
 }
 
 void call_channels::on_open(int index, const actors::open_reply& r) {
@@ -207,7 +227,7 @@ void call_channels::on_open(int index, const actors::open_reply& r) {
   }
   if (!r.ok) {
     spdlog::info("call {}: channel {} refused: {}", id_, index, r.reason);
-    fail(r.reason, actors::retryable(r.code));
+    fail(r.reason, r.code);
     return;
   }
   const auto i = static_cast<std::size_t>(index);
@@ -236,7 +256,7 @@ void call_channels::on_drained(int index) {
 
 void call_channels::on_lost(const std::string& why) {
   spdlog::warn("call {}: {}", id_, why);
-  fail(why, false);
+  fail(why, actors::refusal::internal);
 }
 
 }  // namespace sluice::net::switches

@@ -10,6 +10,11 @@
 /// with the reason given to end(); abort() stops the channels at once (no more results) and ends
 /// the call. Destroying an unfinished call_channels aborts it.
 ///
+/// Speed: a switch sends in real time and is not flow-controlled, so each channel's audio passes
+/// a token bucket (net/sip/rate_limiter.hpp) of server.switch_max_speed times its codec's real
+/// time byte rate, with server.switch_burst_s seconds of audio saved up. A call past it fails
+/// (bad_request: the sender's fault) before the excess is sent to the engine or held early.
+///
 /// Threading: every member must be called on `exec` (the owning session's strand); every
 /// callback runs there too. The callbacks run only while the call_channels is alive, so they may
 /// capture the owner weakly. An exception thrown by a callback is logged and aborts the call.
@@ -23,8 +28,10 @@
 #include <caf/all.hpp>
 
 #include "actors/messages.hpp"
+#include "actors/refusal.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/server.hpp"
+#include "net/sip/rate_limiter.hpp"
 
 namespace sluice::net::switches {
 
@@ -37,9 +44,10 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
     std::function<void(int index, const actors::transcript_event& ev)> result;
     /// Every channel has delivered its finals after end(); the call has ended in the registry.
     std::function<void()> drained;
-    /// A channel was refused or failed; the call has been aborted and ended with "error: why".
-    /// `overloaded`: the engine is full or shutting down (worth retrying later).
-    std::function<void(const std::string& why, bool overloaded)> failed;
+    /// A channel was refused or failed, or the switch sent too fast; the call has been aborted and
+    /// ended with "error: why". `code`: retryable (actors::retryable: the engine is full or
+    /// shutting down), bad_request (the switch's own fault), or internal.
+    std::function<void(const std::string& why, actors::refusal code)> failed;
   };
 
   /// Registers `start` (one channel per start.channel_labels) and asks the engine for the
@@ -83,7 +91,7 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
  private:
   call_channels() = default;
   void send_end();
-  void fail(const std::string& why, bool overloaded);
+  void fail(const std::string& why, actors::refusal code);
   void finish(const std::string& reason);
   template <class F>
   void guarded(const char* where, F&& f) noexcept;
@@ -97,6 +105,7 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
   caf::actor bridge_;
   std::vector<caf::actor> handles_;
   std::vector<std::vector<std::vector<uint8_t>>> early_;  // per channel, audio before it opened
+  std::vector<sip::rate_limiter> speed_;                  // per channel: server.switch_max_speed
   int opened_ = 0, drained_ = 0;
   bool end_requested_ = false, done_ = false;
   std::string end_reason_;

@@ -189,10 +189,15 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       }
       s->release_if_done();
     };
-    cb.failed = [w](const std::string& why, bool overloaded) {
+    cb.failed = [w](const std::string& why, actors::refusal code) {
       auto s = w.lock();
       if (!s) return;
-      s->fail(overloaded ? websocket::close_code::try_again_later : websocket::close_code::internal_error, why, "");
+      // 1013 when retrying may help; 1008 for what the switch did wrong (too fast, a refused
+      // request); 1011 for the engine's own failure.
+      s->fail(actors::retryable(code)                 ? websocket::close_code::try_again_later
+              : code == actors::refusal::bad_request ? websocket::close_code::policy_error
+                                                     : websocket::close_code::internal_error,
+              why, "");
       s->release_if_done();
     };
     call_ = call_channels::open(st_, ws_.get_executor(), std::move(plan.start), req, std::move(cb), id_);

@@ -145,4 +145,27 @@ TEST_SUITE("audio fork") {
     CHECK(big.start.external_id == "big");
     CHECK(big.end_reason == "error: a message larger than server.max_message_bytes");
   }
+
+  TEST_CASE("a switch sending faster than server.switch_max_speed is ended with 1008 naming the key, and an honest stream is untouched") {
+    config::sluice_config cfg;
+    cfg.server.switch_max_speed = 1.5;
+    cfg.server.switch_burst_s = 4;
+    served s(cfg);
+    const auto want = reference_call_finals(*s.engine, "pcm_s16le", 0, 800);
+    honest_stream honest(s.port);
+    // The whole 27 s stereo call at network speed: 4 s of burst plus 1.5 x the few hundred ms
+    // the sending takes pass, then the call is ended.
+    std::vector<ws_message> script{ws_message::txt(R"({"callSid":"fast","sampleRate":8000,"mixType":"stereo"})")};
+    for (auto& f : stereo_frames()) script.push_back(ws_message::bin(std::move(f)));
+    const auto r = ws_script(s.port, "/jambonz", script);
+    CHECK(r.close_code == 1008);
+    MESSAGE("the fast switch was told: " << r.close_reason);
+    CHECK(r.close_reason == "audio faster than 1.5x real time after a 4 s burst (server.switch_max_speed, switch_burst_s)");
+    const auto rec = wait_ended_call(*s.server, "jambonz");
+    CHECK(rec.start.external_id == "fast");
+    CHECK(rec.end_reason == "error: " + r.close_reason);
+
+    const auto got = honest.finish();
+    CHECK_MESSAGE(got == want, "honest: " << joined(got) << "\ndirect: " << joined(want));
+  }
 }

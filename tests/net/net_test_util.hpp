@@ -50,6 +50,9 @@ struct served {
     cfg.engine.placement_probe_ms = 0;  // nominal placement: no start-up benchmark per test
     cfg.server.port = 0;
     cfg.audiosocket.port = 0;  // the AudioSocket listener on a free port too
+    // The switch emulators send whole calls at network speed to keep the suite fast; a real
+    // switch sends in real time. The speed limit is off unless a test sets its own value.
+    if (cfg.server.switch_max_speed == config::server_config{}.switch_max_speed) cfg.server.switch_max_speed = 0;
     auto res = actors::engine_resources::create(cfg, served_model());
     REQUIRE(res.has_value());
     engine = actors::engine::start(*res);
@@ -96,6 +99,7 @@ inline http_reply http_request(uint16_t port, http::verb verb, const std::string
 struct ws_result {
   std::vector<json> messages;
   int close_code = -1;  // -1: not closed cleanly by the server
+  std::string close_reason;  // the close frame's reason text
   std::string error;    // what ended the read loop, when not a close frame
 };
 
@@ -124,7 +128,10 @@ ws_result exchange(websocket::stream<Stream>& ws, const std::vector<std::string>
     beast::flat_buffer buf;
     ws.read(buf, ec);
     if (ec) {
-      if (ec == websocket::error::closed) out.close_code = ws.reason().code;
+      if (ec == websocket::error::closed) {
+        out.close_code = ws.reason().code;
+        out.close_reason = std::string(ws.reason().reason.c_str());
+      }
       else out.error = ec.message();
       break;
     }

@@ -155,7 +155,10 @@ inline ws_result ws_script(uint16_t port, const std::string& path, const std::ve
     beast::flat_buffer buf;
     ws.read(buf, ec);
     if (ec) {
-      if (ec == websocket::error::closed) out.close_code = ws.reason().code;
+      if (ec == websocket::error::closed) {
+        out.close_code = ws.reason().code;
+        out.close_reason = std::string(ws.reason().reason.c_str());
+      }
       else out.error = ec.message();
       break;
     }
