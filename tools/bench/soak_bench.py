@@ -197,17 +197,26 @@ def main():
             th = threading.Thread(target=sampler, daemon=True)
             th.start()
             print(header)
+            idle = []  # taken between runs, every session closed: fds and threads compare like with like
             while time.monotonic() - t0 < a.duration_s:
                 summary, errors = stream(a.build, a.port, a.audio, a.sessions, 20000 // a.sessions)
-                runs.append({"summary": summary, "errors": len(errors)})
+                idle.append({"t_s": time.monotonic() - t0, **proc_figures(server.pid)})
+                runs.append({"summary": summary, "errors": len(errors), "idle": idle[-1]})
                 row(f"t={time.monotonic() - t0:.0f}s", summary, errors)
+                if samples:  # the latest sample, so a run cut short still shows its trend
+                    s = samples[-1]
+                    print(f"{'':>16} rss {s['rss_mib']:.1f} MiB, fds {s['fds']}, threads {s['threads']}", flush=True)
             sampler_stop.set()
             th.join()
-            after = [s for s in samples if s["t_s"] >= a.warmup_s] or samples
+            # Drift between runs (no session open), the first idle point after warm-up against
+            # the last; the samples taken during runs show the peaks.
+            after = [s for s in idle if s["t_s"] >= a.warmup_s] or idle
             first, last = after[0], after[-1]
             drift = {k: (last[k] - first[k]) / first[k] * 100 for k in ("rss_mib", "fds", "threads")}
-            print(f"\nfirst after warm-up {first}\nlast {last}\ndrift % {drift}")
-            report.update(samples=samples, runs=runs, drift_percent=drift)
+            peak = max(s["rss_mib"] for s in samples) if samples else None
+            print(f"\nfirst idle point after warm-up {first}\nlast idle point {last}\ndrift % {drift}\n"
+                  f"peak RSS during runs {peak} MiB")
+            report.update(samples=samples, runs=runs, idle=idle, drift_percent=drift, peak_rss_mib=peak)
         elif a.mode == "overload":
             n = a.capacity * 3 // 2
             summary, errors = stream(a.build, a.port, a.audio, n, 10)

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <thread>
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -142,8 +143,19 @@ int cmd_serve(invocation& inv) {
     std::printf("  rtsp pull   %s\n", shown.c_str());
   }
   std::fflush(stdout);
+  // glibc keeps the memory freed by ended streams in its per-thread arenas: in a 1-hour soak
+  // (tools/bench/soak_bench.py) the heap in use stayed at 75 MB while the arenas held 378 MB and
+  // RSS crept up 3-4 MB every few minutes. Handing free pages back to the kernel every 30 s
+  // (malloc_trim walks every arena; a few ms on this otherwise idle thread) keeps RSS at what
+  // the streams use.
+  constexpr auto trim_every = std::chrono::seconds(30);
+  auto next_trim = std::chrono::steady_clock::now() + trim_every;
   while (!stop_requested) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::steady_clock::now() >= next_trim) {
+      ::malloc_trim(0);
+      next_trim = std::chrono::steady_clock::now() + trim_every;
+    }
     if (reload_requested) {
       reload_requested = 0;
       // The outcome is logged by the server (a failure keeps the old certificate or keys).
