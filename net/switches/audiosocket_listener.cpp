@@ -203,6 +203,9 @@ class session : public std::enable_shared_from_this<session> {
                   " Hz during the call");
     if (call_) call_->audio(0, std::move(payload_));
     payload_ = {};
+    // The audio may have failed the call at once (server.switch_max_speed): the error frame is
+    // on its way and the close drains the connection.
+    if (state_ == state::closing) return;
     read_header();
   }
 
@@ -224,7 +227,7 @@ class session : public std::enable_shared_from_this<session> {
     };
     // The call is over already (refused or failed): the error goes out, then the close
     // releases the session.
-    cb.failed = [w](const std::string& why, actors::refusal) {
+    cb.failed = [w](const std::string& why, actors::refusal, bool) {
       if (auto s = w.lock()) s->fail(why);
     };
     call_ = call_channels::open(st_, stream_.get_executor(), std::move(start), req, std::move(cb), id_);

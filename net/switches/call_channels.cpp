@@ -1,6 +1,7 @@
 #include "net/switches/call_channels.hpp"
 
 #include <boost/asio/post.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace sluice::net::switches {
@@ -11,6 +12,9 @@ namespace asio = boost::asio;
 
 // How long the engine may take to answer a channel request.
 constexpr auto open_timeout = std::chrono::seconds(10);
+// Audio held for a channel until it opens (at most open_timeout): 8 MiB is minutes of any
+// switch's codec, so only a sender far faster than real time reaches it.
+constexpr std::size_t max_early_bytes = std::size_t{8} << 20;
 
 // Posts `f` onto the call's executor; it runs only if the call is still alive. Never throws
 // into the actor. The actor holds neither the call nor its strand: a strand must not outlive
@@ -115,6 +119,7 @@ std::shared_ptr<call_channels> call_channels::open(std::shared_ptr<server_state>
   c->id_ = c->st_->calls->begin(std::move(start));
   c->handles_.resize(labels.size());
   c->early_.resize(labels.size());
+  c->early_bytes_.assign(labels.size(), 0);
   // The codec's real-time byte rate; Opus (variable) and unknown codecs are not limited here.
   const int bytes_per_sample = request.codec == "pcm_s16le" ? 2
                                : (request.codec == "mulaw" || request.codec == "alaw") ? 1
@@ -168,10 +173,13 @@ void call_channels::audio(int index, std::vector<uint8_t> bytes) {
     // Short enough for a WebSocket close reason (123 bytes at most).
     fail("audio faster than " + fmt::format("{:g}", st_->cfg.switch_max_speed) + "x real time after a " +
              std::to_string(st_->cfg.switch_burst_s) + " s burst (server.switch_max_speed, switch_burst_s)",
-         actors::refusal::bad_request);
+         actors::refusal::bad_request, true);
     return;
   }
   if (handles_[i]) caf::anon_send(handles_[i], actors::audio_atom::value, std::move(bytes));
+  else if ((early_bytes_[i] += bytes.size()) > max_early_bytes)
+    fail("more than " + std::to_string(max_early_bytes >> 20) + " MiB of audio before the channel opened",
+         actors::refusal::bad_request, true);
   else early_[i].push_back(std::move(bytes));
 }
 
@@ -213,10 +221,10 @@ void call_channels::finish(const std::string& reason) {
   bridge_ = nullptr;
 }
 
-void call_channels::fail(const std::string& why, actors::refusal code) {
+void call_channels::fail(const std::string& why, actors::refusal code, bool limit) {
   if (done_) return;
   abort("error: " + why);
-  if (cb_.failed) guarded("failed", [&] { cb_.failed(why, code); });
+  if (cb_.failed) guarded("failed", [&] { cb_.failed(why, code, limit); });
 }
 
 void call_channels::on_open(int index, const actors::open_reply& r) {

@@ -14,6 +14,8 @@
 /// a token bucket (net/sip/rate_limiter.hpp) of server.switch_max_speed times its codec's real
 /// time byte rate, with server.switch_burst_s seconds of audio saved up. A call past it fails
 /// (bad_request: the sender's fault) before the excess is sent to the engine or held early.
+/// Audio held before a channel opens is also capped (max_early_bytes), with or without the speed
+/// cap.
 ///
 /// Threading: every member must be called on `exec` (the owning session's strand); every
 /// callback runs there too. The callbacks run only while the call_channels is alive, so they may
@@ -44,10 +46,11 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
     std::function<void(int index, const actors::transcript_event& ev)> result;
     /// Every channel has delivered its finals after end(); the call has ended in the registry.
     std::function<void()> drained;
-    /// A channel was refused or failed, or the switch sent too fast; the call has been aborted and
-    /// ended with "error: why". `code`: retryable (actors::retryable: the engine is full or
-    /// shutting down), bad_request (the switch's own fault), or internal.
-    std::function<void(const std::string& why, actors::refusal code)> failed;
+    /// A channel was refused or failed, or the switch broke a limit; the call has been aborted
+    /// and ended with "error: why". `code`: the engine's refusal (actors::refusal), bad_request
+    /// for a limit; `limit`: the switch broke a limit of this class (sent too fast, or too much
+    /// before its channels opened): a policy violation, not a refused request.
+    std::function<void(const std::string& why, actors::refusal code, bool limit)> failed;
   };
 
   /// Registers `start` (one channel per start.channel_labels) and asks the engine for the
@@ -91,7 +94,7 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
  private:
   call_channels() = default;
   void send_end();
-  void fail(const std::string& why, actors::refusal code);
+  void fail(const std::string& why, actors::refusal code, bool limit = false);
   void finish(const std::string& reason);
   template <class F>
   void guarded(const char* where, F&& f) noexcept;
@@ -106,6 +109,7 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
   std::vector<caf::actor> handles_;
   std::vector<std::vector<std::vector<uint8_t>>> early_;  // per channel, audio before it opened
   std::vector<sip::rate_limiter> speed_;                  // per channel: server.switch_max_speed
+  std::vector<std::size_t> early_bytes_;                  // per channel, bytes held in early_
   int opened_ = 0, drained_ = 0;
   bool end_requested_ = false, done_ = false;
   std::string end_reason_;

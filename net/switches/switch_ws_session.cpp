@@ -189,14 +189,14 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       }
       s->release_if_done();
     };
-    cb.failed = [w](const std::string& why, actors::refusal code) {
+    cb.failed = [w](const std::string& why, actors::refusal code, bool limit) {
       auto s = w.lock();
       if (!s) return;
-      // 1013 when retrying may help; 1008 for what the switch did wrong (too fast, a refused
-      // request); 1011 for the engine's own failure.
-      s->fail(actors::retryable(code)                 ? websocket::close_code::try_again_later
-              : code == actors::refusal::bad_request ? websocket::close_code::policy_error
-                                                     : websocket::close_code::internal_error,
+      // A limit the switch broke (too fast): 1008. The engine's refusal: 1013 when retrying may
+      // help, 1011 otherwise, as before.
+      s->fail(limit                     ? websocket::close_code::policy_error
+              : actors::retryable(code) ? websocket::close_code::try_again_later
+                                        : websocket::close_code::internal_error,
               why, "");
       s->release_if_done();
     };

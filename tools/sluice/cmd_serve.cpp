@@ -11,7 +11,9 @@
 #include <string_view>
 #include <thread>
 
+#if defined(__GLIBC__)
 #include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -153,7 +155,9 @@ int cmd_serve(invocation& inv) {
   while (!stop_requested) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (std::chrono::steady_clock::now() >= next_trim) {
+#if defined(__GLIBC__)
       ::malloc_trim(0);
+#endif
       next_trim = std::chrono::steady_clock::now() + trim_every;
     }
     if (reload_requested) {

@@ -189,7 +189,7 @@ TEST_SUITE("rtsp hostile") {
     CHECK(c.closed_by_server());
   }
 
-  TEST_CASE("invalid API keys count towards auth.max_failures: the address is then refused 503 with Retry-After, a valid key too, and other requests of the limiter see the lockout") {
+  TEST_CASE("invalid API keys count towards auth.max_failures: the address is then refused 503 with Retry-After, a valid key too, in the limiter the server shares with HTTP") {
     rtsp_keys keys;
     config::auth_config a;
     a.max_failures = 3;
@@ -238,7 +238,8 @@ TEST_SUITE("rtsp hostile") {
     CHECK(std::stoi(*retry) >= 1);
     CHECK(std::stoi(*retry) <= 30);
     CHECK(late.closed_by_server());
-    // The limiter is the server's: its HTTP routes see the same address locked out.
+    // The lockout is recorded in the limiter passed in, the one `sluice serve` passes from its
+    // HTTP server (net::server::auth_failures()).
     CHECK(limiter->retry_after("127.0.0.1").has_value());
     // OPTIONS needs no key and is still answered.
     raw_client opt(s.rtsp->port());
