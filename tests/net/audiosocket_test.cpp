@@ -203,6 +203,30 @@ TEST_SUITE("audiosocket") {
     CHECK(s.server->calls().list().size() == 3);
   }
 
+  TEST_CASE("AudioSocket faster than server.switch_max_speed: one error message naming the key, the close, the call ended with it") {
+    config::sluice_config cfg;
+    cfg.server.switch_max_speed = 1.5;
+    cfg.server.switch_burst_s = 2;
+    served s(cfg);
+    const auto frames = pcm16_frames(call_samples(0), samples_per_20ms_8k);
+    REQUIRE(frames.size() * 20 > 10000);  // far more than 2 s of burst: the cap must trip
+    asterisk fast(s.server->audiosocket_port());
+    fast.send(kind_uuid, uuid_bytes);
+    fast.send_frames(frames, 0, frames.size(), kind_slin);  // the whole call at network speed
+    fast.half_close();
+    const auto errors = fast.read_to_close();
+    REQUIRE(errors.size() == 1);
+    MESSAGE("AudioSocket was told: " << errors.front());
+    CHECK(errors.front() == "audio faster than 1.5x real time after a 2 s burst (server.switch_max_speed, switch_burst_s)");
+    CHECK(poll_until([&] {
+      const auto c = s.server->calls().list();
+      return c.size() == 1 && !c.front().live;
+    }));
+    const auto c = s.server->calls().list();
+    REQUIRE(c.size() == 1);
+    CHECK(c.front().end_reason == "error: " + errors.front());
+  }
+
   TEST_CASE("AudioSocket connection limit: past audiosocket.max_connections a connection is told why and closed") {
     config::sluice_config cfg;
     cfg.audiosocket.max_connections = 1;
