@@ -197,7 +197,8 @@ bool rtsp_session::impl::admit(const rtsp_request& r) {
   // A locked-out address is answered before its key is looked at, as over HTTP
   // (net/auth/failure_limiter.hpp): a guesser learns nothing while it waits.
   const auto& limiter = ctx->auth_failures;
-  const std::string ip = peer_address.is_unspecified() ? std::string("unknown") : peer_address.to_string();
+  const std::string ip =
+      !limiter ? std::string() : peer_address.is_unspecified() ? std::string("unknown") : peer_address.to_string();
   if (limiter)
     if (const auto wait = limiter->retry_after(ip)) {
       close_after_write = true;

@@ -3,7 +3,9 @@
 /// a datagram passes when the bucket holds its size (and takes it). One per RTP stream, so that
 /// a peer (or anyone who finds the port) sending far more than its codec's bitrate has the excess
 /// dropped before it is parsed, buffered, decoded and fed to the engine as audio. Not
-/// thread-safe (the stream's strand owns it). A rate of 0 admits everything.
+/// thread-safe (the stream's strand owns it). A rate of 0 admits everything. The tokens can be
+/// any unit: the switch calls' speed cap (net/switches/call_channels.hpp) counts microseconds of
+/// audio with it.
 
 #include <algorithm>
 #include <cstddef>

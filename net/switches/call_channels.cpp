@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/channel_progress.hpp"
+
 namespace sluice::net::switches {
 
 namespace {
@@ -120,16 +122,14 @@ std::shared_ptr<call_channels> call_channels::open(std::shared_ptr<server_state>
   c->handles_.resize(labels.size());
   c->early_.resize(labels.size());
   c->early_bytes_.assign(labels.size(), 0);
-  // The codec's real-time byte rate; Opus (variable) and unknown codecs are not limited here.
-  const int bytes_per_sample = request.codec == "pcm_s16le" ? 2
-                               : (request.codec == "mulaw" || request.codec == "alaw") ? 1
-                               : request.codec == "f32" ? 4 : 0;
-  const double per_s = double(bytes_per_sample) * request.sample_rate;
+  c->codec_ = request.codec;
+  c->sample_rate_ = request.sample_rate;
+  // The bucket's tokens are microseconds of audio (actors::audio_message_us, as the WebSocket
+  // flow control measures it): speed x 1 s of them a second, burst_s seconds saved up.
   const double speed = c->st_->cfg.switch_max_speed;
-  c->speed_.assign(labels.size(), per_s > 0 && speed > 0
-                                      ? sip::rate_limiter(static_cast<int64_t>(per_s * speed),
-                                                          static_cast<int64_t>(per_s * c->st_->cfg.switch_burst_s))
-                                      : sip::rate_limiter());
+  c->speed_.assign(labels.size(), speed > 0 ? sip::rate_limiter(static_cast<int64_t>(speed * 1e6),
+                                                                int64_t{c->st_->cfg.switch_burst_s} * 1'000'000)
+                                            : sip::rate_limiter());
   spdlog::info("call {}: {} call on connection {} with {} channel(s)", c->id_, source, log_id, labels.size());
   c->bridge_ = c->st_->engine->system().spawn(bridge_actor, std::weak_ptr<call_channels>(c), c->st_->io,
                                               c->st_->engine->supervisor(), static_cast<int>(labels.size()));
@@ -168,7 +168,9 @@ void call_channels::audio(int index, std::vector<uint8_t> bytes) {
   const auto i = static_cast<std::size_t>(index);
   const auto now_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  if (!speed_[i].admit(bytes.size(), now_us)) {
+  // A message whose duration cannot be told (a malformed Opus packet) is left to the decoder.
+  const auto us = actors::audio_message_us(codec_, sample_rate_, bytes);
+  if (us && !speed_[i].admit(static_cast<std::size_t>(*us), now_us)) {
     spdlog::info("call {}: channel {} sends faster than server.switch_max_speed allows: the call is ended", id_, index);
     // Short enough for a WebSocket close reason (123 bytes at most).
     fail("audio faster than " + fmt::format("{:g}", st_->cfg.switch_max_speed) + "x real time after a " +

@@ -11,8 +11,8 @@
 /// the call. Destroying an unfinished call_channels aborts it.
 ///
 /// Speed: a switch sends in real time and is not flow-controlled, so each channel's audio passes
-/// a token bucket (net/sip/rate_limiter.hpp) of server.switch_max_speed times its codec's real
-/// time byte rate, with server.switch_burst_s seconds of audio saved up. A call past it fails
+/// a token bucket (net/sip/rate_limiter.hpp) counting microseconds of audio: server.switch_max_speed
+/// seconds of audio per second, with server.switch_burst_s seconds of audio saved up. A call past it fails
 /// (bad_request: the sender's fault) before the excess is sent to the engine or held early.
 /// Audio held before a channel opens is also capped (max_early_bytes), with or without the speed
 /// cap.
@@ -109,6 +109,8 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
   std::vector<caf::actor> handles_;
   std::vector<std::vector<std::vector<uint8_t>>> early_;  // per channel, audio before it opened
   std::vector<sip::rate_limiter> speed_;                  // per channel: server.switch_max_speed
+  std::string codec_;                                     // the channels' codec and rate (one request)
+  int sample_rate_ = 0;
   std::vector<std::size_t> early_bytes_;                  // per channel, bytes held in early_
   int opened_ = 0, drained_ = 0;
   bool end_requested_ = false, done_ = false;
