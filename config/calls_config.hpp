@@ -13,6 +13,9 @@ struct calls_config {
   int max_recent = 1000;
   /// Events queued for one /v1/events subscriber before it is dropped as too slow.
   int subscriber_queue = 1024;
+  /// Events (DTMF, switch events, metadata changes) kept per call; a sender cannot grow a live
+  /// call without bound. Past it an event is counted in the call's events_dropped, not kept.
+  int max_events_per_call = 10000;
   /// Store calls (their start, finals, events and end) in SQLite so they survive a restart.
   bool store = false;
   /// Directory of the engine's files (created when missing).
@@ -37,6 +40,8 @@ struct calls_config {
     v("max_recent", max_recent, range{0, 10000000}, "ended calls kept in memory");
     v("subscriber_queue", subscriber_queue, range{1, 10000000},
       "events queued per /v1/events subscriber before it is dropped");
+    v("max_events_per_call", max_events_per_call, range{1, 10000000},
+      "events kept per call; later ones are counted (events_dropped), not kept");
     v("store", store, any_bool{}, "store calls in SQLite (they survive a restart)");
     v("data_dir", data_dir, non_empty{}, "directory of the engine's files");
     v("store_file", store_file, non_empty{}, "SQLite file of the calls (relative to data_dir unless absolute)");

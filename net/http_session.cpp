@@ -169,11 +169,7 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   // 429 for an address in its failed-authentication back-off; the connection closes.
   http::response<http::string_body> locked_out(int retry_after_s, unsigned version) const {
     auto res = make_response(http::status::too_many_requests, "application/json",
-                             error_body("too many invalid API keys from this address (auth.max_failures = " +
-                                        std::to_string(st_->auth_cfg.max_failures) + " within " +
-                                        std::to_string(st_->auth_cfg.failure_window_s) + " s): retry in " +
-                                        std::to_string(retry_after_s) + " s"),
-                             version, false);
+                             error_body(st_->auth_failures->lockout_message(retry_after_s)), version, false);
     res.set(http::field::retry_after, std::to_string(retry_after_s));
     return res;
   }

@@ -137,7 +137,8 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
   if (s->state_->gate->enabled() && auth.max_failures > 0)
     s->state_->auth_failures = std::make_shared<auth::failure_limiter>(auth);
   s->state_->calls_cfg = calls;
-  s->state_->calls = std::make_shared<calls::call_registry>(static_cast<std::size_t>(calls.max_recent));
+  s->state_->calls = std::make_shared<calls::call_registry>(static_cast<std::size_t>(calls.max_recent),
+                                                               static_cast<std::size_t>(calls.max_events_per_call));
   if (calls.store) {
     const auto path = calls::call_store::path_of(calls);
     auto store = calls::call_store::open(path, static_cast<std::size_t>(calls.store_queue));

@@ -66,4 +66,10 @@ void failure_limiter::make_room(clock::time_point now) {
   entries_.erase(oldest);
 }
 
+std::string failure_limiter::lockout_message(int retry_after_s) const {
+  return "too many invalid API keys from this address (auth.max_failures = " + std::to_string(max_failures_) +
+         " within " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(window_).count()) +
+         " s): retry in " + std::to_string(retry_after_s) + " s";
+}
+
 }  // namespace sluice::net::auth

@@ -43,6 +43,10 @@ class failure_limiter {
 
   bool enabled() const { return max_failures_ > 0; }
 
+  /// What a locked-out client is told, the same over HTTP (429) and RTSP (503): "too many
+  /// invalid API keys from this address (auth.max_failures = 5 within 60 s): retry in 30 s".
+  std::string lockout_message(int retry_after_s) const;
+
  private:
   struct entry {
     clock::time_point window_start{};

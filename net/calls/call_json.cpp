@@ -91,6 +91,7 @@ json call_json(const call_record& c) {
   json events = json::array();
   for (const auto& e : c.events) events.push_back(event_json(e));
   j["events"] = std::move(events);
+  if (c.events_dropped > 0) j["events_dropped"] = c.events_dropped;
   return j;
 }
 
@@ -98,6 +99,7 @@ json call_summary_json(const call_record& c) {
   json j = head_json(c);
   j["channels"] = channels_json(c, false);
   j["events"] = c.events.size();
+  if (c.events_dropped > 0) j["events_dropped"] = c.events_dropped;
   return j;
 }
 

@@ -20,8 +20,8 @@ std::string make_prefix() {
 
 }  // namespace
 
-call_registry::call_registry(std::size_t max_recent_ended)
-    : max_recent_ended_(max_recent_ended), prefix_(make_prefix()) {}
+call_registry::call_registry(std::size_t max_recent_ended, std::size_t max_events_per_call)
+    : max_recent_ended_(max_recent_ended), max_events_per_call_(max_events_per_call), prefix_(make_prefix()) {}
 
 bool call_registry::anyone_wants_locked(update_kind kind, const call_record& c) const {
   return std::any_of(subs_.begin(), subs_.end(),
@@ -113,6 +113,10 @@ void call_registry::event(const call_id& id, call_event ev) {
     auto it = calls_.find(id);
     if (it == calls_.end() || !it->second.rec->live) return;
     auto& c = *it->second.rec;
+    if (c.events.size() >= max_events_per_call_) {
+      ++c.events_dropped;
+      return;
+    }
     c.events.push_back(std::move(ev));
     if (anyone_wants_locked(update_kind::event, c)) {
       call_update u;

@@ -72,13 +72,15 @@ struct call_record {
   std::string end_reason;  ///< "" while live; e.g. "hangup", "client closed", "error: ..."
   std::vector<channel_record> channels;
   std::vector<call_event> events;
+  std::size_t events_dropped = 0;  ///< events past max_events_per_call: counted, not kept or published
 };
 
 class call_registry {
  public:
   /// Keeps at most `max_recent_ended` ended calls in memory (the oldest go first); live calls
-  /// are always kept.
-  explicit call_registry(std::size_t max_recent_ended = 1000);
+  /// are always kept. A call keeps at most `max_events_per_call` events (later ones are counted
+  /// in events_dropped).
+  explicit call_registry(std::size_t max_recent_ended = 1000, std::size_t max_events_per_call = 10000);
   virtual ~call_registry() = default;
   call_registry(const call_registry&) = delete;
   call_registry& operator=(const call_registry&) = delete;
@@ -141,6 +143,7 @@ class call_registry {
 
   mutable std::mutex mu_;
   std::size_t max_recent_ended_;
+  std::size_t max_events_per_call_;
   std::string prefix_;  // random per registry: ids are not guessable from one another
   uint64_t next_ = 1;
   uint64_t next_order_ = 1;

@@ -22,6 +22,7 @@
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
 #include "net/rtsp/udp_rtcp.hpp"
+#include "net/steady_time.hpp"
 
 namespace sluice::net::rtsp {
 
@@ -50,11 +51,6 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-int64_t steady_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-int64_t steady_ms() { return steady_us() / 1000; }
 }  // namespace
 
 struct rtsp_pull::impl {

@@ -21,6 +21,7 @@
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
 #include "net/rtsp/udp_rtcp.hpp"
+#include "net/steady_time.hpp"
 
 namespace sluice::net::rtsp {
 
@@ -35,12 +36,6 @@ constexpr std::size_t read_chunk = 16384;
 constexpr std::size_t max_datagram = 65536;
 constexpr std::size_t max_queued_writes = 8;
 constexpr const char* methods_allowed = "OPTIONS, ANNOUNCE, SETUP, RECORD, TEARDOWN, GET_PARAMETER, SET_PARAMETER";
-
-int64_t steady_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-int64_t steady_ms() { return steady_us() / 1000; }
 
 std::string new_session_id() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
@@ -202,10 +197,7 @@ bool rtsp_session::impl::admit(const rtsp_request& r) {
   if (limiter)
     if (const auto wait = limiter->retry_after(ip)) {
       close_after_write = true;
-      refuse(r, 503,
-             "too many invalid API keys from this address (auth.max_failures): retry in " + std::to_string(*wait) +
-                 " s",
-             {{"Retry-After", std::to_string(*wait)}});
+      refuse(r, 503, limiter->lockout_message(*wait), {{"Retry-After", std::to_string(*wait)}});
       return false;
     }
   const auto h = find_header(r.headers, "Authorization");

@@ -6,6 +6,8 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "net/steady_time.hpp"
+
 namespace sluice::net::sip {
 
 namespace asio = boost::asio;
@@ -17,15 +19,6 @@ namespace {
 constexpr std::size_t max_datagram = 2048;
 constexpr int ms_per_s = 1000;
 
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 }  // namespace
 
 rtp_receiver::rtp_receiver(asio::io_context& ioc, std::shared_ptr<port_pool> pool, jitter_buffer_config jitter,
@@ -74,7 +67,7 @@ result<std::shared_ptr<rtp_receiver>> rtp_receiver::open(asio::io_context& ioc, 
 }
 
 void rtp_receiver::start() {
-  last_packet_ms_ = now_ms();
+  last_packet_ms_ = steady_ms();
   asio::post(strand_, [self = shared_from_this()] {
     if (self->stopped_ || self->stopping_) return;
     self->do_receive();
@@ -153,7 +146,7 @@ void rtp_receiver::on_datagram(std::size_t n) {
     ++counters_.foreign_source;
     return;
   }
-  if (!rate_.admit(n, now_us())) {
+  if (!rate_.admit(n, steady_us())) {
     ++counters_.over_rate;
     return;
   }
@@ -169,7 +162,7 @@ void rtp_receiver::on_datagram(std::size_t n) {
     latched_ = true;
     peer_ = from_;
   }
-  const int64_t now = now_ms();
+  const int64_t now = steady_ms();
   last_packet_ms_ = now;
   // Only the codec's packets carry audio time; events and comfort noise keep their place in
   // the sequence but add none (the gap they leave is filled as silence).
@@ -177,7 +170,7 @@ void rtp_receiver::on_datagram(std::size_t n) {
   if (decoder_.codec().comfort_noise_pt >= 0 && p->payload_type == decoder_.codec().comfort_noise_pt)
     ++counters_.comfort_noise_packets;
   const auto duration = audio ? rtp_packet_duration(decoder_.codec(), p->payload) : 0u;
-  rtcp_stats_.on_rtp(p->ssrc, p->seq, p->timestamp, audio, now_us());
+  rtcp_stats_.on_rtp(p->ssrc, p->seq, p->timestamp, audio, steady_us());
   jitter_.push(*p, duration, now);
   deliver(jitter_.pop(now));
   arm_gap_timer();
@@ -188,11 +181,11 @@ void rtp_receiver::arm_gap_timer() {
   timer_armed_ = true;
   // Exactly until the oldest held packet has waited its bound: a timer armed for an earlier
   // gap fires early and is armed again for the rest.
-  gap_timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(1, jitter_.give_up_at_ms() - now_ms())));
+  gap_timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(1, jitter_.give_up_at_ms() - steady_ms())));
   gap_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     self->timer_armed_ = false;
     if (ec || self->stopped_) return;
-    self->deliver(self->jitter_.pop(now_ms()));
+    self->deliver(self->jitter_.pop(steady_ms()));
     self->arm_gap_timer();
   });
 }
@@ -296,7 +289,7 @@ void rtp_receiver::on_rtcp(std::span<const uint8_t> datagram, const udp::endpoin
   // from the only address that reaches it).
   rtcp_from_ = from;
   rtcp_peer_heard_ = true;
-  if (c->sender) rtcp_stats_.on_sender_report(c->sender->ntp, now_us());
+  if (c->sender) rtcp_stats_.on_sender_report(c->sender->ntp, steady_us());
   if (!c->bye.empty()) counters_.rtcp_bye = true;
 }
 
@@ -312,7 +305,7 @@ void rtp_receiver::arm_rtcp_timer() {
 void rtp_receiver::send_report(bool bye) {
   // Nothing heard, nothing to report: no RR and no BYE (a call cancelled before any RTP).
   if (!rtcp_ || !rtcp_stats_.has_source()) return;
-  const std::vector<rtcp_report_block> blocks{rtcp_stats_.report(now_us())};
+  const std::vector<rtcp_report_block> blocks{rtcp_stats_.report(steady_us())};
   const auto bytes = render_receiver_report(rtcp_ssrc_, blocks, rtcp_cname_, bye);
   udp::endpoint to = rtcp_peer_heard_ ? rtcp_from_ : rtcp_mux_ && latched_ ? peer_ : rtcp_remote_;
   if (to.port() == 0) return;

@@ -1,13 +1,6 @@
 #include "net/sip/sip_headers.hpp"
 
-#include <chrono>
-
 namespace sluice::net::sip {
-
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string content_type_of(const sip_t* sip) {
   if (!sip || !sip->sip_content_type || !sip->sip_content_type->c_type) return "application/sdp";

@@ -7,10 +7,9 @@
 #include <cstdint>
 #include <string>
 
-namespace sluice::net::sip {
+#include "net/steady_time.hpp"  // net::steady_ms: call timing (answer delay, RTP timeout, event offsets)
 
-/// Steady-clock milliseconds (call timing: answer delay, RTP timeout, event offsets).
-int64_t steady_ms();
+namespace sluice::net::sip {
 
 /// The Content-Type with its parameters (the multipart boundary) as "type/sub;p=v";
 /// "application/sdp" when the message has none.

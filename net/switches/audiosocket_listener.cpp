@@ -192,6 +192,8 @@ class session : public std::enable_shared_from_this<session> {
     ev.type = "dtmf";
     ev.data = {{"digit", std::string(1, digit)}};
     if (call_) call_->event(std::move(ev));
+    else if (early_events_.size() >= max_dtmf_before_audio)
+      return fail("more than " + std::to_string(max_dtmf_before_audio) + " DTMF messages before the first audio");
     else early_events_.push_back(std::move(ev));
     read_header();
   }

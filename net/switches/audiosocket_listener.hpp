@@ -21,6 +21,7 @@
 /// Threading: the listener and its connections run on the server's io_context, each
 /// connection on its own strand.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -31,6 +32,10 @@
 #include "net/server.hpp"
 
 namespace sluice::net::switches {
+
+/// DTMF messages held for a call that has sent no audio yet (its channel opens with the first
+/// audio message, which gives the rate); one more is answered with an error and the close.
+inline constexpr std::size_t max_dtmf_before_audio = 256;
 
 class audiosocket_listener {
  public:

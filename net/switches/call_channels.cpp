@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/channel_progress.hpp"
+#include "net/steady_time.hpp"
 
 namespace sluice::net::switches {
 
@@ -166,8 +167,7 @@ void call_channels::guarded(const char* where, F&& f) noexcept {
 void call_channels::audio(int index, std::vector<uint8_t> bytes) {
   if (end_requested_ || done_ || index < 0 || index >= channel_count() || bytes.empty()) return;
   const auto i = static_cast<std::size_t>(index);
-  const auto now_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const auto now_us = steady_us();
   // A message whose duration cannot be told (a malformed Opus packet) is left to the decoder.
   const auto us = actors::audio_message_us(codec_, sample_rate_, bytes);
   if (us && !speed_[i].admit(static_cast<std::size_t>(*us), now_us)) {

@@ -9,6 +9,8 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "net/switches/audiosocket_listener.hpp"
+
 using namespace sluice;
 using namespace sluice::test;
 
@@ -117,6 +119,24 @@ TEST_SUITE("audiosocket") {
     CHECK_MESSAGE(got == want, "audiosocket: " << joined(got) << "\ndirect: " << joined(want));
   }
 
+  TEST_CASE("AudioSocket: exactly max_dtmf_before_audio DTMF messages before the first audio are all kept, in order") {
+    served s;
+    const auto frames = pcm16_frames(call_samples(0), samples_per_20ms_8k);
+    asterisk a(s.server->audiosocket_port());
+    a.send(kind_uuid, uuid_bytes);
+    const std::string digits = "0123456789*#ABCD";
+    for (std::size_t i = 0; i < net::switches::max_dtmf_before_audio; ++i)
+      a.send(kind_dtmf, {static_cast<uint8_t>(digits[i % digits.size()])});
+    a.send_frames(frames, 0, 50, kind_slin);  // 1 s of audio opens the call
+    a.send(kind_hangup, {});
+    CHECK(a.read_to_close().empty());  // no error message: the limit is not passed
+    const auto rec = wait_ended_call(*s.server, "audiosocket");
+    CHECK(rec.end_reason == "hangup");
+    REQUIRE(rec.events.size() == net::switches::max_dtmf_before_audio);
+    CHECK(rec.events.front().data["digit"] == "0");
+    CHECK(rec.events.back().data["digit"] == std::string(1, digits[(net::switches::max_dtmf_before_audio - 1) % digits.size()]));
+  }
+
   TEST_CASE("AudioSocket at 16 kHz (kind 0x12), ended by closing the socket: the finals of 16 kHz audio") {
     served s;
     const auto frames = pcm16_frames(doubled(call_samples(1)), 2 * samples_per_20ms_8k);
@@ -162,6 +182,13 @@ TEST_SUITE("audiosocket") {
     CHECK(contains(attack({message(kind_uuid, uuid_bytes), message(0x42, {1, 2})}), "unknown message kind 0x42"));
     CHECK(contains(attack({message(kind_uuid, uuid_bytes), message(kind_dtmf, {'x'})}), "is not 0-9"));
     CHECK(contains(attack({message(kind_uuid, uuid_bytes), message(kind_dtmf, {'1', '2'})}), "2 bytes, not 1"));
+    {
+      // DTMF without end before any audio: held up to max_dtmf_before_audio, then refused.
+      std::vector<std::vector<uint8_t>> digits{message(kind_uuid, uuid_bytes)};
+      for (std::size_t i = 0; i <= net::switches::max_dtmf_before_audio; ++i) digits.push_back(message(kind_dtmf, {'5'}));
+      CHECK(attack(digits) == "more than " + std::to_string(net::switches::max_dtmf_before_audio) +
+                                  " DTMF messages before the first audio");
+    }
     CHECK(contains(attack({message(kind_uuid, uuid_bytes), audio, message(kind_slin16, frames[11])}),
                    "rate changed from 8000 to 16000 Hz"));
     {

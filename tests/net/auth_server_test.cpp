@@ -329,10 +329,11 @@ TEST_SUITE("auth server") {
 
 namespace {
 
-// A reply's status and its Retry-After header.
+// A reply's status, its Retry-After header and its body.
 struct limited_reply {
   int status = 0;
   std::string retry_after;
+  std::string body;
 };
 
 // A TCP connection to the server's loopback port from the loopback address `from` (127.0.0.x:
@@ -355,7 +356,7 @@ limited_reply get_from(const std::string& from, uint16_t port, const std::string
   beast::flat_buffer buf;
   http::response<http::string_body> res;
   http::read(stream, buf, res);
-  return {static_cast<int>(res.result_int()), std::string(res[http::field::retry_after])};
+  return {static_cast<int>(res.result_int()), std::string(res[http::field::retry_after]), res.body()};
 }
 
 // The HTTP status of a WebSocket upgrade to /v1/stream from `from` (101 when upgraded).
@@ -411,6 +412,9 @@ TEST_SUITE("auth server") {
     const int retry = std::stoi(locked.retry_after);
     CHECK(retry >= 1);
     CHECK(retry <= limit_lockout_s);
+    CHECK(json::parse(locked.body, nullptr, false).value("error", "") ==
+          "too many invalid API keys from this address (auth.max_failures = " + std::to_string(limit_failures) +
+              " within 60 s): retry in " + locked.retry_after + " s");
     const auto ws_locked = upgrade_from(guesser, s.port, good);
     CHECK(ws_locked.status == 429);
     CHECK_FALSE(ws_locked.retry_after.empty());

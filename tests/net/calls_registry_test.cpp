@@ -4,6 +4,7 @@
 // runs outside the registry's lock.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,33 @@ TEST_SUITE("calls registry") {
     CHECK(c->events[0].data["digit"] == "5");
     CHECK(c->start.metadata == nlohmann::json({{"from", "+100"}, {"to", "+200"}}));
     CHECK(c->ended >= c->began);
+  }
+
+  TEST_CASE("a call keeps at most max_events_per_call events: later ones are counted in events_dropped, not kept or published") {
+    call_registry reg(10, 3);
+    subscription_filter f;
+    auto sub = reg.subscribe(f, 100, overflow::drop_subscriber, [] {});
+    const auto id = reg.begin(start_of("acme"));
+    const auto other = reg.begin(start_of("acme"));
+    for (int i = 0; i < 5; ++i) reg.event(id, call_event{"dtmf", 0, 100 * i, {{"digit", std::to_string(i)}}});
+    reg.event(other, call_event{"dtmf", 0, 0, {{"digit", "9"}}});  // another call has its own count
+    const auto c = reg.get(id);
+    REQUIRE(c.has_value());
+    REQUIRE(c->events.size() == 3);
+    CHECK(c->events[0].data["digit"] == "0");  // the first three are the ones kept
+    CHECK(c->events[2].data["digit"] == "2");
+    CHECK(c->events_dropped == 2);
+    CHECK(call_json(*c)["events"].size() == 3);
+    CHECK(call_json(*c)["events_dropped"] == 2);
+    CHECK(call_summary_json(*c)["events_dropped"] == 2);
+    const auto o = reg.get(other);
+    REQUIRE(o.has_value());
+    CHECK(o->events.size() == 1);
+    CHECK(o->events_dropped == 0);
+    CHECK_FALSE(call_json(*o).contains("events_dropped"));
+    // Subscribers saw the kept events only: 2 call_starts, 3 + 1 events.
+    const auto got = sub->take();
+    CHECK(std::count_if(got.begin(), got.end(), [](const call_update& u) { return u.kind == update_kind::event; }) == 4);
   }
 
   TEST_CASE("only max_recent_ended ended calls stay (the oldest go), live ones always, lists are newest first") {

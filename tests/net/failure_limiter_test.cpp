@@ -32,6 +32,9 @@ TEST_SUITE("auth") {
     CHECK(f.record_failure("10.0.0.1", t0 + 2s));
     CHECK(f.lockouts() == 1);
     CHECK(f.retry_after("10.0.0.1", t0 + 2s) == 300);
+    // The text HTTP (429) and RTSP (503) send while locked out names the limit and the wait.
+    CHECK(f.lockout_message(300) ==
+          "too many invalid API keys from this address (auth.max_failures = 3 within 60 s): retry in 300 s");
     CHECK(f.retry_after("10.0.0.1", t0 + 2s + 299s + 500ms) == 1);  // rounded up, never 0
     CHECK_FALSE(f.retry_after("10.0.0.1", t0 + 302s).has_value());
     CHECK_FALSE(f.retry_after("10.0.0.2", t0 + 2s).has_value());  // another address

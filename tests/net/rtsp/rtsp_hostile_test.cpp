@@ -237,6 +237,9 @@ TEST_SUITE("rtsp hostile") {
     REQUIRE(retry.has_value());
     CHECK(std::stoi(*retry) >= 1);
     CHECK(std::stoi(*retry) <= 30);
+    // The same words HTTP's 429 uses, with this limiter's numbers and the Retry-After value.
+    CHECK(r.body == "too many invalid API keys from this address (auth.max_failures = 3 within 60 s): retry in " +
+                        *retry + " s\r\n");
     CHECK(late.closed_by_server());
     // The lockout is recorded in the limiter passed in, the one `sluice serve` passes from its
     // HTTP server (net::server::auth_failures()).
