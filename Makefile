@@ -1,6 +1,6 @@
 # sluice: two commands do everything on a fresh Debian 12 machine.
 #   make run    install what is missing, build, run sluice (probe, segment, transcribe) on the bundled sample call
-#   make test   install what is missing, build, run every test
+#   make test   install what is missing, build, run every test (SANITIZE=1: under ASan + UBSan, as CI)
 # Also: make build | debug | asan | tsan | fuzz | fuzz-ci | ci | bench | clean
 
 JOBS      ?= $(shell nproc)
@@ -41,8 +41,14 @@ run: build
 	@echo "== sluice serve  (Ctrl-C to stop; try: $(BUILD)/tools/sluice stream $(SAMPLE))"
 	@$(BUILD)/tools/sluice serve $(SERVE_ARGS)
 
+# `make test SANITIZE=1` (what CI runs, .ci/run): the same suite, built and run under
+# AddressSanitizer + UBSan in $(ASAN_DIR); that is `make asan`.
+ifeq ($(SANITIZE),1)
+test: asan
+else
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+endif
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite (CUDA off: the sanitizers
 # do not see device code, and the CUDA tests need a GPU to say anything). -g1 (line tables only)
@@ -52,6 +58,7 @@ asan: setup
 	  -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$(CURDIR)/tests/asan.supp \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
@@ -78,7 +85,7 @@ fuzz: fuzz-build
 fuzz-ci: fuzz-build
 	tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_CI_SECONDS)
 
-# What CI runs (.ci/run): the suite, the ASan/UBSan suite, then a short run of every fuzzer.
+# What CI runs (.ci/run): the whole suite under ASan/UBSan, then a short run of every fuzzer, both gating.
 ci:
 	.ci/run
 

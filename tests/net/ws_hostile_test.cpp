@@ -258,7 +258,19 @@ TEST_SUITE("ws hostile") {
     const double departed = snap["summary"]["finals"].get<double>() - 2.0 * static_cast<double>(ref.size());
     CHECK(departed >= 0);
     MESSAGE("finals of the two departed clients: " << departed << " (" << copies * ref.size() << " each in full)");
-    CHECK_MESSAGE(departed < static_cast<double>(copies * ref.size()), "departed clients got " << departed << " finals");
+    // Each departed client's call ends "client left" with fewer finals than its audio makes in
+    // full: the rest of what it sent was dropped with its channel, not transcribed. (Per client:
+    // how much each got before its departure was read depends on the relative speed of the
+    // network threads and the engine, e.g. under ASan.)
+    int departed_calls = 0;
+    for (const auto& c : s.server->calls().list()) {
+      if (c.end_reason != "client left") continue;
+      ++departed_calls;
+      REQUIRE(c.channels.size() == 1);
+      CHECK_MESSAGE(c.channels[0].finals.size() < copies * ref.size(),
+                    "a departed client got " << c.channels[0].finals.size() << " finals");
+    }
+    CHECK(departed_calls == 2);
   }
 
   TEST_CASE("Host and Origin: other host names and foreign browser pages get 403, loopback and same-host pages are served") {
