@@ -323,17 +323,20 @@ class finder {
         std::size_t end_at = std::min(t_.size(), after + window);
         bool masked = false;
         for (std::size_t s = after; s < end_at;) {
-          if (!numeric(t_[s])) {
+          std::size_t e = s;
+          std::string d;
+          // In a partial the number after a context word is still being read: its first digits
+          // (ASan's slowness showed "card number is 41" in a partial) are its start, so any
+          // piece of it there is masked, digit words ITN left as words and "double"/"triple"
+          // included (a partial once ended "card number is four double").
+          if (partial_) e = piece_run(s, d);
+          else
+            while (e < t_.size() && numeric(t_[e])) d += digits_of(t_[e++]);
+          if (e == s) {
             ++s;
             continue;
           }
-          std::size_t e = s;
-          std::string d;
-          while (e < t_.size() && numeric(t_[e])) d += digits_of(t_[e++]);
-          // In a partial the number after a context word is still being read: its first digits
-          // (ASan's slowness showed "card number is 41" in a partial) are its start, so any
-          // digit there is masked.
-          const bool enough = partial_                            ? !d.empty()
+          const bool enough = partial_                            ? true
                               : tb.kind == redaction_kind::ssn ? d.size() == ssn_digits
                                                                : d.size() >= (masked ? 1 : min_digits);
           if (enough) {
