@@ -336,9 +336,8 @@ class finder {
             ++s;
             continue;
           }
-          const bool enough = partial_                            ? true
-                              : tb.kind == redaction_kind::ssn ? d.size() == ssn_digits
-                                                               : d.size() >= (masked ? 1 : min_digits);
+          const bool enough = partial_ || (tb.kind == redaction_kind::ssn ? d.size() == ssn_digits
+                                                                           : d.size() >= (masked ? 1 : min_digits));
           if (enough) {
             for (std::size_t k = s; k < e; ++k) mark(k, tb.kind);
             end_at = std::min(t_.size(), e + window);
