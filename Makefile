@@ -63,11 +63,16 @@ asan: setup
 	  ctest --output-on-failure -j $(JOBS)
 
 # ThreadSanitizer over the suites with threads of their own: actors (CAF's scheduler) and net
-# (Beast's io threads). Only those two binaries are built. tests/tsan.supp silences races inside
-# third-party frames only (each entry says why). Not in CI yet: with Debian's uninstrumented
-# libcaf_core.so every actor message is reported as a race (see tests/tsan.supp).
+# (Beast's io threads). Only those two binaries are built, against a CAF built with TSan
+# (tools/build_tsan_caf.sh: Debian's own CAF 0.17.6 source, fetched through apt and checked by its
+# SHA-256, built once into $(TSAN_CAF)): Debian's libcaf_core.so is not instrumented, and TSan
+# then reports every message between two actors as a race. tests/tsan.supp silences races inside
+# third-party frames only (each entry says why).
+TSAN_CAF ?= build/tsan-caf
 tsan: setup
-	cmake -S . -B $(TSAN_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_TSAN=ON -DSLUICE_CUDA=OFF
+	tools/build_tsan_caf.sh $(TSAN_CAF)
+	cmake -S . -B $(TSAN_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_TSAN=ON -DSLUICE_CUDA=OFF \
+	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(TSAN_CAF) -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DCMAKE_C_FLAGS_DEBUG="-g1 -O1"
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target sluice_actors_tests sluice_net_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
 	  ctest --output-on-failure -j $(JOBS) -R '^(actors|net)/'

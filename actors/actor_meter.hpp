@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,10 +52,10 @@ class actor_meter {
     gauge_keys_.push_back(key);
     gauges_.push_back(v);
   }
-  latency_histogram& histogram(const std::string& key) {
+  latency_histogram& histogram(std::string_view key) {
     for (std::size_t i = 0; i < hist_keys_.size(); ++i)
       if (hist_keys_[i] == key) return hists_[i];
-    hist_keys_.push_back(key);
+    hist_keys_.emplace_back(key);
     hists_.emplace_back();
     return hists_.back();
   }

@@ -202,7 +202,7 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       e.ready_since = now - std::chrono::milliseconds(st->res->cfg.engine.batch_window_ms);
     }
   }
-  st->meter.histogram("step_ms").add(ms_since(h.started, now));
+  st->meter.histogram(latency_key::step).add(ms_since(h.started, now));
   h.keys.clear();
   h.streams.clear();
   h.busy = false;
@@ -365,7 +365,7 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
     auto& e = st->streams.at(k);
     e.in_step = true;
     e.waiting = false;
-    st->meter.histogram("queue_wait_ms").add(ms_since(e.ready_since, now));
+    st->meter.histogram(latency_key::queue_wait).add(ms_since(e.ready_since, now));
     h.streams.push_back(e.state.get());
   }
   // A lane sends no token block: no block buffers.

@@ -339,7 +339,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
   if (c.last) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
-    st->meter.histogram("final_latency_ms").add(ms_between(u.ended, now));
+    st->meter.histogram(latency_key::final_result).add(ms_between(u.ended, now));
     st->meter.count("finals");
     maybe_drained(self, st);
     return;
@@ -352,7 +352,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     u.last_partial = ev.text;
     st->latest_text = ev.display_text;
     self->send(st->subscriber, std::move(ev));
-    if (newest != clock::time_point{}) st->meter.histogram("partial_latency_ms").add(ms_between(newest, now));
+    if (newest != clock::time_point{}) st->meter.histogram(latency_key::partial).add(ms_between(newest, now));
     st->meter.count("partials");
   }
 }

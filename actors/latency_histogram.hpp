@@ -4,15 +4,36 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sluice::actors {
 
+/// The engine's latency histograms, by the kind of actor that observes them. The metrics actor
+/// exports each one from its first snapshot on, with zero counts before any observation (as
+/// Prometheus expects of a histogram), so a scrape's families do not depend on what ran yet.
+namespace latency_key {
+inline constexpr std::string_view partial = "partial_latency_ms";  ///< channel: audio to partial
+inline constexpr std::string_view final_result = "final_latency_ms";  ///< channel: utterance end to final
+inline constexpr std::string_view queue_wait = "queue_wait_ms";  ///< batcher/lane: ready audio to its step
+inline constexpr std::string_view step = "step_ms";  ///< batcher/lane: one micro-batch step
+}  // namespace latency_key
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 4> engine_latencies = {{
+    {"channel", latency_key::partial},
+    {"channel", latency_key::final_result},
+    {"batcher", latency_key::queue_wait},
+    {"batcher", latency_key::step},
+}};
+
 class latency_histogram {
  public:
   /// Upper bounds of the buckets (ms); the last bucket takes everything above the last bound.
-  static constexpr std::array<double, 20> bounds_ms = {1,   2,   5,   10,  20,  50,   100,  150,  200,  300,
-                                                       400, 500, 600, 800, 1000, 1500, 2000, 3000, 5000, 10000};
+  /// 5-10 ms apart from 10 to 50 ms: queue waits and steps live in the batching window (20-50
+  /// ms), and a wait of 20 ms must be told from one of 30, 40 or 50.
+  static constexpr std::array<double, 25> bounds_ms = {1,   2,   5,   10,  15,  20,   25,   30,   40,
+                                                       50,  75,  100, 150, 200, 300,  400,  500,  600,
+                                                       800, 1000, 1500, 2000, 3000, 5000, 10000};
   static constexpr std::size_t n_buckets = bounds_ms.size() + 1;
 
   latency_histogram() : counts_(n_buckets, 0) {}

@@ -121,6 +121,8 @@ caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_nam
                             std::shared_ptr<snapshot_board> board, int publish_ms) {
   auto st = std::make_shared<metrics>();
   st->engine_name = std::move(engine_name);
+  for (const auto& [kind, key] : engine_latencies)  // exported with zero counts from the start
+    st->kinds[std::string(kind)].histograms.try_emplace(std::string(key));
   // Published at once, so that a reader never finds the board empty once the engine runs.
   board->publish(snapshot(*st));
   self->delayed_send(self, std::chrono::milliseconds(publish_ms), report_atom::value);

@@ -5,6 +5,7 @@
 #include "tests/actors/engine_test_util.hpp"
 #include "tests/common/poll_until.hpp"
 
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -69,9 +70,99 @@ double counter_of(engine& e, const std::string& name, const std::string& key) {
   return value;
 }
 
+// Per utterance of one channel: its final (text and word times) or the error it was lost with.
+struct utterance_outcome {
+  std::map<int64_t, final_words> finals;
+  std::map<int64_t, std::string> errors;
+};
+
+utterance_outcome outcome_of(const test::run_result& res, channel_id ch) {
+  utterance_outcome o;
+  if (auto it = res.finals.find(ch); it != res.finals.end())
+    for (const auto& ev : it->second) {
+      final_words w{ev.text, {}};
+      for (const auto& x : ev.words) w.words.emplace_back(x.word, x.start_ms, x.end_ms);
+      CHECK_MESSAGE(o.finals.emplace(ev.utterance, std::move(w)).second, "two finals for utterance " << ev.utterance);
+    }
+  if (auto it = res.errors.find(ch); it != res.errors.end())
+    for (const auto& ev : it->second) CHECK(o.errors.emplace(ev.utterance, ev.error).second);
+  return o;
+}
+
+// Two lanes, two channels (the first on lane 0, the second on lane 1): all of the second
+// channel's audio and the first half of the first's, then (when `kill_lane0`) lane 0 is killed
+// and, once the supervisor has restarted it, the rest of the first channel's audio.
+struct two_lane_run {
+  utterance_outcome first, second;
+  std::size_t first_half = 0, first_total = 0;
+  bool restarted = false;
+};
+
+two_lane_run run_two_lanes(bool kill_lane0) {
+  auto cfg = test::base_config();
+  cfg.engine.lanes = 2;
+  auto e = engine::start(test::resources(cfg));
+  caf::scoped_actor self{e->system()};
+  std::vector<test::segment_audio> segs[2];
+  for (auto& s : test::call_segments()) segs[s.channel].push_back(std::move(s));
+  two_lane_run out;
+  out.first_total = segs[0].size();
+  out.first_half = segs[0].size() / 2;
+  auto a = test::open_ok(*e, self), b = test::open_ok(*e, self);
+  for (const auto& s : segs[1]) self->send(b.handle, segment_atom::value, s.samples, s.start_sample);
+  for (std::size_t i = 0; i < out.first_half; ++i)
+    self->send(a.handle, segment_atom::value, segs[0][i].samples, segs[0][i].start_sample);
+  if (kill_lane0) {
+    const caf::actor lane0 = test::handles(*e, self).batcher;  // the supervisor answers lane 0 as the batcher
+    caf::anon_send_exit(lane0, caf::exit_reason::kill);
+    // The supervisor tells the lane's channels about the new lane before it answers this
+    // request, so the audio sent after it reaches the channel behind that message.
+    out.restarted = test::poll_until([&] { return test::handles(*e, self).batcher != lane0; });
+  }
+  for (std::size_t i = out.first_half; i < segs[0].size(); ++i)
+    self->send(a.handle, segment_atom::value, segs[0][i].samples, segs[0][i].start_sample);
+  self->send(a.handle, end_atom::value);
+  self->send(b.handle, end_atom::value);
+  const auto res = test::collect(self, 2);
+  REQUIRE_FALSE(res.timed_out);
+  out.first = outcome_of(res, a.channel);
+  out.second = outcome_of(res, b.channel);
+  return out;
+}
+
 }  // namespace
 
 TEST_SUITE("lanes") {
+  TEST_CASE("a lane killed mid-call is restarted: its channel's utterances are exact or reported lost, the other lane's are exact") {
+    const auto ref = run_two_lanes(false);
+    REQUIRE(ref.first_total >= 4);
+    REQUIRE(ref.first.errors.empty());
+    REQUIRE(ref.second.errors.empty());
+    REQUIRE(ref.first.finals.size() == ref.first_total);
+    const auto got = run_two_lanes(true);
+    REQUIRE(got.restarted);
+    // The channel on the other lane: every final exact, nothing lost.
+    CHECK(got.second.errors.empty());
+    CHECK(got.second.finals == ref.second.finals);
+    // The killed lane's channel: one outcome per utterance; a final is exact; only utterances
+    // sent before the kill can be lost, and with the reason.
+    for (std::size_t u = 0; u < got.first_total; ++u) {
+      CAPTURE(u);
+      const auto uid = static_cast<int64_t>(u);
+      const bool final = got.first.finals.count(uid) == 1, lost = got.first.errors.count(uid) == 1;
+      CHECK(final != lost);
+      if (final) CHECK(got.first.finals.at(uid) == ref.first.finals.at(uid));
+      if (lost) {
+        CHECK(u < got.first_half);
+        CHECK(got.first.errors.at(uid).find("lost") != std::string::npos);
+      }
+    }
+    CHECK(got.first.finals.size() + got.first.errors.size() == got.first_total);
+    MESSAGE("lost " << got.first.errors.size() << " of the " << got.first_half << " utterances sent before the kill");
+    // Everything sent after the restart was recognized on the new lane 0.
+    for (std::size_t u = got.first_half; u < got.first_total; ++u) CHECK(got.first.finals.count(static_cast<int64_t>(u)) == 1);
+  }
+
   TEST_CASE("finals are identical for 1, 2 and 4 lanes and equal the batcher engine's") {
     const auto batcher = run(0);
     std::size_t words = 0;

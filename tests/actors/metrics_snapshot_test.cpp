@@ -5,7 +5,11 @@
 
 #include <future>
 #include <string>
+#include <utility>
 
+#include <nlohmann/json.hpp>
+
+#include "actors/latency_histogram.hpp"
 #include "tests/common/poll_until.hpp"
 
 using namespace sluice;
@@ -66,5 +70,45 @@ TEST_SUITE("metrics snapshot") {
     std::string fresh;
     REQUIRE(test::poll_until([&] { return has(fresh = e->fresh_snapshot(), "probe/fresh"); }));
     CHECK(has(e->snapshot(), "probe/fresh"));
+  }
+
+  TEST_CASE("a new engine's first snapshot lists the four latency histograms, each with zero counts") {
+    auto cfg = test::base_config();
+    cfg.engine.report_ms = 60000;  // no actor reports before the snapshot below
+    auto e = engine::start(test::resources(cfg));
+    nlohmann::json j;  // the metrics actor publishes its first snapshot when it starts
+    REQUIRE(test::poll_until([&] { return (j = nlohmann::json::parse(e->snapshot(), nullptr, false)).contains("kinds"); }));
+    for (const auto& [kind, key] : {std::pair{"channel", "partial_latency_ms"}, std::pair{"channel", "final_latency_ms"},
+                                    std::pair{"batcher", "queue_wait_ms"}, std::pair{"batcher", "step_ms"}}) {
+      CAPTURE(kind);
+      CAPTURE(key);
+      REQUIRE(j["kinds"].contains(kind));
+      REQUIRE(j["kinds"][kind]["latency"].contains(key));
+      const auto& h = j["kinds"][kind]["latency"][key];
+      CHECK(h["count"] == 0);
+      CHECK(h["counts"].size() == h["buckets_ms"].size() + 1);
+      for (const auto& c : h["counts"]) CHECK(c == 0);
+    }
+    CHECK(j["kinds"]["channel"]["live"] == 0);
+    CHECK(j["summary"]["channels_live"] == 0);
+  }
+}
+
+TEST_SUITE("latency histogram") {
+  TEST_CASE("waits of 20, 25, 30, 40 and 50 ms land in different buckets and read back as such") {
+    const double waits[] = {20, 25, 30, 40, 50};
+    std::vector<std::size_t> bucket_of;
+    for (double w : waits) {
+      latency_histogram h;
+      h.add(w);
+      CHECK(h.quantile_ms(0.99) == w);  // each is a bucket's upper bound
+      for (std::size_t b = 0; b < latency_histogram::n_buckets; ++b)
+        if (h.counts()[b] == 1) bucket_of.push_back(b);
+    }
+    REQUIRE(bucket_of.size() == 5);
+    for (std::size_t i = 1; i < bucket_of.size(); ++i) CHECK(bucket_of[i] > bucket_of[i - 1]);
+    latency_histogram h;
+    h.add(21);  // just above 20: reported as the 25 ms bucket, not the 50 ms one
+    CHECK(h.quantile_ms(0.5) == 25);
   }
 }

@@ -162,7 +162,7 @@ TEST_SUITE("server") {
     CHECK(root.messages.back()["is_final"] == true);
   }
 
-  TEST_CASE("HTTP: health, readiness, actors snapshot, dashboard, transcribe upload, and /metrics that parse and move") {
+  TEST_CASE("HTTP: health, readiness, actors snapshot, dashboard, transcribe upload, and /metrics that parse, list every latency histogram from the first scrape and move") {
     served s;
     auto h = http_request(s.port, http::verb::get, "/healthz");
     CHECK(h.status == 200);
@@ -174,6 +174,21 @@ TEST_SUITE("server") {
     CHECK(page.body.find("/v1/actors") != std::string::npos);
     const auto m0 = parse_prometheus(http_request(s.port, http::verb::get, "/metrics").body);
     CHECK(m0.at("sluice_up") == 1);
+    // Before any stream: every latency histogram is there with zero counts, in buckets that
+    // tell a 20 ms wait from a 25, 30, 40 or 50 ms one.
+    for (const char* h : {"sluice_channel_partial_latency_milliseconds", "sluice_channel_final_latency_milliseconds",
+                          "sluice_batcher_queue_wait_milliseconds", "sluice_batcher_step_milliseconds"}) {
+      CAPTURE(h);
+      const std::string n = h;
+      REQUIRE(m0.count(n + "_count") == 1);
+      CHECK(m0.at(n + "_count") == 0);
+      CHECK(m0.at(n + "_sum") == 0);
+      for (const char* le : {"20", "25", "30", "40", "50", "+Inf"}) {
+        CAPTURE(le);
+        REQUIRE(m0.count(n + "_bucket{le=\"" + le + "\"}") == 1);
+        CHECK(m0.at(n + "_bucket{le=\"" + le + "\"}") == 0);
+      }
+    }
 
     std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
     std::string wav((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -4,7 +4,9 @@ quiet machine; every mode prints a table and, with --json FILE, writes the figur
 
   soak_bench.py soak     --sessions N --duration-s S   N real-time sessions, back to back, for S
                          seconds; RSS, open fds and threads sampled every --sample-s; drift is
-                         the last sample against the first one after --warmup-s.
+                         the last sample against the first one after --warmup-s, between runs
+                         and at settled points (every --settle-every runs, idle for --settle-s,
+                         so the server's periodic malloc_trim has run).
   soak_bench.py overload --capacity C                  engine.max_channels = C, 1.5 C sessions at
                          once: how many were refused and with what reason; latency of the rest.
   soak_bench.py harm     --sessions N                  N honest sessions alone, then again beside a
@@ -178,6 +180,10 @@ def main():
     ap.add_argument("--duration-s", type=float, default=3600)
     ap.add_argument("--warmup-s", type=float, default=120)
     ap.add_argument("--sample-s", type=float, default=10)
+    ap.add_argument("--settle-every", type=int, default=10,
+                    help="every N runs, wait --settle-s with no session open, then take a settled sample")
+    ap.add_argument("--settle-s", type=float, default=35,
+                    help="longer than the server's 30 s malloc_trim period, so one has run since the last session")
     ap.add_argument("--json")
     ap.add_argument("--server-log", help="the server's output, at info level, goes here")
     a = ap.parse_args()
@@ -198,11 +204,22 @@ def main():
             th.start()
             print(header)
             idle = []  # taken between runs, every session closed: fds and threads compare like with like
+            # Settled: idle, and after the server's periodic malloc_trim. Right after a run RSS
+            # reads whatever glibc's arenas still hold of it (129-299 MiB in one earlier hour,
+            # by the time since the last trim), which says nothing about a leak; the settled
+            # points compare like with like. The bench waits for them: no session is open then.
+            settled = []
             while time.monotonic() - t0 < a.duration_s:
                 summary, errors = stream(a.build, a.port, a.audio, a.sessions, 20000 // a.sessions)
                 idle.append({"t_s": time.monotonic() - t0, **proc_figures(server.pid)})
                 runs.append({"summary": summary, "errors": len(errors), "idle": idle[-1]})
                 row(f"t={time.monotonic() - t0:.0f}s", summary, errors)
+                if a.settle_every > 0 and len(runs) % a.settle_every == 0:
+                    time.sleep(a.settle_s)
+                    settled.append({"t_s": time.monotonic() - t0, **proc_figures(server.pid)})
+                    s = settled[-1]
+                    print(f"{'settled':>16} rss {s['rss_mib']:.1f} MiB, fds {s['fds']}, threads {s['threads']}",
+                          flush=True)
                 if samples:  # the latest sample, so a run cut short still shows its trend
                     s = samples[-1]
                     print(f"{'':>16} rss {s['rss_mib']:.1f} MiB, fds {s['fds']}, threads {s['threads']}", flush=True)
@@ -216,7 +233,17 @@ def main():
             peak = max(s["rss_mib"] for s in samples) if samples else None
             print(f"\nfirst idle point after warm-up {first}\nlast idle point {last}\ndrift % {drift}\n"
                   f"peak RSS during runs {peak} MiB")
-            report.update(samples=samples, runs=runs, idle=idle, drift_percent=drift, peak_rss_mib=peak)
+            report.update(samples=samples, runs=runs, idle=idle, drift_percent=drift, peak_rss_mib=peak,
+                          settled=settled)
+            after = [s for s in settled if s["t_s"] >= a.warmup_s]
+            if len(after) >= 2:
+                first, last = after[0], after[-1]
+                sdrift = {k: (last[k] - first[k]) / first[k] * 100 for k in ("rss_mib", "fds", "threads")}
+                print(f"settled points after warm-up: {[round(s['rss_mib'], 1) for s in after]} MiB\n"
+                      f"settled drift % (first {first['t_s']:.0f} s, last {last['t_s']:.0f} s) {sdrift}")
+                report.update(settled_drift_percent=sdrift)
+            else:
+                print("settled drift: fewer than two settled points after warm-up")
         elif a.mode == "overload":
             n = a.capacity * 3 // 2
             summary, errors = stream(a.build, a.port, a.audio, n, 10)
