@@ -1,6 +1,10 @@
 // engine_bench: many channels of real audio through the actor engine.
 //
 //   engine_bench [--model DIR] [--audio WAV] [--channels N,N,...] [--repeats R] [--live-s S]
+//                [--lanes K] [--sections offline,live,skew]
+//
+// --lanes K runs every engine with [engine] lanes = K (0, the default here: the batcher with
+// expert actors; K > 0: K lanes; -1: the placement plan's count); --sections picks the parts.
 //
 // 1. Offline throughput: every channel's VAD utterances pushed as fast as possible (the
 //    `sluice transcribe` path), against the same work done single-threaded without actors in
@@ -178,6 +182,8 @@ int main(int argc, char** argv) {
   std::vector<int> live_channels = {16, 64, 128};
   int repeats = 3, copies = 8;
   double live_s = 20;
+  int lanes = 0;
+  std::string sections = "offline,live,skew";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model") model_dir = v;
@@ -187,6 +193,8 @@ int main(int argc, char** argv) {
     else if (a == "--copies") copies = std::stoi(v);
     else if (a == "--live-s") live_s = std::stod(v);
     else if (a == "--json") json_out = v;
+    else if (a == "--lanes") lanes = std::stoi(v);
+    else if (a == "--sections") sections = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -194,6 +202,8 @@ int main(int argc, char** argv) {
   }
   config::sluice_config cfg;
   cfg.model.dir = model_dir;
+  cfg.engine.lanes = lanes;
+  const auto section = [&](const char* name) { return ("," + sections + ",").find("," + std::string(name) + ",") != std::string::npos; };
   auto model = moe::load_model(model_dir);
   if (!model) {
     std::fprintf(stderr, "%s\n", model.error().message.c_str());
@@ -218,6 +228,7 @@ int main(int argc, char** argv) {
   report["audio"] = audio;
   report["speech_s_per_copy"] = audio_s;
   report["hardware_threads"] = std::thread::hardware_concurrency();
+  report["lanes"] = lanes;
 
   auto make = [&](auto tweak) {
     auto c = cfg;
@@ -228,6 +239,7 @@ int main(int argc, char** argv) {
 
   // 1. Offline throughput.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (section("offline")) {
   std::printf("== offline: %d copies of the call, %.1f s of speech each (%d repeats)\n", copies, audio_s, repeats);
   std::vector<double> ref_t;
   for (int r = 0; r < repeats; ++r) {
@@ -273,8 +285,10 @@ int main(int argc, char** argv) {
               s0["expert_load_max_mean_before"].get<double>(), s0["expert_load_max_mean_after"].get<double>(),
               s0["spilled"].get<double>(), s0["rerouted"].get<double>(), s0["kept_over_capacity"].get<double>(),
               s0["dropped"].get<double>(), s0["pairs"].get<double>());
+  }
 
   // 2. Live, paced.
+  if (section("live")) {
   std::printf("\n== live: channels of 8 kHz PCM16 in 20 ms packets, paced, %.0f s each\n", live_s);
   std::printf("%8s %10s %10s %10s %10s %10s %8s\n", "channels", "partial50", "partial99", "final50", "final99",
               "qwait99", "realtime");
@@ -292,8 +306,10 @@ int main(int argc, char** argv) {
     report["live"][std::to_string(n)] = {{"latency", L}, {"wall_s", run.wall_s}, {"real_time", rt},
                                          {"summary", run.summary}};
   }
+  }
 
-  // 3. Skewed routers.
+  // 3. Skewed routers (the spillway: batcher mode only).
+  if (section("skew") && lanes == 0) {
   auto skewed = std::make_shared<moe::acoustic_model>((*model)->manifest(), (*model)->tokens(), (*model)->weights());
   auto& w = const_cast<moe::model_weights&>(skewed->weights());
   const int per_group = skewed->arch().n_routed / skewed->arch().n_groups;
@@ -317,6 +333,7 @@ int main(int argc, char** argv) {
                 s["spilled"].get<double>(), s["rerouted"].get<double>(), s["kept_over_capacity"].get<double>(),
                 s["dropped"].get<double>(), s["pairs"].get<double>());
     report["skew"][policy] = s;
+  }
   }
   if (!json_out.empty()) std::ofstream(json_out) << report.dump(2) << "\n";
   return 0;
