@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 
+#include <caf/scheduler/test_coordinator.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/actor_meter.hpp"
@@ -58,10 +59,15 @@ caf::actor spawn_batcher(self_ptr self, const state_ptr& st) {
   return a;
 }
 
-// Each lane on its own thread: lanes are the engine's compute, one per core.
+// Each lane on its own thread: lanes are the engine's compute, one per core. Under CAF's
+// deterministic test coordinator (tests/actors/lane_kill_test.cpp) a lane is a scheduled actor
+// like every other, so that the test decides the order of every message.
 caf::actor spawn_lane(self_ptr self, const state_ptr& st, std::size_t i) {
-  auto a = self->spawn<caf::detached>(lane_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self),
-                                      static_cast<int32_t>(i));
+  const bool deterministic = dynamic_cast<caf::scheduler::test_coordinator*>(&self->system().scheduler()) != nullptr;
+  auto a = deterministic ? self->spawn(lane_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self),
+                                       static_cast<int32_t>(i))
+                         : self->spawn<caf::detached>(lane_actor, st->res, st->metrics,
+                                                      caf::actor_cast<caf::actor>(self), static_cast<int32_t>(i));
   self->monitor(a);
   return a;
 }
