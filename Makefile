@@ -75,7 +75,7 @@ tsan: setup
 	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(TSAN_CAF) -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DCMAKE_C_FLAGS_DEBUG="-g1 -O1"
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target sluice_actors_tests sluice_net_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
-	  ctest --output-on-failure -j $(JOBS) -R '^(actors|net)/'
+	  ctest --output-on-failure -j $(JOBS) -R '^(actors|net)/' -E '^net/(sip|rtsp)/'
 
 # libFuzzer targets (tests/fuzz), built with clang, ASan and UBSan in their own folder:
 # `make fuzz` runs each for FUZZ_SECONDS, `make fuzz-ci` for FUZZ_CI_SECONDS (what CI does).

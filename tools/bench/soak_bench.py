@@ -239,9 +239,19 @@ def main():
             if len(after) >= 2:
                 first, last = after[0], after[-1]
                 sdrift = {k: (last[k] - first[k]) / first[k] * 100 for k in ("rss_mib", "fds", "threads")}
-                print(f"settled points after warm-up: {[round(s['rss_mib'], 1) for s in after]} MiB\n"
-                      f"settled drift % (first {first['t_s']:.0f} s, last {last['t_s']:.0f} s) {sdrift}")
-                report.update(settled_drift_percent=sdrift)
+                # The trend through every settled point (least squares), as % of their mean per
+                # hour: one point's noise (the arenas' fragmentation at that moment) moves the
+                # first-to-last drift but hardly the slope.
+                ts = [s["t_s"] / 3600 for s in after]
+                rs = [s["rss_mib"] for s in after]
+                mt, mr = sum(ts) / len(ts), sum(rs) / len(rs)
+                slope = sum((t - mt) * (r - mr) for t, r in zip(ts, rs)) / sum((t - mt) ** 2 for t in ts)
+                print(f"settled points after warm-up: {[round(r, 1) for r in rs]} MiB (min {min(rs):.1f}, "
+                      f"max {max(rs):.1f})\n"
+                      f"settled drift % (first {first['t_s']:.0f} s, last {last['t_s']:.0f} s) {sdrift}\n"
+                      f"settled RSS trend {slope:+.2f} MiB/h = {slope / mr * 100:+.2f}% of the mean per hour")
+                report.update(settled_drift_percent=sdrift, settled_trend_mib_per_h=slope,
+                              settled_trend_percent_per_h=slope / mr * 100)
             else:
                 print("settled drift: fewer than two settled points after warm-up")
         elif a.mode == "overload":
