@@ -66,13 +66,17 @@ asan: setup
 # (Beast's io threads). Only those two binaries are built, against a CAF built with TSan
 # (tools/build_tsan_caf.sh: Debian's own CAF 0.17.6 source, fetched through apt and checked by its
 # SHA-256, built once into $(TSAN_CAF)): Debian's libcaf_core.so is not instrumented, and TSan
-# then reports every message between two actors as a race. tests/tsan.supp silences races inside
-# third-party frames only (each entry says why).
+# then reports every message between two actors as a race. The CAF paths are passed explicitly,
+# so a build folder configured against Debian's CAF is pointed at the instrumented one.
+# tests/tsan.supp is for third-party frames only (it has no entries).
 TSAN_CAF ?= build/tsan-caf
+TSAN_CAF_ABS = $(abspath $(TSAN_CAF))
 tsan: setup
-	tools/build_tsan_caf.sh $(TSAN_CAF)
+	tools/build_tsan_caf.sh $(TSAN_CAF_ABS)
 	cmake -S . -B $(TSAN_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_TSAN=ON -DSLUICE_CUDA=OFF \
-	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(TSAN_CAF) -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DCMAKE_C_FLAGS_DEBUG="-g1 -O1"
+	  -DCAF_INCLUDE_DIR=$(TSAN_CAF_ABS)/include -DCAF_CORE_LIBRARY=$(TSAN_CAF_ABS)/lib/libcaf_core.so \
+	  -DCAF_IO_LIBRARY=$(TSAN_CAF_ABS)/lib/libcaf_io.so \
+	  -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DCMAKE_C_FLAGS_DEBUG="-g1 -O1"
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target sluice_actors_tests sluice_net_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
 	  ctest --output-on-failure -j $(JOBS) -R '^(actors|net)/' -E '^net/(sip|rtsp)/'

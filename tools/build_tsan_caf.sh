@@ -40,7 +40,8 @@ want_sha=$(cd "$work/dl" && apt-get "${apt_opts[@]}" source --print-uris "actor-
 [[ -n "$want_sha" ]] || { echo "tsan-caf: Debian's source index has no $orig" >&2; exit 1; }
 # The mirror may lack the small debian.tar.xz (packaging only, not needed for this build):
 # apt then fails after fetching the tarball, which is checked by its hash below either way.
-(cd "$work/dl" && apt-get "${apt_opts[@]}" -qq source --download-only "actor-framework" >/dev/null 2>&1) || true
+(cd "$work/dl" && apt-get "${apt_opts[@]}" -qq source --download-only "actor-framework" >/dev/null) ||
+  echo "tsan-caf: apt-get source failed (above); checking whether the tarball came anyway" >&2
 [[ -f "$work/dl/$orig" ]] || { echo "tsan-caf: could not fetch $orig" >&2; exit 1; }
 got_sha=$(sha256sum "$work/dl/$orig" | cut -d' ' -f1)
 [[ "$got_sha" == "$want_sha" ]] || { echo "tsan-caf: $orig SHA-256 $got_sha, the index says $want_sha" >&2; exit 1; }
@@ -51,9 +52,11 @@ echo "tsan-caf: building libcaf_core and libcaf_io with -fsanitize=thread into $
 # -include limits: receive_buffer.hpp uses std::numeric_limits without including <limits>, which
 # GCC 12's headers no longer pull in indirectly (Debian's packaging patches this; only the
 # upstream tarball is fetched here).
-flags="-fsanitize=thread -O1 -g1 -fno-omit-frame-pointer -include limits"
-cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX="$prefix" \
-  -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" \
+flags="-fsanitize=thread -O1 -g1 -fno-omit-frame-pointer"
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+cmake -S "$src" -B "$work/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX="$prefix" \
+  -DCMAKE_CXX_FLAGS="$flags -include limits" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
   -DCAF_NO_EXAMPLES=yes -DCAF_NO_UNIT_TESTS=yes -DCAF_NO_TOOLS=yes -DCAF_NO_PYTHON=yes \
   -DCAF_NO_OPENCL=yes -DCAF_NO_OPENSSL=yes -DCAF_NO_SUMMARY=yes -DCAF_LOG_LEVEL=QUIET >/dev/null

@@ -309,6 +309,10 @@ int main(int argc, char** argv) {
   }
 
   // 3. Skewed routers (the spillway: batcher mode only).
+  if (section("skew") && lanes != 0) {
+    std::printf("\n== skewed routers: skipped (the spillway serves the batcher: --lanes 0)\n");
+    report["skew"] = "skipped: needs --lanes 0";
+  }
   if (section("skew") && lanes == 0) {
   auto skewed = std::make_shared<moe::acoustic_model>((*model)->manifest(), (*model)->tokens(), (*model)->weights());
   auto& w = const_cast<moe::model_weights&>(skewed->weights());
