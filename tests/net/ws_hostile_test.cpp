@@ -258,17 +258,19 @@ TEST_SUITE("ws hostile") {
     const double departed = snap["summary"]["finals"].get<double>() - 2.0 * static_cast<double>(ref.size());
     CHECK(departed >= 0);
     MESSAGE("finals of the two departed clients: " << departed << " (" << copies * ref.size() << " each in full)");
-    // Each departed client's call ends "client left" with fewer finals than its audio makes in
-    // full: the rest of what it sent was dropped with its channel, not transcribed. (Per client:
-    // how much each got before its departure was read depends on the relative speed of the
-    // network threads and the engine, e.g. under ASan.)
+    // Each departed client's call ends "client left". Its channel was aborted (the counter
+    // above), which drops whatever audio it had not recognized yet (tests/actors/
+    // channel_abort_test.cpp); a server that transcribed on would have ended the channel
+    // instead, and `aborted` would stay 0. How many finals a departed client got is not
+    // asserted: flow control reads its last bytes and the FIN only as the engine catches up,
+    // and the call ends in silence, so on a loaded machine (CI's ASan suite once) the engine can
+    // finish every utterance before the departure is read.
     int departed_calls = 0;
     for (const auto& c : s.server->calls().list()) {
       if (c.end_reason != "client left") continue;
       ++departed_calls;
       REQUIRE(c.channels.size() == 1);
-      CHECK_MESSAGE(c.channels[0].finals.size() < copies * ref.size(),
-                    "a departed client got " << c.channels[0].finals.size() << " finals");
+      MESSAGE("a departed client got " << c.channels[0].finals.size() << " of " << copies * ref.size() << " finals");
     }
     CHECK(departed_calls == 2);
   }
