@@ -5,10 +5,9 @@
 // rows must be as the expert received them.
 #include "tests/actors/engine_test_util.hpp"
 
-#include <caf/scheduler/test_coordinator.hpp>
+#include "tests/actors/deterministic_system.hpp"
 
 #include "actors/batcher_actor.hpp"
-#include "actors/system_config.hpp"
 
 using namespace sluice;
 using namespace sluice::actors;
@@ -52,10 +51,9 @@ TEST_SUITE("aborted step buffers") {
     cfg.engine.expert_shards = 1;
     cfg.engine.overlap = false;
     auto res = test::resources(cfg);
-    engine_system_config sys_cfg;
-    sys_cfg.set("scheduler.policy", caf::atom("testing"));
-    caf::actor_system sys{sys_cfg};
-    auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+    test::deterministic_system det;
+    auto& sys = det.sys;
+    auto& sched = det.sched;
     auto held = std::make_shared<held_blocks>();
     auto expert = sys.spawn(keeping_expert, held);
     auto batcher = sys.spawn(batcher_actor, res, caf::actor{}, caf::actor{});

@@ -4,14 +4,13 @@
 // the end, and together equal the offline forward.
 #include "tests/actors/engine_test_util.hpp"
 
-#include <caf/scheduler/test_coordinator.hpp>
+#include "tests/actors/deterministic_system.hpp"
 
 #include <cmath>
 
 #include "actors/batcher_actor.hpp"
 #include "actors/expert_actor.hpp"
 #include "actors/spillway_actor.hpp"
-#include "actors/system_config.hpp"
 
 using namespace sluice;
 using namespace sluice::actors;
@@ -50,10 +49,9 @@ TEST_SUITE("batcher_order") {
     cfg.engine.report_ms = 1000;
     cfg.engine.max_chunks_per_step = 2;
     auto res = test::resources(cfg);
-    engine_system_config sys_cfg;
-    sys_cfg.set("scheduler.policy", caf::atom("testing"));
-    caf::actor_system sys{sys_cfg};
-    auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+    test::deterministic_system det;
+    auto& sys = det.sys;
+    auto& sched = det.sched;
 
     std::vector<caf::actor> experts;
     for (int32_t s = 0; s < res->placement.n_shards(); ++s) experts.push_back(sys.spawn(expert_actor, res, s, caf::actor{}));

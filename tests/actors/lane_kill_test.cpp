@@ -6,11 +6,10 @@
 // channel get exactly the single-threaded text; both channels drain.
 #include "tests/actors/engine_test_util.hpp"
 
-#include <caf/scheduler/test_coordinator.hpp>
+#include "tests/actors/deterministic_system.hpp"
 
 #include "actors/batcher_actor.hpp"
 #include "actors/supervisor_actor.hpp"
-#include "actors/system_config.hpp"
 
 using namespace sluice;
 using namespace sluice::actors;
@@ -47,10 +46,9 @@ TEST_SUITE("lane kill") {
     cfg.engine.lanes = 2;
     cfg.engine.report_ms = 60000;
     auto res = test::resources(cfg);
-    engine_system_config sys_cfg;
-    sys_cfg.set("scheduler.policy", caf::atom("testing"));
-    caf::actor_system sys{sys_cfg};
-    auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+    test::deterministic_system det;
+    auto& sys = det.sys;
+    auto& sched = det.sched;
 
     std::vector<test::segment_audio> segs[2];
     for (auto& s : test::call_segments()) segs[s.channel].push_back(std::move(s));

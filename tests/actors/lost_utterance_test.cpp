@@ -3,7 +3,7 @@
 // utterance's error to whoever waits for it.
 #include "tests/actors/engine_test_util.hpp"
 
-#include <caf/scheduler/test_coordinator.hpp>
+#include "tests/actors/deterministic_system.hpp"
 
 #include "actors/batcher_actor.hpp"
 #include "actors/channel_actor.hpp"
@@ -93,10 +93,9 @@ TEST_SUITE("lost utterances") {
     auto good = test::resources(cfg);
     auto doctored = std::make_shared<engine_resources>(*good);
     doctored->window = moe::attention_window{good->window.chunk_frames, -2};  // left_chunks < -1: refused
-    engine_system_config sys_cfg;
-    sys_cfg.set("scheduler.policy", caf::atom("testing"));
-    caf::actor_system sys{sys_cfg};
-    auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler());
+    test::deterministic_system det;
+    auto& sys = det.sys;
+    auto& sched = det.sched;
     auto batcher = sys.spawn(batcher_actor, std::shared_ptr<const engine_resources>(doctored), caf::actor{}, caf::actor{});
     const auto segs = test::call_segments();
     auto out = std::make_shared<std::vector<logits_chunk>>();
