@@ -356,6 +356,40 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
   }
 }
 
+// Half h's block buffers (a lane sends no token block: none), each holding the largest block a
+// step of n tokens can make (all its tokens on one shard): what a block gets then depends on
+// the step's size, never on where its tokens were routed, so repeated steps allocate nothing.
+// `write`: each buffer is also written once, so its pages are resident ([engine] preallocate).
+void size_slots(const state_ptr& st, half& h, int64_t n_tokens, bool write) {
+  const auto n_blocks = st->local ? std::size_t{0} : static_cast<std::size_t>(st->res->placement.n_shards() + 1);
+  if (h.slots.size() != n_blocks) {
+    h.slots.clear();
+    for (std::size_t b = 0; b < n_blocks; ++b) h.slots.push_back(fresh_block());
+  }
+  const auto& arch = st->res->model->arch();
+  const auto n = static_cast<std::size_t>(n_tokens);
+  const auto values = n * static_cast<std::size_t>(arch.d_model), pairs = n * static_cast<std::size_t>(arch.top_k);
+  auto grow = [write](auto& v, std::size_t k) {
+    if (write && v.size() < k) {
+      v.resize(k);  // written: resident
+      v.clear();    // the capacity stays
+    } else {
+      v.reserve(k);
+    }
+  };
+  for (auto& m : h.slots) {
+    const auto cap0 = capacity_of(m);
+    grow(m.block->rows, values);
+    grow(m.block->pair_row, pairs);
+    grow(m.block->pair_expert, pairs);
+    grow(m.block->pair_weight, pairs);
+    grow(m.fp8->q, values);
+    grow(m.fp8->scales, n * (static_cast<std::size_t>(arch.d_model) / moe::fp8_group_size() + 1));
+    grow(m.reply->out, values);
+    if (capacity_of(m) > cap0) ++st->pool_growths;
+  }
+}
+
 bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<stream_key>& keys) {
   auto& h = st->halves[hi];
   const auto now = clock::now();
@@ -368,34 +402,10 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
     st->meter.histogram(latency_key::queue_wait).add(ms_since(e.ready_since, now));
     h.streams.push_back(e.state.get());
   }
-  // A lane sends no token block: no block buffers.
-  const auto n_blocks = st->local ? std::size_t{0} : static_cast<std::size_t>(st->res->placement.n_shards() + 1);
-  if (h.slots.size() != n_blocks) {
-    h.slots.clear();
-    for (std::size_t b = 0; b < n_blocks; ++b) h.slots.push_back(fresh_block());
-  }
-  h.failed_over.assign(n_blocks, 0);
-  // Every block's buffers hold the largest block a step of this size can make (all its tokens
-  // on one shard), at least the token budget's: what a block gets then depends on the step's
-  // size, never on where its tokens were routed, so repeated steps allocate nothing.
-  {
-    const auto& arch = st->res->model->arch();
-    int64_t tokens = 0;
-    for (auto* s : h.streams) tokens += s->step_frames(st->res->cfg.engine.max_chunks_per_step);
-    const auto n = static_cast<std::size_t>(std::max<int64_t>(tokens, st->res->cfg.engine.token_budget));
-    const auto values = n * static_cast<std::size_t>(arch.d_model), pairs = n * static_cast<std::size_t>(arch.top_k);
-    for (auto& m : h.slots) {
-      const auto cap0 = capacity_of(m);
-      m.block->rows.reserve(values);
-      m.block->pair_row.reserve(pairs);
-      m.block->pair_expert.reserve(pairs);
-      m.block->pair_weight.reserve(pairs);
-      m.fp8->q.reserve(values);
-      m.fp8->scales.reserve(n * (static_cast<std::size_t>(arch.d_model) / moe::fp8_group_size() + 1));
-      m.reply->out.reserve(values);
-      if (capacity_of(m) > cap0) ++st->pool_growths;
-    }
-  }
+  int64_t tokens = 0;
+  for (auto* s : h.streams) tokens += s->step_frames(st->res->cfg.engine.max_chunks_per_step);
+  size_slots(st, h, std::max<int64_t>(tokens, st->res->cfg.engine.token_budget), false);
+  h.failed_over.assign(h.slots.size(), 0);
   if (auto ok = h.mb->begin(h.streams, st->res->cfg.engine.max_chunks_per_step); !ok) {
     h.busy = true;
     abort_half(self, st, hi, ok.error().message);
@@ -553,6 +563,14 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
   st->shard_after.assign(static_cast<std::size_t>(res->placement.n_shards() + 64 + 1), 0);
   for (int i = 0; i < n_halves; ++i)
     st->halves[i].mb = std::make_unique<moe::micro_batch>(*res->model, i, res->compute);
+  if (res->cfg.engine.preallocate) {
+    const auto bounds = res->largest_step();
+    for (auto& h : st->halves) {
+      if (st->local) st->local->preallocate(*h.mb, bounds, res->window);
+      else h.mb->preallocate(bounds, res->window);
+      size_slots(st, h, bounds.tokens, true);
+    }
+  }
   self->set_down_handler([self, st](caf::down_msg& dm) {
     // A channel went away: its streams are forgotten (those in a step once the step ends).
     st->monitored.erase(dm.source);

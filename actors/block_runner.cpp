@@ -1,6 +1,7 @@
 #include "actors/block_runner.hpp"
 
 #include "moe/block_codec.hpp"
+#include "moe/routed_experts.hpp"
 
 namespace sluice::actors {
 
@@ -29,6 +30,10 @@ result<void> block_runner::run(block_msg& m) {
   ++blocks_;
   rows_ += b.n_rows();
   return {};
+}
+
+void block_runner::preallocate(const moe::architecture& arch, int64_t pairs) {
+  moe::preallocate_experts(arch, pairs, ws_);
 }
 
 std::vector<int64_t> block_runner::take_pairs() {

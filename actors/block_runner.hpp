@@ -24,6 +24,10 @@ class block_runner {
   void reshard(moe::expert_shard shard) { shard_ = std::move(shard); }
   const moe::expert_shard& shard() const { return shard_; }
 
+  /// Commits the workspace for blocks of up to `pairs` pairs of `arch`'s experts
+  /// (preallocation: such blocks then neither allocate nor touch new memory).
+  void preallocate(const moe::architecture& arch, int64_t pairs);
+
   /// errc::invalid_argument (reply untouched) for a malformed block or FP8 payload, or one
   /// naming an expert the shard does not hold.
   result<void> run(block_msg& m);

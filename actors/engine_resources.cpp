@@ -1,4 +1,7 @@
 #include "actors/engine_resources.hpp"
+
+#include <algorithm>
+
 #include "actors/punct_hook.hpp"
 
 #include <filesystem>
@@ -57,6 +60,14 @@ result<std::shared_ptr<const engine_resources>> engine_resources::create(
   for (const auto& e : report.errors) spdlog::error("tenants: {}", e.message);
   if (!report.loaded.empty()) spdlog::info("tenants: {} loaded from {}", report.loaded.size(), cfg.postproc.tenants_dir);
   return std::shared_ptr<const engine_resources>(std::move(res));
+}
+
+moe::step_bounds engine_resources::largest_step() const {
+  const int64_t chunk = window.chunk_frames, budget = cfg.engine.token_budget;
+  // stream_state::step_frames: at most max_chunks_per_step chunks; without chunks, everything
+  // ready, which only the budget bounds (a longer utterance grows the buffers past it).
+  const int64_t stream = chunk > 0 ? int64_t{cfg.engine.max_chunks_per_step} * chunk : budget;
+  return moe::step_bounds{std::max(budget, stream), stream, placement.n_shards() + 1};
 }
 
 }  // namespace sluice::actors

@@ -21,6 +21,7 @@
 #include "moe/postproc/postprocessor.hpp"
 #include "moe/postproc/tenant_store.hpp"
 #include "moe/recognizer/recognizer_resources.hpp"
+#include "moe/workspace.hpp"
 
 namespace sluice::actors {
 
@@ -53,6 +54,11 @@ struct engine_resources {
   static result<std::shared_ptr<const engine_resources>> create(const config::sluice_config& cfg,
                                                                 std::shared_ptr<const moe::acoustic_model> model,
                                                                 bool use_lm = true);
+
+  /// The largest micro-batch the batcher makes ([engine] preallocate): token_budget tokens
+  /// (more only when one stream's step alone is longer), a stream's step of at most
+  /// max_chunks_per_step chunks, the expert shards plus the overflow block.
+  moe::step_bounds largest_step() const;
 };
 
 }  // namespace sluice::actors

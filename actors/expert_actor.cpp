@@ -24,7 +24,8 @@ void add_pair_counts(actor_meter& meter, const std::vector<int64_t>& pairs, int6
 }  // namespace
 
 caf::behavior expert_actor_for(caf::event_based_actor* self, std::shared_ptr<const moe::acoustic_model> model,
-                               moe::expert_placement placement, int32_t shard, caf::actor metrics, int report_ms) {
+                               moe::expert_placement placement, int32_t shard, caf::actor metrics, int report_ms,
+                               int64_t preallocate_pairs) {
   auto created = moe::expert_shard::create(*model, placement, shard);
   if (!created) {
     spdlog::get("actors") ? spdlog::get("actors")->error("expert/{}: {}", shard, created.error().message)
@@ -41,6 +42,7 @@ caf::behavior expert_actor_for(caf::event_based_actor* self, std::shared_ptr<con
   };
   auto st = std::make_shared<state>(state{model, block_runner(std::move(*created), arch.n_layers, arch.n_routed),
                                           actor_meter("expert/" + std::to_string(shard), "expert")});
+  if (preallocate_pairs > 0) st->runner.preallocate(arch, preallocate_pairs);
   if (metrics) self->send(self, report_atom::value);
   const auto n_experts = static_cast<int64_t>(arch.n_routed);
   return {
@@ -67,7 +69,10 @@ caf::behavior expert_actor_for(caf::event_based_actor* self, std::shared_ptr<con
 
 caf::behavior expert_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res, int32_t shard,
                            caf::actor metrics) {
-  return expert_actor_for(self, res->model, res->placement, shard, std::move(metrics), res->cfg.engine.report_ms);
+  // A block holds at most a step's pairs (capacity bounds it only under the spill policies).
+  const int64_t pairs = res->cfg.engine.preallocate ? res->largest_step().tokens * res->model->arch().top_k : 0;
+  return expert_actor_for(self, res->model, res->placement, shard, std::move(metrics), res->cfg.engine.report_ms,
+                          pairs);
 }
 
 }  // namespace sluice::actors

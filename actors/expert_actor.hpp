@@ -21,8 +21,10 @@ namespace sluice::actors {
 caf::behavior expert_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res, int32_t shard,
                            caf::actor metrics);
 
-/// The same actor for a shard of an arbitrary placement (tests, remote shards).
+/// The same actor for a shard of an arbitrary placement (tests, remote shards);
+/// `preallocate_pairs` > 0: its workspace is committed for blocks of that many pairs.
 caf::behavior expert_actor_for(caf::event_based_actor* self, std::shared_ptr<const moe::acoustic_model> model,
-                               moe::expert_placement placement, int32_t shard, caf::actor metrics, int report_ms);
+                               moe::expert_placement placement, int32_t shard, caf::actor metrics, int report_ms,
+                               int64_t preallocate_pairs);
 
 }  // namespace sluice::actors

@@ -97,6 +97,23 @@ void segment_attention(const compute_ctx& ctx, const architecture& arch, const a
 
 }  // namespace
 
+void preallocate_attention(const architecture& arch, attention_window w, const step_bounds& b, workspace& ws) {
+  const int64_t d = arch.d_model, dh = arch.head_dim(), n = b.stream_frames;
+  ws.commit(ws.qkv, b.tokens * 3 * d);
+  ws.commit(ws.att, b.tokens * d);
+  ws.commit(ws.rope.inv_freq, dh / 2);
+  for (auto* v : {&ws.rope.cos2, &ws.rope.sin2, &ws.rope.cos2_q, &ws.rope.sin2_q}) ws.commit(*v, b.tokens * dh);
+  // One stream's keys in segment_attention: what its cache keeps, then this step's frames;
+  // a query block is at most a chunk (full_attention_block without chunks) and sees at most
+  // its own chunk and left_chunks before it.
+  const bool bounded = w.chunk_frames > 0 && w.left_chunks >= 0;
+  const int64_t total = (bounded ? int64_t{w.left_chunks} * w.chunk_frames : 0) + n;
+  const int64_t nq = std::min<int64_t>(w.chunk_frames > 0 ? w.chunk_frames : full_attention_block, n);
+  const int64_t nk = bounded ? std::min<int64_t>(total, int64_t{w.left_chunks + 1} * w.chunk_frames) : total;
+  ws.commit(ws.keys_t, dh * total);
+  ws.commit(ws.scores, nq * nk);
+}
+
 void make_rope_table(std::span<const attention_segment> segs, int64_t n_rows, int head_dim, double base,
                      workspace& ws) {
   // model.py computes every step in f32; so do we, so that angles at large positions agree.

@@ -18,6 +18,7 @@
 namespace sluice::moe {
 
 struct workspace;
+struct step_bounds;
 
 struct attention_window {
   int chunk_frames = 0;  ///< 0: full attention
@@ -50,6 +51,12 @@ struct attention_segment {
   kv_cache* cache = nullptr;  ///< the stream's cache of this layer
   int64_t keep = 0;         ///< frames the cache keeps afterwards (< 0: all)
 };
+
+/// Commits ws's attention and RoPE buffers for the largest step of `bounds` whose streams
+/// attend through `window`. With an unbounded window (left_chunks < 0) a stream's keys grow
+/// with its utterance: they are committed for one step's frames only.
+void preallocate_attention(const architecture& arch, attention_window window, const step_bounds& bounds,
+                           workspace& ws);
 
 /// ws.rope for the rows of `segs` (n_rows in all), as model.py's rope_tables in f32:
 /// angle = pos * base^(-2i / head_dim).

@@ -7,6 +7,14 @@
 
 namespace sluice::moe {
 
+void preallocate_dispatch(const architecture& arch, const step_bounds& bounds, dispatch_plan& plan, workspace& ws) {
+  const int64_t pairs = bounds.tokens * arch.top_k;
+  for (auto* v : {&plan.expert, &plan.block, &plan.overflow, &ws.pair_rank}) ws.commit(*v, pairs);
+  ws.commit(plan.weight, pairs);
+  ws.commit(plan.load, bounds.blocks);  // shards + 1
+  ws.commit(ws.expert_full, arch.n_routed);
+}
+
 void assign_to_shards(const routing& r, const expert_placement& placement, int layer, int64_t capacity,
                       dispatch_plan& plan, workspace& ws) {
   const int64_t pairs = r.n * r.top_k;

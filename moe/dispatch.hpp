@@ -15,6 +15,7 @@
 namespace sluice::moe {
 
 struct workspace;
+struct step_bounds;
 
 /// No capacity limit on a shard.
 inline constexpr int64_t unlimited_capacity = std::numeric_limits<int64_t>::max();
@@ -57,6 +58,9 @@ struct dispatch_plan {
 
   int32_t overflow_block() const { return n_shards; }
 };
+
+/// Commits `plan` and ws's dispatch buffers for the largest step of `bounds` (preallocation).
+void preallocate_dispatch(const architecture& arch, const step_bounds& bounds, dispatch_plan& plan, workspace& ws);
 
 /// Sends each pair of `r` (routing of `layer`) to the shard `placement` gives its expert, at
 /// most `capacity` (>= 0) pairs per shard. A shard asked for more keeps the pairs with the

@@ -79,6 +79,15 @@ void frontend::accept(const compute_ctx& ctx, const float* fbank, int64_t n_fram
 
 int64_t frontend::ready() const { return subsampled_length(rows_); }
 
+void preallocate_frontend(const architecture& a, workspace& ws) {
+  // conv_block's largest call: block_frames subsampled frames, as there.
+  const int64_t c = a.conv_channels, f1 = a.conv1_bins(), f2 = a.conv2_bins(), n = block_frames;
+  const int64_t rows1 = stride * n + 1;
+  ws.commit(ws.im2col, std::max(rows1 * f1 * taps, n * f2 * taps * c));
+  ws.commit(ws.conv1_out, rows1 * f1 * c);
+  ws.commit(ws.conv2_out, n * f2 * c);
+}
+
 void frontend::take(const compute_ctx& ctx, int64_t n, float* x, float* acoustic, workspace& ws) {
   const int64_t d = model_->arch().d_model;
   constexpr int64_t nd = n_descriptors;

@@ -27,6 +27,9 @@ int64_t subsampled_length(int64_t n_frames);
 /// normalised mel powers / log(n_mels).
 inline constexpr int n_descriptors = 4;
 
+/// Commits ws's frontend buffers for conv_block's largest call (preallocation).
+void preallocate_frontend(const architecture& arch, workspace& ws);
+
 class frontend {
  public:
   /// `model` must outlive this object.

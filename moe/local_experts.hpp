@@ -23,9 +23,14 @@ class local_experts {
   /// Runs every remaining layer of `mb` (begun: phase dense or output) and finish(), using
   /// mb's workspace for the experts too. `after_layer(layer)`, when set, is called after each
   /// layer ends (mb.hidden() is then the layer's output, mb.route() its routing).
+  /// Preallocates mb (micro_batch::preallocate), this object's block and reply, and mb's
+  /// workspace for the experts, for the largest step of `bounds`: one block holds all pairs.
+  void preallocate(micro_batch& mb, const step_bounds& bounds, attention_window window);
+
   result<void> run(micro_batch& mb, const std::function<void(int layer)>& after_layer = {});
 
  private:
+  const acoustic_model* model_;
   expert_placement placement_;
   expert_shard experts_;
   token_block block_;

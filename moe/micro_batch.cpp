@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "moe/frontend.hpp"
+#include "moe/routed_experts.hpp"
+
 namespace sluice::moe {
 namespace {
 
@@ -263,6 +266,28 @@ result<void> micro_batch::finish() {
   for (auto* s : streams_) s->in_step_ = false;
   phase_ = phase::done;
   return {};
+}
+
+void micro_batch::preallocate(const step_bounds& b, attention_window window) {
+  const auto& a = model_->arch();
+  const int64_t n = b.tokens, pairs = n * a.top_k;
+  // The engine steps only streams with frames ready: at most one stream per token.
+  ws_->commit(streams_, n);
+  ws_->commit(attention_segs_, n);
+  ws_->commit(context_segs_, n);
+  streams_.clear();  // n_streams() is its size
+  for (auto* v : {&x_, &xn_, &delta_, &routed_}) ws_->commit(*v, n * d_);
+  ws_->commit(acoustic_, n * a.n_acoustic);
+  ws_->commit(logits_, n * a.vocab_size);
+  for (auto* v : {&row_begin_, &pair_begin_}) ws_->commit(*v, b.blocks + 1);
+  for (auto* v : {&row_cursor_, &pair_cursor_}) ws_->commit(*v, b.blocks);
+  ws_->commit(replied_, b.blocks);
+  // A token's pairs in different blocks are different rows: rows <= pairs.
+  for (auto* v : {&row_token_, &block_pair_, &pair_row_}) ws_->commit(*v, pairs);
+  preallocate_frontend(a, *ws_);
+  preallocate_attention(a, window, b, *ws_);
+  preallocate_dense(a, b, *ws_);
+  preallocate_dispatch(a, b, plan_, *ws_);
 }
 
 micro_batch::~micro_batch() { abort(); }

@@ -62,6 +62,13 @@ class micro_batch {
   micro_batch(micro_batch&&) = default;
   micro_batch& operator=(micro_batch&&) = default;
 
+  /// Sizes and writes every buffer of the object and its workspace for the largest step of
+  /// `bounds` over streams that attend through `window` (the engine: token_budget tokens, the
+  /// most one stream steps, the shards plus the overflow block), so such steps neither
+  /// allocate nor touch new memory. The experts' buffers are not included (local_experts,
+  /// preallocate_experts). Only while no step is in progress; costs memory, not time.
+  void preallocate(const step_bounds& bounds, attention_window window);
+
   /// Gives up the step in progress (an expert reply never came, an actor died): every lent
   /// stream is released and reset, since its caches may already hold part of this step; its
   /// current utterance is lost and its owner must report that. No-op when no step is running.

@@ -33,6 +33,20 @@ void causal_context(const float* y, int64_t n, int64_t d, int ctx_frames, contex
   cache.n = keep;
 }
 
+void preallocate_dense(const architecture& arch, const step_bounds& b, workspace& ws) {
+  const int64_t n = b.tokens;
+  ws.commit(ws.shared_hidden, n * 2 * arch.shared_hidden);
+  ws.commit(ws.context, n * arch.d_model);
+  routing& r = ws.route;
+  ws.commit(r.group_scores, n * arch.n_groups);
+  ws.commit(r.expert_scores, n * arch.n_routed);
+  ws.commit(r.groups, n * arch.top_groups);
+  ws.commit(r.experts, n * arch.top_k);
+  ws.commit(r.weights, n * arch.top_k);
+  ws.commit(ws.select_g, arch.n_groups);
+  ws.commit(ws.select_e, arch.n_routed);
+}
+
 void moe_dense_forward(const compute_ctx& ctx, const moe_weights& w, const architecture& arch,
                        std::span<const context_segment> segs, const float* y, const float* acoustic, int64_t n_rows,
                        float* shared_out, workspace& ws) {

@@ -15,6 +15,7 @@
 namespace sluice::moe {
 
 struct workspace;
+struct step_bounds;
 
 /// The LayerNormed hidden states of the last frames before the current run, for the causal
 /// context mean (at most ctx_frames - 1 rows). Per stream and layer. The buffer never
@@ -38,6 +39,10 @@ struct context_segment {
 /// For y f32 [n_rows, D] (ln2 output of every stream's rows) and acoustic f32 [n_rows,
 /// n_acoustic]: shared_out f32 [n_rows, D] = the shared experts' sum, and ws.route = the
 /// routing of every row (each segment's context mean read with its own cache).
+/// Commits ws's buffers of moe_dense_forward and route_tokens (shared experts, context,
+/// routing) for `bounds.tokens` rows (preallocation).
+void preallocate_dense(const architecture& arch, const step_bounds& bounds, workspace& ws);
+
 void moe_dense_forward(const compute_ctx& ctx, const moe_weights& w, const architecture& arch,
                        std::span<const context_segment> segs, const float* y, const float* acoustic, int64_t n_rows,
                        float* shared_out, workspace& ws);

@@ -19,6 +19,15 @@ void sort_pairs_by_expert(const int32_t* expert, int64_t n_pairs, int64_t n_expe
   for (int64_t p = 0; p < n_pairs; ++p) ws.pair_order[ws.cursor[expert[p]]++] = static_cast<int32_t>(p);
 }
 
+void preallocate_experts(const architecture& arch, int64_t pairs, workspace& ws) {
+  ws.commit(ws.expert_offsets, arch.n_routed + 1);
+  ws.commit(ws.cursor, arch.n_routed);
+  ws.commit(ws.pair_order, pairs);
+  ws.commit(ws.gathered, pairs * arch.d_model);
+  ws.commit(ws.hidden, pairs * 2 * arch.expert_hidden);
+  ws.commit(ws.expert_out, pairs * arch.d_model);
+}
+
 void swiglu_forward(const compute_ctx& ctx, bool small, const float* gate_up, const float* down, int64_t d,
                     int64_t hidden, const float* x, int64_t m, float* h, float* out, bool accumulate) {
   // Gate and up products into two contiguous halves of h, so one silu_mul covers them.

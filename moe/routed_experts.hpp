@@ -9,16 +9,22 @@
 #include <vector>
 
 #include "moe/compute.hpp"
+#include "moe/model_manifest.hpp"
 #include "moe/model_weights.hpp"
 
 namespace sluice::moe {
 
 struct workspace;
+struct step_bounds;
 
 /// Counting sort of n_pairs pairs by expert (each expert[p] in [0, n_experts)), stable:
 /// ws.expert_offsets [n_experts + 1] (expert e owns slots [offsets[e], offsets[e + 1])) and
 /// ws.pair_order [n_pairs] (the pair in each slot).
 void sort_pairs_by_expert(const int32_t* expert, int64_t n_pairs, int64_t n_experts, workspace& ws);
+
+/// Commits ws's buffers of grouped_experts_forward for blocks of up to `pairs` pairs of
+/// `arch`'s experts (preallocation).
+void preallocate_experts(const architecture& arch, int64_t pairs, workspace& ws);
 
 /// out f32 [n_rows, D] = for each row, the sum over its pairs of weight * expert(row), for
 /// rows f32 [n_rows, D] and pairs (pair_row, pair_expert, pair_weight: [n_pairs] each, rows

@@ -4,6 +4,11 @@
 /// counted, so tests (and the engine's metrics) can check that repeated steps of the same
 /// shapes stop allocating. One per micro-batch, stream or expert actor; never shared between
 /// threads.
+///
+/// The engine preallocates (the preallocate_* functions, micro_batch::preallocate): every
+/// buffer is sized and written once for the largest step the configuration allows
+/// (step_bounds), so that neither the heap nor the resident memory creeps up under load as
+/// ever larger steps come by.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +18,15 @@
 #include "moe/routing.hpp"
 
 namespace sluice::moe {
+
+/// The largest step a workspace serves without growing: at most `tokens` subsampled frames in
+/// all, at most `stream_frames` of them from one stream, cut into at most `blocks` token
+/// blocks (shards plus the overflow block).
+struct step_bounds {
+  int64_t tokens = 0;
+  int64_t stream_frames = 0;
+  int32_t blocks = 1;
+};
 
 struct workspace {
   // frontend convolutions
@@ -39,6 +53,13 @@ struct workspace {
   T* scratch(std::vector<T>& v, std::size_t n) {
     if (v.size() < n) fit(v, n);
     return v.data();
+  }
+
+  /// v holds at least n values now, each written once: its pages are resident from here on,
+  /// so later growth within them touches no new memory. For preallocation.
+  template <class T>
+  void commit(std::vector<T>& v, std::size_t n) {
+    if (v.size() < n) fit(v, n);
   }
 
   /// v resized to exactly n values (the first min(old size, n) kept).

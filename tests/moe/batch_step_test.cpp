@@ -11,6 +11,7 @@
 #include "moe/acoustic_stream.hpp"
 #include "moe/forward.hpp"
 #include "moe/micro_batch.hpp"
+#include "moe/routed_experts.hpp"
 #include "tests/moe/batch_test_util.hpp"
 #include "tests/moe/model_test_util.hpp"
 
@@ -222,6 +223,69 @@ TEST_SUITE("batch") {
                        << " in a replay; of the expert shards " << first.shards[warm_up] << ", "
                        << first.shards.back() - first.shards[warm_up] << ", "
                        << again.shards.back() - first.shards.back());
+    }
+  }
+
+  TEST_CASE("preallocated for the largest step: steps up to it grow no buffer, under every overflow policy") {
+    auto model = test::tiny_model();
+    const auto& arch = model->arch();
+    const auto& sw = model->manifest().streaming;
+    const attention_window window{sw.chunk_frames, sw.left_chunks};
+    const int64_t mels = arch.n_mels, chunk = sw.chunk_frames, max_chunks = 4, n_streams = 5;
+    const int32_t n_shards = 4;
+    // What the engine derives from its config (engine_resources::largest_step).
+    const step_bounds bounds{n_streams * max_chunks * chunk, max_chunks * chunk, n_shards + 1};
+    const int64_t pairs = bounds.tokens * arch.top_k;
+    const auto fbanks = test::five_fbanks(mels);
+    REQUIRE(fbanks.size() == static_cast<std::size_t>(n_streams));
+    for (auto policy : {overflow_policy::spill, overflow_policy::reroute_spill, overflow_policy::keep,
+                        overflow_policy::reroute}) {
+      CAPTURE(static_cast<int>(policy));
+      auto streams = test::make_streams(*model, fbanks);
+      shard_set ex(*model, *expert_placement::contiguous(arch, n_shards));
+      ex.policy = policy;
+      ex.capacity = pairs / n_shards / 4;  // well under a fair share: every step overflows
+      micro_batch mb(*model);
+      mb.preallocate(bounds, window);
+      for (auto& w : ex.ws) preallocate_experts(arch, pairs, w);
+      // The message buffers, sized as the batcher sizes its block slots.
+      ex.block.rows.reserve(static_cast<std::size_t>(bounds.tokens * arch.d_model));
+      for (auto* v : {&ex.block.pair_row, &ex.block.pair_expert}) v->reserve(static_cast<std::size_t>(pairs));
+      ex.block.pair_weight.reserve(static_cast<std::size_t>(pairs));
+      for (auto& r : ex.replies) r.out.reserve(static_cast<std::size_t>(bounds.tokens * arch.d_model));
+      const int64_t mb0 = mb.growths(), ex0 = ex.growths();
+      CHECK(mb0 > 0);  // preallocation itself did size the buffers
+
+      // Each stream gets twice max_chunks chunks of input per step (4 input frames per output
+      // frame), then its end: a backlog builds, so steps take the most, max_chunks chunks of each.
+      int64_t largest = 0, over = 0, steps = 0;
+      std::vector<int64_t> at(streams.size(), 0);
+      for (; steps < 1000; ++steps) {
+        std::vector<stream_state*> states;
+        for (std::size_t i = 0; i < streams.size(); ++i) {
+          auto& s = streams[i];
+          const int64_t frames = static_cast<int64_t>(s.fbank.size()) / mels;
+          const int64_t n = std::min(frames - at[i], 2 * 4 * max_chunks * chunk);
+          if (n > 0) REQUIRE(s.state.accept_fbank(s.fbank.data() + at[i] * mels, n).has_value());
+          at[i] += n;
+          if (at[i] == frames && !s.state.finished()) REQUIRE(s.state.finish().has_value());
+          if (s.state.ready_frames() > 0) states.push_back(&s.state);
+        }
+        if (states.empty()) break;
+        REQUIRE(mb.begin(states, max_chunks).has_value());
+        REQUIRE(mb.n_tokens() <= bounds.tokens);
+        largest = std::max(largest, mb.n_tokens());
+        test::run_all_layers(mb, ex);
+        over += mb.step_stats().over_capacity;
+      }
+      REQUIRE(steps < 1000);
+      CHECK(largest == bounds.tokens);  // the largest step did come by
+      CHECK(over > 0);                  // and the overflow paths ran
+      CHECK(mb.growths() == mb0);
+      CHECK(ex.growths() == ex0);
+      MESSAGE("policy " << static_cast<int>(policy) << ": " << steps << " steps, largest " << largest << " tokens, "
+                        << over << " pairs over capacity; growths after preallocation: micro-batch "
+                        << mb.growths() - mb0 << ", shards " << ex.growths() - ex0);
     }
   }
 
