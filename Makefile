@@ -14,7 +14,7 @@ FUZZ_CI_SECONDS ?= 25
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SAMPLE    ?= tests/data/sample_call_8k_mulaw_stereo.wav
 
-.PHONY: all setup build debug run test asan tsan fuzz-build fuzz fuzz-ci ci bench clean
+.PHONY: all setup build debug run test asan tsan tsan-build tsan-test fuzz-build fuzz fuzz-ci ci bench clean
 
 all: build
 
@@ -71,13 +71,18 @@ asan: setup
 # tests/tsan.supp is for third-party frames only (it has no entries).
 TSAN_CAF ?= build/tsan-caf
 TSAN_CAF_ABS = $(abspath $(TSAN_CAF))
-tsan: setup
+# `make tsan` is tsan-build then tsan-test (CI runs them as two steps).
+tsan: tsan-test
+
+tsan-build: setup
 	tools/build_tsan_caf.sh $(TSAN_CAF_ABS)
 	cmake -S . -B $(TSAN_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_TSAN=ON -DSLUICE_CUDA=OFF \
 	  -DCAF_INCLUDE_DIR=$(TSAN_CAF_ABS)/include -DCAF_CORE_LIBRARY=$(TSAN_CAF_ABS)/lib/libcaf_core.so \
 	  -DCAF_IO_LIBRARY=$(TSAN_CAF_ABS)/lib/libcaf_io.so \
 	  -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DCMAKE_C_FLAGS_DEBUG="-g1 -O1"
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target sluice_actors_tests sluice_net_tests
+
+tsan-test: tsan-build
 	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
 	  ctest --output-on-failure -j $(JOBS) -R '^(actors|net)/' -E '^net/(sip|rtsp)/'
 

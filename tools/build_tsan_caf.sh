@@ -55,6 +55,9 @@ echo "tsan-caf: building libcaf_core and libcaf_io with -fsanitize=thread into $
 flags="-fsanitize=thread -O1 -g1 -fno-omit-frame-pointer"
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
+# Through ccache when there is one, as the rest of the tree: a second clean build of the same
+# source in the same place (CI) is then mostly cache hits.
+command -v ccache >/dev/null && gen+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 cmake -S "$src" -B "$work/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX="$prefix" \
   -DCMAKE_CXX_FLAGS="$flags -include limits" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \

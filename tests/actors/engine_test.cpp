@@ -453,6 +453,46 @@ TEST_SUITE("engine") {
       CHECK(g2 == g1);
     }
   }
+
+  TEST_CASE("[engine] preallocate: no buffer of the batcher, experts or spillway grows after start-up") {
+    const auto& ref = reference();
+    for (bool preallocate : {true, false}) {
+      CAPTURE(preallocate);
+      auto cfg = test::base_config();
+      cfg.engine.preallocate = preallocate;
+      auto e = engine::start(test::resources(cfg));
+      caf::scoped_actor self{e->system()};
+      const auto s0 = snapshot_after_reports(*e);
+      // Every segment at once on its own channel (the widest steps), then one at a time.
+      for (const auto& s : ref.segments) {
+        auto a = test::open_ok(*e, self);
+        self->send(a.handle, segment_atom::value, s.samples, s.start_sample);
+        self->send(a.handle, end_atom::value);
+      }
+      REQUIRE_FALSE(collect(self, ref.segments.size()).timed_out);
+      for (const auto& s : ref.segments) {
+        auto a = test::open_ok(*e, self);
+        self->send(a.handle, segment_atom::value, s.samples, s.start_sample);
+        self->send(a.handle, end_atom::value);
+        REQUIRE_FALSE(collect(self, 1).timed_out);
+      }
+      const auto s1 = snapshot_after_reports(*e);
+      double grown = 0;
+      for (const std::string actor : {"batcher", "expert/0", "expert/1", "spillway/0"}) {
+        CAPTURE(actor);
+        const double g0 = gauge_of(s0, actor, "buffer_growths"), g1 = gauge_of(s1, actor, "buffer_growths");
+        REQUIRE(g0 >= 0);  // reported (-1: no such gauge)
+        if (preallocate) {
+          CHECK(g1 == g0);
+          CHECK(g0 > 0);  // sized at start-up
+        }
+        grown += g1 - g0;
+      }
+      // Without preallocation the same traffic does grow buffers: the gauges see growth.
+      if (!preallocate) CHECK(grown > 0);
+      MESSAGE("preallocate " << preallocate << ": buffer growths after start-up " << grown);
+    }
+  }
 }
 
 TEST_SUITE("engine") {
