@@ -84,7 +84,7 @@ tsan-build: setup
 
 tsan-test: tsan-build
 	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
-	  ctest --output-on-failure -j $(JOBS) -R '^(actors|net)/' -E '^net/(sip|rtsp)/'
+	  ctest --output-on-failure --timeout 900 -j $(JOBS) -R '^(actors|net)/' -E '^net/(sip|rtsp)/'
 
 # libFuzzer targets (tests/fuzz), built with clang, ASan and UBSan in their own folder:
 # `make fuzz` runs each for FUZZ_SECONDS, `make fuzz-ci` for FUZZ_CI_SECONDS (what CI does).

@@ -350,8 +350,13 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
     st->meter.count("rows_sent", static_cast<double>(m.encoding == block_encoding::f32 ? m.block->n_rows()
                                                                                        : m.fp8->q.size() / m.block->d));
     const bool overflow = b == shards;
-    const caf::actor& dest = overflow ? st->spillways[static_cast<std::size_t>(layer) % n_spill]
-                                      : st->experts[static_cast<std::size_t>(b)];
+    // A shard whose expert failed earlier in this step goes on to the spillway that stood in for
+    // it (on_block_error): until the supervisor's replacement arrives the old actor is dead, and
+    // a second failure of the block would give the whole step up.
+    const caf::actor& dest =
+        overflow                               ? st->spillways[static_cast<std::size_t>(layer) % n_spill]
+        : h.failed_over[static_cast<std::size_t>(b)] ? st->spillways[static_cast<std::size_t>(b) % n_spill]
+                                               : st->experts[static_cast<std::size_t>(b)];
     send_block(self, st, hi, b, dest, m);
   }
 }
@@ -359,7 +364,8 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
 // Half h's block buffers (a lane sends no token block: none), each holding the largest block a
 // step of n tokens can make (all its tokens on one shard): what a block gets then depends on
 // the step's size, never on where its tokens were routed, so repeated steps allocate nothing.
-// `write`: each buffer is also written once, so its pages are resident ([engine] preallocate).
+// `write`: each buffer is also written once, so its pages are resident ([engine] preallocate);
+// slots replaced after a failover or an abort are written when the next step sizes them.
 void size_slots(const state_ptr& st, half& h, int64_t n_tokens, bool write) {
   const auto n_blocks = st->local ? std::size_t{0} : static_cast<std::size_t>(st->res->placement.n_shards() + 1);
   if (h.slots.size() != n_blocks) {
@@ -370,8 +376,8 @@ void size_slots(const state_ptr& st, half& h, int64_t n_tokens, bool write) {
   const auto n = static_cast<std::size_t>(n_tokens);
   const auto values = n * static_cast<std::size_t>(arch.d_model), pairs = n * static_cast<std::size_t>(arch.top_k);
   auto grow = [write](auto& v, std::size_t k) {
-    if (write && v.size() < k) {
-      v.resize(k);  // written: resident
+    if (write && v.capacity() < k) {
+      v.resize(k);  // written once (a new or a replaced buffer): resident
       v.clear();    // the capacity stays
     } else {
       v.reserve(k);
@@ -404,7 +410,7 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
   }
   int64_t tokens = 0;
   for (auto* s : h.streams) tokens += s->step_frames(st->res->cfg.engine.max_chunks_per_step);
-  size_slots(st, h, std::max<int64_t>(tokens, st->res->cfg.engine.token_budget), false);
+  size_slots(st, h, std::max<int64_t>(tokens, st->res->cfg.engine.token_budget), st->res->cfg.engine.preallocate);
   h.failed_over.assign(h.slots.size(), 0);
   if (auto ok = h.mb->begin(h.streams, st->res->cfg.engine.max_chunks_per_step); !ok) {
     h.busy = true;
@@ -564,10 +570,14 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
   for (int i = 0; i < n_halves; ++i)
     st->halves[i].mb = std::make_unique<moe::micro_batch>(*res->model, i, res->compute);
   if (res->cfg.engine.preallocate) {
+    // A lane runs each step to its end inside start_half, always on half 0: only that one.
     const auto bounds = res->largest_step();
     for (auto& h : st->halves) {
-      if (st->local) st->local->preallocate(*h.mb, bounds, res->window);
-      else h.mb->preallocate(bounds, res->window);
+      if (st->local) {
+        st->local->preallocate(*h.mb, bounds, res->window);
+        break;
+      }
+      h.mb->preallocate(bounds, res->window);
       size_slots(st, h, bounds.tokens, true);
     }
   }

@@ -15,10 +15,10 @@ struct engine_config {
   int token_budget = 2048;
   /// Most attention chunks one stream gives to one step (1 = lowest latency; files take more).
   int max_chunks_per_step = 4;
-  /// Size and write every scratch buffer of the batcher (or lane) and the expert actors for
-  /// the largest micro-batch (token_budget) at start, so resident memory does not creep up
-  /// under load as ever larger steps come by. Costs about 30 MB per batcher or lane and 13 MB
-  /// per expert actor or spillway with the default model and budget.
+  /// Size and write the scratch buffers of the batcher (or lanes) and expert actors at start for
+  /// the largest micro-batch (max of token_budget and one stream's max_chunks_per_step chunks),
+  /// so resident memory does not creep up under load. With the default model and budget: about
+  /// 50 MB per batcher, 30 MB per lane, 13 MB per expert actor or spillway.
   bool preallocate = true;
   /// Split each micro-batch in two so one half's dense work overlaps the other's expert work.
   bool overlap = true;

@@ -20,13 +20,13 @@ class local_experts {
   /// `model` must outlive the object.
   explicit local_experts(const acoustic_model& model, compute_options compute = {});
 
-  /// Runs every remaining layer of `mb` (begun: phase dense or output) and finish(), using
-  /// mb's workspace for the experts too. `after_layer(layer)`, when set, is called after each
-  /// layer ends (mb.hidden() is then the layer's output, mb.route() its routing).
   /// Preallocates mb (micro_batch::preallocate), this object's block and reply, and mb's
   /// workspace for the experts, for the largest step of `bounds`: one block holds all pairs.
   void preallocate(micro_batch& mb, const step_bounds& bounds, attention_window window);
 
+  /// Runs every remaining layer of `mb` (begun: phase dense or output) and finish(), using
+  /// mb's workspace for the experts too. `after_layer(layer)`, when set, is called after each
+  /// layer ends (mb.hidden() is then the layer's output, mb.route() its routing).
   result<void> run(micro_batch& mb, const std::function<void(int layer)>& after_layer = {});
 
  private:

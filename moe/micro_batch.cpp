@@ -288,6 +288,7 @@ void micro_batch::preallocate(const step_bounds& b, attention_window window) {
   preallocate_attention(a, window, b, *ws_);
   preallocate_dense(a, b, *ws_);
   preallocate_dispatch(a, b, plan_, *ws_);
+  plan_.overflow.clear();  // the plan of no dispatch yet: nothing over capacity
 }
 
 micro_batch::~micro_batch() { abort(); }

@@ -36,13 +36,13 @@ struct context_segment {
   context_cache* cache = nullptr;
 };
 
-/// For y f32 [n_rows, D] (ln2 output of every stream's rows) and acoustic f32 [n_rows,
-/// n_acoustic]: shared_out f32 [n_rows, D] = the shared experts' sum, and ws.route = the
-/// routing of every row (each segment's context mean read with its own cache).
 /// Commits ws's buffers of moe_dense_forward and route_tokens (shared experts, context,
 /// routing) for `bounds.tokens` rows (preallocation).
 void preallocate_dense(const architecture& arch, const step_bounds& bounds, workspace& ws);
 
+/// For y f32 [n_rows, D] (ln2 output of every stream's rows) and acoustic f32 [n_rows,
+/// n_acoustic]: shared_out f32 [n_rows, D] = the shared experts' sum, and ws.route = the
+/// routing of every row (each segment's context mean read with its own cache).
 void moe_dense_forward(const compute_ctx& ctx, const moe_weights& w, const architecture& arch,
                        std::span<const context_segment> segs, const float* y, const float* acoustic, int64_t n_rows,
                        float* shared_out, workspace& ws);

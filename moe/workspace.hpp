@@ -5,10 +5,10 @@
 /// shapes stop allocating. One per micro-batch, stream or expert actor; never shared between
 /// threads.
 ///
-/// The engine preallocates (the preallocate_* functions, micro_batch::preallocate): every
-/// buffer is sized and written once for the largest step the configuration allows
-/// (step_bounds), so that neither the heap nor the resident memory creeps up under load as
-/// ever larger steps come by.
+/// The engine preallocates (the preallocate_* functions, micro_batch::preallocate): each
+/// buffer here is sized and written once for the largest step of step_bounds (a stream's keys
+/// only as far as a bounded attention window allows; per-stream caches are the streams' own),
+/// so neither the heap nor resident memory creeps up under load as larger steps come by.
 
 #include <cstddef>
 #include <cstdint>

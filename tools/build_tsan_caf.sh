@@ -32,17 +32,18 @@ SRC
 apt_opts=(-o "Dir::Etc::SourceList=$work/apt/none.list" -o "Dir::Etc::SourceParts=$work/apt/sources.d"
           -o "Dir::State::Lists=$work/apt/lists" -o "APT::Sandbox::User=root")
 echo "tsan-caf: fetching Debian's source index" >&2
-apt-get "${apt_opts[@]}" -qq update
+# A source that cannot be fetched is "tsan-caf: cannot fetch" (CI skips TSan on it, visibly).
+apt-get "${apt_opts[@]}" -qq update || { echo "tsan-caf: cannot fetch: apt-get update failed" >&2; exit 3; }
 
 orig="actor-framework_${version}.orig.tar.gz"
 want_sha=$(cd "$work/dl" && apt-get "${apt_opts[@]}" source --print-uris "actor-framework" |
            awk -v f="$orig" '$2 == f { sub(/^SHA256:/, "", $4); print $4 }')
-[[ -n "$want_sha" ]] || { echo "tsan-caf: Debian's source index has no $orig" >&2; exit 1; }
+[[ -n "$want_sha" ]] || { echo "tsan-caf: cannot fetch: Debian's source index has no $orig" >&2; exit 3; }
 # The mirror may lack the small debian.tar.xz (packaging only, not needed for this build):
 # apt then fails after fetching the tarball, which is checked by its hash below either way.
 (cd "$work/dl" && apt-get "${apt_opts[@]}" -qq source --download-only "actor-framework" >/dev/null) ||
   echo "tsan-caf: apt-get source failed (above); checking whether the tarball came anyway" >&2
-[[ -f "$work/dl/$orig" ]] || { echo "tsan-caf: could not fetch $orig" >&2; exit 1; }
+[[ -f "$work/dl/$orig" ]] || { echo "tsan-caf: cannot fetch: $orig did not come" >&2; exit 3; }
 got_sha=$(sha256sum "$work/dl/$orig" | cut -d' ' -f1)
 [[ "$got_sha" == "$want_sha" ]] || { echo "tsan-caf: $orig SHA-256 $got_sha, the index says $want_sha" >&2; exit 1; }
 

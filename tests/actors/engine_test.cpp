@@ -93,6 +93,18 @@ double gauge_of(const nlohmann::json& snap, const std::string& actor, const std:
   return -1;
 }
 
+// A snapshot taken once every one of `actors` has reported gauge `key` (on a loaded runner the
+// first reports can take longer than snapshot_after_reports waits), giving up after 30 s.
+nlohmann::json snapshot_with(engine& e, const std::vector<std::string>& actors, const std::string& key) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    auto snap = snapshot_after_reports(e);
+    bool all = true;
+    for (const auto& a : actors) all = all && gauge_of(snap, a, key) >= 0;
+    if (all || std::chrono::steady_clock::now() > deadline) return snap;
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("engine") {
@@ -460,9 +472,16 @@ TEST_SUITE("engine") {
       CAPTURE(preallocate);
       auto cfg = test::base_config();
       cfg.engine.preallocate = preallocate;
+      // A small budget, so steps reach the largest one preallocation sizes for: max(16 tokens,
+      // one stream's 4 chunks of 16 frames), the first stream taken even over the budget.
+      cfg.engine.token_budget = 16;
+      cfg.engine.max_chunks_per_step = 4;
+      // No failover on a slow runner (a failed-over block gets new buffers, sized at its step).
+      cfg.engine.expert_timeout_ms = 600000;
       auto e = engine::start(test::resources(cfg));
       caf::scoped_actor self{e->system()};
-      const auto s0 = snapshot_after_reports(*e);
+      const std::vector<std::string> actors{"batcher", "expert/0", "expert/1", "spillway/0"};
+      const auto s0 = snapshot_with(*e, actors, "buffer_growths");
       // Every segment at once on its own channel (the widest steps), then one at a time.
       for (const auto& s : ref.segments) {
         auto a = test::open_ok(*e, self);
@@ -476,9 +495,9 @@ TEST_SUITE("engine") {
         self->send(a.handle, end_atom::value);
         REQUIRE_FALSE(collect(self, 1).timed_out);
       }
-      const auto s1 = snapshot_after_reports(*e);
+      const auto s1 = snapshot_with(*e, actors, "buffer_growths");
       double grown = 0;
-      for (const std::string actor : {"batcher", "expert/0", "expert/1", "spillway/0"}) {
+      for (const auto& actor : actors) {
         CAPTURE(actor);
         const double g0 = gauge_of(s0, actor, "buffer_growths"), g1 = gauge_of(s1, actor, "buffer_growths");
         REQUIRE(g0 >= 0);  // reported (-1: no such gauge)

@@ -233,7 +233,7 @@ TEST_SUITE("batch") {
     const attention_window window{sw.chunk_frames, sw.left_chunks};
     const int64_t mels = arch.n_mels, chunk = sw.chunk_frames, max_chunks = 4, n_streams = 5;
     const int32_t n_shards = 4;
-    // What the engine derives from its config (engine_resources::largest_step).
+    // Bounds as engine_resources::largest_step makes them (token budget = 5 streams x 4 chunks).
     const step_bounds bounds{n_streams * max_chunks * chunk, max_chunks * chunk, n_shards + 1};
     const int64_t pairs = bounds.tokens * arch.top_k;
     const auto fbanks = test::five_fbanks(mels);
