@@ -144,6 +144,16 @@ result<std::shared_ptr<const acoustic_model>> load_model(const std::string& dir)
   const auto tokens_path = (root / manifest->tokens_file).string();
   auto tokens = token_table::load(tokens_path);
   if (!tokens) return tl::unexpected(tokens.error());
+  if (manifest->pieces) {
+    const auto tokenizer_path = (root / manifest->tokenizer_file).string();
+    auto tokenizer = piece_tokenizer::load(tokenizer_path);
+    if (!tokenizer) return tl::unexpected(tokenizer.error());
+    if (auto ok = tokens->attach_tokenizer(std::move(*tokenizer), tokens_path + " and " + tokenizer_path); !ok)
+      return tl::unexpected(ok.error());
+  } else if (tokens->has_word_marks()) {
+    return fail(errc::invalid_config, tokens_path + " lists word pieces (tokens starting with U+2581) but " +
+                                          json_path.string() + " does not say units \"pieces\" with its tokenizer");
+  }
   if (tokens->size() != arch.vocab_size)
     return fail(errc::invalid_config, tokens_path + " has " + std::to_string(tokens->size()) +
                                           " tokens, model.json's architecture.vocab_size is " +

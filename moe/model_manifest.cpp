@@ -250,6 +250,23 @@ result<model_manifest> parse_model_manifest(std::string_view json_text, const st
   if (!weights) return tl::unexpected(weights.error());
   m.tokens_file = *tokens;
   m.weights_file = *weights;
+
+  if (j.contains("units")) {
+    auto units = get_string(j, source + ": ", "units");
+    if (!units) return tl::unexpected(units.error());
+    if (*units != "chars" && *units != "pieces")
+      return fail(errc::unsupported, source + ": units \"" + *units + "\": this engine reads \"chars\" or \"pieces\"");
+    m.pieces = *units == "pieces";
+  }
+  if (j.contains("tokenizer")) {
+    auto tokenizer = get_file_name(j, source + ": ", "tokenizer", "");
+    if (!tokenizer) return tl::unexpected(tokenizer.error());
+    m.tokenizer_file = *tokenizer;
+  }
+  if (m.pieces && m.tokenizer_file.empty())
+    return fail(errc::invalid_config, source + ": units \"pieces\" needs \"tokenizer\" (the SentencePiece model file)");
+  if (!m.pieces && !m.tokenizer_file.empty())
+    return fail(errc::invalid_config, source + ": a \"tokenizer\" is only for units \"pieces\"");
   return m;
 }
 

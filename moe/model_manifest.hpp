@@ -82,6 +82,10 @@ struct model_manifest {
   streaming_settings streaming;
   std::string tokens_file = "tokens.txt";            ///< relative to the model directory
   std::string weights_file = "weights.safetensors";  ///< relative to the model directory
+  /// "units": "chars" (the default) or "pieces"; a piece model names its SentencePiece model in
+  /// "tokenizer" (relative to the model directory; empty for characters).
+  bool pieces = false;
+  std::string tokenizer_file;
 };
 
 /// Parses and validates model.json text; `source` (the path) prefixes messages. Errors:

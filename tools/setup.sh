@@ -13,9 +13,11 @@ build_pkgs=(
   clang libclang-rt-14-dev  # make fuzz: libFuzzer (clang 14's runtime)
   libsofia-sip-ua-dev libspandsp-dev  # net/sip: the SIP stack; G.722 and G.711 loss concealment
   libxml2-dev  # net/sip: SIPREC recording metadata
+  libsentencepiece-dev  # moe: word-piece models' tokenizer (the model directory's pieces.model)
 )
 # Tools the test suite uses to make real audio at test time.
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican
+  python3-sentencepiece  # the independent reference of the C++ word-piece tokenizer's tests
   python3-prometheus-client chromium
   sip-tester  # SIPp: the real SIP peer of tests/net/sip
   baresip-core  # baresip: a real SIP phone placing a call into sluice (tests/net/sip)
@@ -24,7 +26,7 @@ test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortun
   ffmpeg gstreamer1.0-tools gstreamer1.0-rtsp gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   python3-gi python3-gst-1.0 gir1.2-gst-rtsp-server-1.0 )
 train_pkgs=(
-  python3 python3-torch python3-torchaudio python3-numpy python3-soundfile
+  python3 python3-torch python3-torchaudio python3-numpy python3-soundfile python3-sentencepiece
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts fortunes fortunes-min wamerican
   asterisk-core-sounds-en asterisk-core-sounds-en-wav asterisk-core-sounds-en-g722  # real human speech
   pocketsphinx-testdata  # independent evaluation only: never train or tune on it

@@ -112,7 +112,8 @@ std::size_t beam_search_decoder::extended(const hypothesis& h, int32_t token) {
   const context_step hw = hotwords_.step(h.context, token);
   e.context = hw.next;
   e.bonus = h.bonus + hw.delta;
-  if (token == tokens_->space_id()) e.bonus += close_word(h.node, e.lm_state);
+  // A word ends at a <space>, or where a word-start piece begins the next one.
+  if (token == tokens_->space_id() || tokens_->starts_word(token)) e.bonus += close_word(h.node, e.lm_state);
   next_.push_back(e);
   return it->second;
 }
@@ -142,9 +143,11 @@ void beam_search_decoder::prune() {
 double beam_search_decoder::close_word(int32_t node, int32_t& lm_state) const {
   if (!lm_) return 0;
   word_.clear();
+  // The last word: back to the <space> before it, or to its word-start piece.
   for (int32_t n = node; n != prefix_trie::root && trie_.token(n) != tokens_->space_id(); n = trie_.parent(n)) {
     auto piece = tokens_->text(trie_.token(n));
     word_.insert(word_.begin(), piece.begin(), piece.end());
+    if (tokens_->starts_word(trie_.token(n))) break;
   }
   if (word_.empty()) return 0;
   const lm_step s = lm_->score(lm_state, word_);

@@ -8,7 +8,8 @@
 /// beam_log_threshold below the best are dropped; ties go to the prefix created first). The score
 /// is ln P(prefix) plus terms that depend on the prefix alone, added the moment a token is added:
 ///  - hotwords (context_graph.hpp): bonus per token on a hotword path, taken back on a break-off;
-///  - word LM (arpa_lm.hpp): when <space> closes a non-empty word,
+///  - word LM (arpa_lm.hpp): when <space> (characters) or the next word-start piece (word pieces)
+///    closes a non-empty word,
 ///      lm_weight * ln P(word | previous words) + word_insertion_bonus;
 ///    the history starts at <s>. At finalize() the last word is closed the same way and, with
 ///    lm_end_of_sentence, lm_weight * ln P(</s> | history) is added; an unfinished hotword's

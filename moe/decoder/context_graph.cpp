@@ -15,30 +15,27 @@ uint64_t edge_key(int32_t n, int32_t token) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(n)) << 32) | static_cast<uint32_t>(token);
 }
 
-// The phrase as token ids: words joined by single spaces; a character without a token of its own
-// is looked up lowercased (clients send "Acme Corp", the vocabulary is lowercase).
+// The phrase as token ids: its words spelled as the vocabulary spells them (token_table::
+// spell_word: a character without a token of its own is looked up lowercased, as clients send
+// "Acme Corp" and the vocabulary is lowercase), joined by <space> in a character vocabulary and
+// simply concatenated in a word-piece one (each word starts with a word-start piece).
 result<std::vector<int32_t>> phrase_tokens(const std::string& phrase, const token_table& tokens) {
   std::vector<int32_t> ids;
-  bool pending_space = false;
-  for (char c : phrase) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      pending_space = !ids.empty();
-      continue;
-    }
-    if (pending_space) {
+  std::size_t pos = 0;
+  while (pos < phrase.size()) {
+    while (pos < phrase.size() && std::isspace(static_cast<unsigned char>(phrase[pos]))) ++pos;
+    std::size_t end = pos;
+    while (end < phrase.size() && !std::isspace(static_cast<unsigned char>(phrase[end]))) ++end;
+    if (end == pos) break;
+    if (!ids.empty() && !tokens.pieces()) {
       if (tokens.space_id() < 0)
         return fail(errc::invalid_argument, "hotword '" + phrase + "': the vocabulary has no <space> token");
       ids.push_back(tokens.space_id());
-      pending_space = false;
     }
-    int32_t id = tokens.id_of(std::string_view(&c, 1));
-    if (id < 0) {
-      const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      id = tokens.id_of(std::string_view(&lower, 1));
-    }
-    if (id < 0 || id == tokens.blank_id())
-      return fail(errc::invalid_argument, "hotword '" + phrase + "': no token for character '" + std::string(1, c) + "'");
-    ids.push_back(id);
+    auto word = tokens.spell_word(std::string_view(phrase).substr(pos, end - pos));
+    if (!word) return fail(errc::invalid_argument, "hotword '" + phrase + "': " + word.error().message);
+    ids.insert(ids.end(), word->begin(), word->end());
+    pos = end;
   }
   if (ids.empty()) return fail(errc::invalid_argument, "hotword '" + phrase + "' is empty");
   return ids;

@@ -28,11 +28,15 @@ decode_result make_result(std::span<const aligned_token> alignment, const token_
   bool open = false;
   auto close_word = [&] {
     if (!open) return;
+    open = false;
+    if (current.word.empty()) {  // a lone word-start piece "▁" spells nothing
+      current = word_info{};
+      return;
+    }
     if (!out.text.empty()) out.text += ' ';
     out.text += current.word;
     out.words.push_back(std::move(current));
     current = word_info{};
-    open = false;
   };
 
   for (std::size_t i = 0; i < alignment.size(); ++i) {
@@ -42,6 +46,8 @@ decode_result make_result(std::span<const aligned_token> alignment, const token_
       close_word();
       continue;
     }
+    // A word-start piece begins a new word (a piece vocabulary has no <space>).
+    if (tokens.starts_word(a.token)) close_word();
     const int64_t first = timing.frame_offset + a.first_frame;
     const int64_t end = timing.frame_offset + a.last_frame + 1;
     if (!open) {

@@ -50,8 +50,8 @@ struct frame_timing {
   double frame_ms = 0;       ///< ms per decoder frame (40 for 4x subsampling of 10 ms fbank)
 };
 
-/// Splits an alignment into words at <space> tokens (with no space token the whole output is one
-/// word), attaches times and confidences and joins the text. `score` is copied into the result.
+/// Splits an alignment into words at <space> tokens and before word-start pieces (with neither the
+/// whole output is one word), attaches times and confidences and joins the text. `score` is copied into the result.
 decode_result make_result(std::span<const aligned_token> alignment, const token_table& tokens,
                           const frame_timing& timing, double score);
 

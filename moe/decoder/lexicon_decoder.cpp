@@ -171,6 +171,10 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p) {
     if (h.where == place::boundary) add(kind::letter, [](hypothesis&) {});
     return;
   }
+  // Word pieces: a word-start piece only at a boundary, any other piece only inside a word (every
+  // vocabulary word is spelled from its word-start piece; an OOV word is a word-start piece and
+  // the pieces after it). So the model's word marks are kept, and the vocabulary decides spelling.
+  if (tokens_->pieces() && tokens_->starts_word(token) != (h.where == place::boundary)) return;
   // The word spelled so far plus this letter, in the vocabulary's trie (dead when off it); OOV
   // words track it too, to know when they spell a vocabulary word.
   const lexicon_cursor next = lexicon_.step(h.where == place::boundary ? lexicon_cursor{} : h.lex, token);

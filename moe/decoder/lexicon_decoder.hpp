@@ -21,6 +21,9 @@
 ///  - a <space>: only between words (after a completed word, or at the start). It costs only its
 ///    acoustic probability, so the model's <space> is evidence for a boundary but never required.
 ///    A word in progress cannot take a <space>.
+/// With a word-piece vocabulary (tokens.hpp) the labels are pieces and the vocabulary spells each
+/// word as its tokenizer does; a word-start piece may only begin a word and any other piece only
+/// continue one, so the model's word marks are boundaries and there is no <space>.
 /// While a word is being spelled its score also holds a provisional look-ahead,
 /// lexicon_lm_weight * (best unigram ln probability of a vocabulary word it may become), replaced
 /// by the true LM term when the word is completed. Hotwords (context_graph.hpp) are walked letter

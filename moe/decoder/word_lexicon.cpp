@@ -28,21 +28,16 @@ word_lexicon word_lexicon::build(const token_table& tokens, const arpa_lm* lm, s
   word_lexicon lex;
   std::vector<int32_t> spelling;
   auto add_word = [&](std::string_view w, int32_t lm_word) {
-    spelling.clear();
-    for (char ch : w) {
-      // A word is spelled one character per token; a space or a character the model cannot
-      // emit makes the word unreachable, so it is left out rather than half-spelled.
-      int32_t id = ch == ' ' ? -1 : tokens.id_of(std::string_view(&ch, 1));
-      if (id < 0 && ch != ' ') {  // case-folded as the hotword graph does
-        const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        id = tokens.id_of(std::string_view(&lower, 1));
-      }
-      if (id < 0 || id == tokens.blank_id() || id == tokens.space_id()) {
-        ++lex.n_skipped_;
-        return;
-      }
-      spelling.push_back(id);
+    if (w.empty()) return;
+    // A word is spelled as the model spells it (characters, case-folded when needed, or word
+    // pieces); a word the model cannot spell, or a phrase with a space, is unreachable, so it is
+    // left out rather than half-spelled.
+    auto spelled = tokens.spell_word(w);
+    if (!spelled) {
+      ++lex.n_skipped_;
+      return;
     }
+    spelling = std::move(*spelled);
     if (spelling.empty()) return;
     // The unigram ln probability a word would get with no history: the same number score() gives
     // for an unknown word when the LM does not list it.

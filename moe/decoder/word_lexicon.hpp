@@ -1,6 +1,7 @@
 #pragma once
-/// The decoding vocabulary of the lexicon decoder as a character trie over the model's tokens:
-/// every word is spelled token by token from the root; a node where a word ends carries the word's
+/// The decoding vocabulary of the lexicon decoder as a trie over the model's tokens: every word is
+/// spelled token by token from the root, as token_table::spell_word spells it (characters, or the
+/// tokenizer's word pieces); a node where a word ends carries the word's
 /// LM id (-1 when the LM does not list it, so it scores as an unknown word) and every node carries
 /// a look-ahead: the best unigram ln probability of the words below it (0 without an LM), which the
 /// search adds provisionally while a word is being spelled so that half-spelled words and finished
