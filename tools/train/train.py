@@ -7,6 +7,10 @@ Resumable: a checkpoint (model, optimiser, step, sampler state) is written every
 --checkpoint-min minutes and at the end of each epoch to OUT/last.pt; rerunning the same command
 continues from it. The best dev-CER model is kept in OUT/best.pt. Progress goes to OUT/log.jsonl.
 
+Output units: --units chars (tools/train/tokens.txt) or --units pieces --pieces DIR (a pieces.py
+directory: SentencePiece word pieces). --init of a model with other units keeps every tensor but
+the CTC output layer, which starts fresh.
+
 Debian's torch is fast only with libopenblas0-pthread and OMP_WAIT_POLICY=PASSIVE: this script
 sets the latter itself (re-executing if needed) and warns when the former is missing.
 """
