@@ -172,9 +172,6 @@ def main() -> None:
         # (chars -> pieces) get a fresh CTC output layer over the rest of the loaded weights.
         model = load_model_dir(init_dir, tokens, new_head=True)
         cfg = model.cfg
-        if dataset.Units.from_model_dir(init_dir).tokens != tokens:
-            print(f"init {init_dir}: loaded every tensor except the CTC output layer (ctc.weight, "
-                  f"ctc.bias), freshly initialised for {len(tokens)} {units.kind} tokens", flush=True)
     else:
         cfg = ModelConfig(vocab_size=len(tokens))
         model = AcousticModel(cfg)
@@ -191,7 +188,10 @@ def main() -> None:
         print(f"resumed at epoch {state['epoch']} step {state['step']}", flush=True)
     else:
         if init_dir:
-            pass    # loaded above, CMVN included: the weights were trained on that normalisation
+            # Loaded above, CMVN included: the weights were trained on that normalisation.
+            if dataset.Units.from_model_dir(init_dir).tokens != tokens:
+                print(f"init {init_dir}: loaded every tensor except the CTC output layer (ctc.weight, "
+                      f"ctc.bias), freshly initialised for {len(tokens)} {units.kind} tokens", flush=True)
         elif args.init:
             # Fine-tuning keeps the checkpoint's CMVN: its weights were trained on that normalisation.
             ck = torch.load(args.init)
