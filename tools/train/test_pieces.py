@@ -237,6 +237,24 @@ class FineTuneToPiecesTest(unittest.TestCase):
                 self.assertTrue(bool((state[k] == v.float()).all()), k)
 
 
+    def test_pieces_head_started_from_the_characters_layer(self):
+        import torch
+        import safetensors_io
+        from train import load_model_dir
+        tokens = read_lines(os.path.join(PIECES_DIR, "tokens.txt"))
+        chars = read_lines(os.path.join(DEFAULT_MODEL, "tokens.txt"))
+        saved = safetensors_io.load(os.path.join(DEFAULT_MODEL, "weights.safetensors"))
+        w, b = saved["ctc.weight"].float(), saved["ctc.bias"].float()
+        model = load_model_dir(DEFAULT_MODEL, tokens, new_head=True, head_init="chars")
+        got_w, got_b = model.ctc.weight.detach(), model.ctc.bias.detach()
+        self.assertTrue(torch.equal(got_w[0], w[0]))      # <blank> keeps its row
+        for piece, letters in (("\u2581the", ["<space>", "t", "h", "e"]), ("ing", ["i", "n", "g"]),
+                               ("'", ["'"])):
+            i, ids = tokens.index(piece), [chars.index(c) for c in letters]
+            self.assertTrue(torch.allclose(got_w[i], w[ids].mean(0)), piece)
+            self.assertTrue(torch.allclose(got_b[i], b[ids].mean(0)), piece)
+
+
 def write_tiny_data(root: str, texts: list[str], seed: int) -> None:
     """make_data.py's shard layout with random features: splits train, dev, test_unseen."""
     import numpy as np

@@ -90,13 +90,32 @@ def evaluate(model: AcousticModel, batches, tokens, max_utts: int = 400) -> dict
     return {"cer": rates.cer(), "wer": rates.wer(), "utts": n, "balance_max_mean": ctc_metrics.balance_max_mean(loads)}
 
 
+def head_from_chars(weight: torch.Tensor, bias: torch.Tensor, char_tokens: list[str],
+                    piece_tokens: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """A word-piece CTC output layer started from a characters one: <blank> keeps the blank row,
+    each piece's row (and bias) is the mean of the rows of its characters (U+2581 -> <space>;
+    '<unk>' and characters the chars model lacks are left out, and a piece with none of its
+    characters known gets the mean of all non-blank rows)."""
+    index = {t: i for i, t in enumerate(char_tokens)}
+    rows_w, rows_b = [weight[0]], [bias[0]]
+    for piece in piece_tokens[1:]:
+        chars = [] if piece.startswith("<") else ["<space>" if c == "\u2581" else c for c in piece]
+        ids = [index[c] for c in chars if c in index and index[c] != 0]
+        if not ids:
+            ids = list(range(1, len(char_tokens)))
+        rows_w.append(weight[ids].mean(0))
+        rows_b.append(bias[ids].mean(0))
+    return torch.stack(rows_w), torch.stack(rows_b)
+
+
 def load_model_dir(path: str, tokens: list[str] | None = None,
-                   new_head: bool = False) -> AcousticModel:
+                   new_head: bool = False, head_init: str = "fresh") -> AcousticModel:
     """An AcousticModel from an exported model directory (export.py writes every state_dict
     entry under its own name, f32). Refuses a directory whose tokens differ from `tokens` when
     given, and any missing or unexpected tensor. With new_head and tokens that differ (e.g. a
     chars model fine-tuned to word pieces), every tensor except the CTC output layer (ctc.*) is
-    loaded, and that layer is freshly initialised for len(tokens) outputs."""
+    loaded, and that layer is freshly initialised for len(tokens) outputs (head_init "fresh") or
+    started from the characters layer (head_init "chars", see head_from_chars)."""
     import safetensors_io
     with open(os.path.join(path, "model.json")) as f:
         meta = json.load(f)
@@ -117,6 +136,9 @@ def load_model_dir(path: str, tokens: list[str] | None = None,
             raise RuntimeError(f"{path}: no CTC output layer (ctc.*) in the weights")
         for k in head:
             state[k] = model.state_dict()[k]
+        if head_init == "chars":
+            state["ctc.weight"], state["ctc.bias"] = head_from_chars(
+                tensors["ctc.weight"].float(), tensors["ctc.bias"].float(), dir_tokens, tokens)
     model.load_state_dict(state, strict=True)
     return model
 
@@ -148,6 +170,10 @@ def main() -> None:
                     help="output units: characters (tools/train/tokens.txt) or word pieces (--pieces)")
     ap.add_argument("--pieces", default="",
                     help="with --units pieces: a pieces.py output directory (pieces.model + tokens.txt)")
+    ap.add_argument("--head-init", choices=["fresh", "chars"], default="fresh",
+                    help="--init of a chars model dir with --units pieces: the new CTC output layer "
+                         "random (fresh) or from the characters layer (chars: each piece's row the "
+                         "mean of its characters' rows)")
     ap.add_argument("--reschedule", action="store_true",
                     help="on resume, stretch or shrink the LR schedule to end at --epochs instead of the stored length")
     args = ap.parse_args()
@@ -170,7 +196,7 @@ def main() -> None:
     if init_dir:
         # Fine-tuning an exported model: same architecture; same tokens, except that other units
         # (chars -> pieces) get a fresh CTC output layer over the rest of the loaded weights.
-        model = load_model_dir(init_dir, tokens, new_head=True)
+        model = load_model_dir(init_dir, tokens, new_head=True, head_init=args.head_init)
         cfg = model.cfg
     else:
         cfg = ModelConfig(vocab_size=len(tokens))
@@ -190,8 +216,10 @@ def main() -> None:
         if init_dir:
             # Loaded above, CMVN included: the weights were trained on that normalisation.
             if dataset.Units.from_model_dir(init_dir).tokens != tokens:
+                how = ("started from the characters layer (mean of each piece's character rows)"
+                       if args.head_init == "chars" else "freshly initialised")
                 print(f"init {init_dir}: loaded every tensor except the CTC output layer (ctc.weight, "
-                      f"ctc.bias), freshly initialised for {len(tokens)} {units.kind} tokens", flush=True)
+                      f"ctc.bias), {how} for {len(tokens)} {units.kind} tokens", flush=True)
         elif args.init:
             # Fine-tuning keeps the checkpoint's CMVN: its weights were trained on that normalisation.
             ck = torch.load(args.init)
