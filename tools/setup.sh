@@ -26,7 +26,8 @@ test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortun
   ffmpeg gstreamer1.0-tools gstreamer1.0-rtsp gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   python3-gi python3-gst-1.0 gir1.2-gst-rtsp-server-1.0 )
 train_pkgs=(
-  python3 python3-torch python3-torchaudio python3-numpy python3-soundfile python3-sentencepiece
+  python3 python3-torch python3-torchaudio python3-numpy python3-soundfile
+  python3-sentencepiece  # word-piece output units (tools/train/pieces.py)
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts fortunes fortunes-min wamerican
   asterisk-core-sounds-en asterisk-core-sounds-en-wav asterisk-core-sounds-en-g722  # real human speech
   pocketsphinx-testdata  # independent evaluation only: never train or tune on it

@@ -6,12 +6,16 @@ import torch
 from dataset import SPACE
 
 
-def ids_to_text(ids, tokens: list[str]) -> str:
-    return "".join(" " if tokens[i] == SPACE else tokens[i] for i in ids)
+def ids_to_text(ids, tokens) -> str:
+    """Text of token ids; tokens: a chars token list or a dataset.Units (chars or pieces)."""
+    if isinstance(tokens, list):
+        return "".join(" " if tokens[i] == SPACE else tokens[i] for i in ids)
+    return tokens.decode(ids)
 
 
-def greedy_decode(logits: torch.Tensor, lengths: torch.Tensor, tokens: list[str]) -> list[str]:
-    """Best path: argmax per frame, merge repeats, drop blanks (id 0)."""
+def greedy_decode(logits: torch.Tensor, lengths: torch.Tensor, tokens) -> list[str]:
+    """Best path: argmax per frame, merge repeats, drop blanks (id 0). tokens: a chars token
+    list or a dataset.Units."""
     best = logits.argmax(-1)
     out = []
     for b in range(best.shape[0]):
@@ -24,7 +28,7 @@ def greedy_decode(logits: torch.Tensor, lengths: torch.Tensor, tokens: list[str]
     return out
 
 
-def targets_to_text(targets: torch.Tensor, lengths: torch.Tensor, tokens: list[str]) -> list[str]:
+def targets_to_text(targets: torch.Tensor, lengths: torch.Tensor, tokens) -> list[str]:
     return [ids_to_text(targets[b, : int(lengths[b])].tolist(), tokens) for b in range(targets.shape[0])]
 
 

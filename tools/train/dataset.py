@@ -27,12 +27,89 @@ def text_to_ids(text: str, tokens: list[str]) -> list[int]:
     return [index[SPACE if ch == " " else ch] for ch in text if (SPACE if ch == " " else ch) in index]
 
 
+class Units:
+    """The model's output units: "chars" (tokens.txt of the recipe: <blank>, a-z, ', <space>) or
+    "pieces" (a SentencePiece model, pieces.py: token id = piece id + 1). Carries what is needed
+    to encode transcripts and decode CTC outputs, and the pieces.model bytes to store with a
+    checkpoint or model directory."""
+
+    def __init__(self, kind: str, tokens: list[str], pieces_model: bytes | None = None):
+        if kind not in ("chars", "pieces"):
+            raise ValueError(f"unknown units {kind!r}")
+        if (kind == "pieces") != (pieces_model is not None):
+            raise ValueError("a pieces model is needed for (and only for) units 'pieces'")
+        self.kind = kind
+        self.tokens = list(tokens)
+        self.pieces_model = pieces_model
+        self._sp = None
+        if kind == "pieces":
+            import pieces
+            self._sp = pieces.load_bytes(pieces_model)
+            pieces.check_tokens(self._sp, self.tokens)
+
+    @staticmethod
+    def chars(tokens_path: str | None = None) -> "Units":
+        here = os.path.dirname(os.path.abspath(__file__))
+        return Units("chars", read_tokens(tokens_path or os.path.join(here, "tokens.txt")))
+
+    @staticmethod
+    def from_pieces_dir(path: str) -> "Units":
+        """A pieces.py output directory (pieces.model + tokens.txt, checked against each other)."""
+        import pieces
+        with open(os.path.join(path, pieces.MODEL_FILE), "rb") as f:
+            blob = f.read()
+        with open(os.path.join(path, pieces.TOKENS_FILE), encoding="utf-8") as f:
+            tokens = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+        return Units("pieces", tokens, blob)
+
+    @staticmethod
+    def from_model_dir(path: str) -> "Units":
+        """An exported model directory's units (model.json "units", default chars)."""
+        with open(os.path.join(path, "model.json")) as f:
+            meta = json.load(f)
+        tokens = read_tokens(os.path.join(path, meta.get("tokens", "tokens.txt")))
+        if meta.get("units", "chars") == "chars":
+            return Units("chars", tokens)
+        with open(os.path.join(path, meta["tokenizer"]), "rb") as f:
+            return Units("pieces", tokens, f.read())
+
+    @staticmethod
+    def from_checkpoint(ck: dict) -> "Units":
+        """A train.py checkpoint's units (checkpoints older than units are chars)."""
+        return Units(ck.get("units", "chars"), ck["tokens"], ck.get("pieces_model"))
+
+    def checkpoint_fields(self) -> dict:
+        out = {"units": self.kind, "tokens": self.tokens}
+        if self.pieces_model is not None:
+            out["pieces_model"] = self.pieces_model
+        return out
+
+    def encode(self, text: str) -> list[int]:
+        if self.kind == "chars":
+            return text_to_ids(text, self.tokens)
+        import pieces
+        return pieces.encode(self._sp, text)
+
+    def decode(self, ids) -> str:
+        """Text of token ids (blanks and repeats already removed), spaces collapsed."""
+        if self.kind == "chars":
+            return " ".join("".join(" " if self.tokens[i] == SPACE else self.tokens[i] for i in ids).split())
+        import pieces
+        return pieces.decode(self.tokens, ids)
+
+
+def as_units(units) -> Units:
+    """A Units from a Units or a plain chars token list (the form older callers pass)."""
+    return units if isinstance(units, Units) else Units("chars", units)
+
+
 class FeatureSet:
     """split may name several splits, comma-separated (e.g. 'train,train_real')."""
 
-    def __init__(self, root: str, split: str, tokens: list[str], max_seconds: float = 20.0):
+    def __init__(self, root: str, split: str, units, max_seconds: float = 20.0):
         self.root = root
-        self.tokens = tokens
+        self.units = as_units(units)
+        self.tokens = self.units.tokens
         self.utts = []
         paths = [p for sp in split.split(",") if sp
                  for p in sorted(glob.glob(os.path.join(root, "shards", sp, "*.json")))]
@@ -42,7 +119,7 @@ class FeatureSet:
             for u in rec["utts"]:
                 if "feats" not in u or u["duration"] > max_seconds:
                     continue
-                ids = text_to_ids(u["text"], tokens)
+                ids = self.units.encode(u["text"])
                 if not ids:
                     continue
                 self.utts.append({"id": u["id"], "feats": u["feats"], "ids": ids, "text": u["text"],

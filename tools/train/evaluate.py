@@ -68,7 +68,7 @@ ASTERISK_DIR = "/usr/share/asterisk/sounds/en"
 ASTERISK_TEXT = "/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
 
 
-def asterisk_set(tokens: list[str]) -> list[tuple[str, np.ndarray, str]]:
+def asterisk_set(tokens) -> list[tuple[str, np.ndarray, str]]:
     """(id, fbank [T, 80], transcript) for every prompt whose text normalises cleanly."""
     import soundfile as sf
     import torchaudio
@@ -99,7 +99,7 @@ def asterisk_set(tokens: list[str]) -> list[tuple[str, np.ndarray, str]]:
     return out
 
 
-def score(model: AcousticModel, items, tokens: list[str], loads: list[torch.Tensor],
+def score(model: AcousticModel, items, tokens, loads: list[torch.Tensor],
           words: set[str] | None = None) -> dict:
     """items: (fbank [T,80] np, text). Greedy CER/WER over all items (+ oov_rate with words)."""
     rates = ctc_metrics.ErrorRates()
@@ -200,7 +200,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if args.ckpt:
         ck = torch.load(args.ckpt)
-        tokens = ck["tokens"]
+        tokens = dataset.Units.from_checkpoint(ck)
         model = AcousticModel(ModelConfig.from_json(ck["config"]))
         model.load_state_dict(ck["model"])
         report: dict = {"checkpoint": args.ckpt, "step": ck["state"]["step"], "epoch": ck["state"]["epoch"],
@@ -208,8 +208,9 @@ def main() -> None:
     else:
         from train import load_model_dir
         model = load_model_dir(args.model_dir)
-        tokens = dataset.read_tokens(os.path.join(args.model_dir, "tokens.txt"))
+        tokens = dataset.Units.from_model_dir(args.model_dir)
         report = {"model_dir": args.model_dir, "conditions": {}}
+    report["units"] = tokens.kind
     model.eval()
     words = load_word_list()
     loads = [torch.zeros(model.cfg.n_routed) for _ in model.moe_layers()]

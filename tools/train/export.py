@@ -11,7 +11,10 @@ Model directory (the engine validates all of it on load):
   weights.safetensors every parameter and buffer under its PyTorch state_dict name, stored as
                       --dtype: f32 (the default), f16 or bf16 (torch's own .half() / .bfloat16()
                       rounding; the engine widens them to f32 on load, the dtype is in the file)
-  tokens.txt          one token per line, id = line number, <blank> first, <space> for ' '
+  tokens.txt          one token per line, id = line number, <blank> first; characters ("units":
+                      "chars", "space_token": "<space>" stands for ' ') or word pieces ("units":
+                      "pieces", line i+1 = piece i of pieces.model, see pieces.py)
+  pieces.model        word pieces only: the SentencePiece model ("tokenizer": "pieces.model")
 Golden vectors (golden/NAME.safetensors), for the C++ parity tests:
   fbank f32 [T, 80] (raw log-mel input), logits f32 [T', V] (offline, the model's default chunking),
   layer{i}.out f32 [T', D] (hidden state after block i),
@@ -35,6 +38,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import AcousticModel, ModelConfig  # noqa: E402
+import dataset  # noqa: E402
 import safetensors_io  # noqa: E402
 
 FORMAT = "sluice-moe-ctc"
@@ -59,7 +63,8 @@ def kaldi_fbank(wav_path: str) -> torch.Tensor:
 
 STORAGE_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 # Written by write_model_dir itself; --model-dir copies every other file of the source directory.
-OWN_FILES = ("model.json", "tokens.txt", "weights.safetensors", "golden")
+OWN_FILES = ("model.json", "tokens.txt", "weights.safetensors", "golden", "pieces.model")
+PIECES_FILE = "pieces.model"
 
 
 def round_to_storage(model: AcousticModel, dtype: str) -> None:
@@ -73,8 +78,13 @@ def round_to_storage(model: AcousticModel, dtype: str) -> None:
             v.copy_(v.to(STORAGE_DTYPES[dtype]).float())
 
 
-def write_model_dir(model: AcousticModel, tokens: list[str], out: str, extra: dict | None = None,
+def write_model_dir(model: AcousticModel, tokens, out: str, extra: dict | None = None,
                     dtype: str = "f32") -> None:
+    """tokens: a chars token list or a dataset.Units (chars or pieces)."""
+    units = dataset.as_units(tokens)
+    tokens = units.tokens
+    if len(tokens) != model.cfg.vocab_size:
+        raise ValueError(f"{len(tokens)} tokens for a model of {model.cfg.vocab_size} outputs")
     os.makedirs(out, exist_ok=True)
     tensors = {k: v.float().to(STORAGE_DTYPES[dtype]) for k, v in model.state_dict().items()}
     safetensors_io.save(tensors, os.path.join(out, "weights.safetensors"),
@@ -83,9 +93,21 @@ def write_model_dir(model: AcousticModel, tokens: list[str], out: str, extra: di
         f.write("\n".join(tokens) + "\n")
     total, active = model.param_counts()
     meta = {"format": FORMAT, "version": VERSION, "architecture": model.cfg.to_json(), "features": FEATURES,
-            "tokens": "tokens.txt", "weights": "weights.safetensors", "blank_id": 0, "space_token": "<space>",
-            "streaming": {"chunk_frames": model.cfg.chunk_frames, "left_chunks": model.cfg.left_chunks},
-            "params": {"total": total, "active": active}}
+            "tokens": "tokens.txt", "weights": "weights.safetensors", "blank_id": 0}
+    if units.kind == "chars":
+        meta["space_token"] = "<space>"
+    meta["units"] = units.kind
+    if units.kind == "pieces":
+        meta["tokenizer"] = PIECES_FILE
+    meta["streaming"] = {"chunk_frames": model.cfg.chunk_frames, "left_chunks": model.cfg.left_chunks}
+    meta["params"] = {"total": total, "active": active}
+    if units.kind == "chars":
+        stale = os.path.join(out, PIECES_FILE)
+        if os.path.exists(stale):
+            os.remove(stale)
+    else:
+        with open(os.path.join(out, PIECES_FILE), "wb") as f:
+            f.write(units.pieces_model)
     if extra:
         meta.update(extra)
     with open(os.path.join(out, "model.json"), "w") as f:
@@ -122,12 +144,15 @@ def main() -> None:
     ap.add_argument("--golden-wavs", nargs="*", default=[])
     ap.add_argument("--golden-synthetic", type=int, default=0, help="N random-fbank golden cases")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--pieces", default="",
+                    help="with --random-tiny: word-piece units from this pieces.py directory")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     here = os.path.dirname(os.path.abspath(__file__))
     if args.random_tiny:
-        tokens = [l.rstrip("\n") for l in open(os.path.join(here, "tokens.txt")) if l.strip()]
-        model = AcousticModel(ModelConfig(vocab_size=len(tokens), **TINY))
+        tokens = (dataset.Units.from_pieces_dir(args.pieces) if args.pieces
+                  else dataset.Units.chars(os.path.join(here, "tokens.txt")))
+        model = AcousticModel(ModelConfig(vocab_size=len(tokens.tokens), **TINY))
         with torch.no_grad():
             # Non-trivial buffers so the engine must apply them: CMVN and balancing biases.
             model.cmvn_mean.uniform_(5.0, 10.0)
@@ -140,15 +165,12 @@ def main() -> None:
         if os.path.realpath(args.model_dir) == os.path.realpath(args.out):
             ap.error("--model-dir and --out must differ")
         model = load_model_dir(args.model_dir)
-        with open(os.path.join(args.model_dir, "model.json")) as f:
-            tokens_file = json.load(f).get("tokens", "tokens.txt")
-        with open(os.path.join(args.model_dir, tokens_file), encoding="utf-8") as f:
-            tokens = [line.rstrip("\n") for line in f if line.rstrip("\n")]
+        tokens = dataset.Units.from_model_dir(args.model_dir)
     else:
         if not args.ckpt:
             ap.error("one of --ckpt, --random-tiny, --model-dir is needed")
         ck = torch.load(args.ckpt)
-        tokens = ck["tokens"]
+        tokens = dataset.Units.from_checkpoint(ck)
         model = AcousticModel(ModelConfig.from_json(ck["config"]))
         model.load_state_dict(ck["model"])
     model.eval()

@@ -7,6 +7,10 @@ Resumable: a checkpoint (model, optimiser, step, sampler state) is written every
 --checkpoint-min minutes and at the end of each epoch to OUT/last.pt; rerunning the same command
 continues from it. The best dev-CER model is kept in OUT/best.pt. Progress goes to OUT/log.jsonl.
 
+Output units: --units chars (tools/train/tokens.txt) or --units pieces --pieces DIR (a pieces.py
+directory: SentencePiece word pieces). --init of a model with other units keeps every tensor but
+the CTC output layer, which starts fresh.
+
 Debian's torch is fast only with libopenblas0-pthread and OMP_WAIT_POLICY=PASSIVE: this script
 sets the latter itself (re-executing if needed) and warns when the former is missing.
 """
@@ -65,7 +69,7 @@ def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
     return peak * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def evaluate(model: AcousticModel, batches, tokens: list[str], max_utts: int = 400) -> dict:
+def evaluate(model: AcousticModel, batches, tokens, max_utts: int = 400) -> dict:
     model.eval()
     rates = ctc_metrics.ErrorRates()
     loads = [torch.zeros(model.cfg.n_routed) for _ in model.moe_layers()]
@@ -86,20 +90,55 @@ def evaluate(model: AcousticModel, batches, tokens: list[str], max_utts: int = 4
     return {"cer": rates.cer(), "wer": rates.wer(), "utts": n, "balance_max_mean": ctc_metrics.balance_max_mean(loads)}
 
 
-def load_model_dir(path: str, tokens: list[str] | None = None) -> AcousticModel:
+def head_from_chars(weight: torch.Tensor, bias: torch.Tensor, char_tokens: list[str],
+                    piece_tokens: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """A word-piece CTC output layer started from a characters one: <blank> keeps the blank row,
+    each piece's row (and bias) is the mean of the rows of its characters (U+2581 -> <space>;
+    '<unk>' and characters the chars model lacks are left out, and a piece with none of its
+    characters known gets the mean of all non-blank rows)."""
+    index = {t: i for i, t in enumerate(char_tokens)}
+    rows_w, rows_b = [weight[0]], [bias[0]]
+    for piece in piece_tokens[1:]:
+        chars = [] if piece.startswith("<") else ["<space>" if c == "\u2581" else c for c in piece]
+        ids = [index[c] for c in chars if c in index and index[c] != 0]
+        if not ids:
+            ids = list(range(1, len(char_tokens)))
+        rows_w.append(weight[ids].mean(0))
+        rows_b.append(bias[ids].mean(0))
+    return torch.stack(rows_w), torch.stack(rows_b)
+
+
+def load_model_dir(path: str, tokens: list[str] | None = None,
+                   new_head: bool = False, head_init: str = "fresh") -> AcousticModel:
     """An AcousticModel from an exported model directory (export.py writes every state_dict
-    entry under its own name, f32). Refuses a directory whose
-    tokens differ from `tokens` when given, and any missing or unexpected tensor."""
+    entry under its own name, f32). Refuses a directory whose tokens differ from `tokens` when
+    given, and any missing or unexpected tensor. With new_head and tokens that differ (e.g. a
+    chars model fine-tuned to word pieces), every tensor except the CTC output layer (ctc.*) is
+    loaded, and that layer is freshly initialised for len(tokens) outputs (head_init "fresh") or
+    started from the characters layer (head_init "chars", see head_from_chars)."""
     import safetensors_io
     with open(os.path.join(path, "model.json")) as f:
         meta = json.load(f)
     with open(os.path.join(path, meta.get("tokens", "tokens.txt")), encoding="utf-8") as f:
         dir_tokens = [line.rstrip("\n") for line in f if line.rstrip("\n")]
-    if tokens is not None and dir_tokens != tokens:
+    fresh_head = tokens is not None and dir_tokens != tokens
+    if fresh_head and not new_head:
         raise ValueError(f"{path}: tokens.txt differs from the recipe's tokens")
-    model = AcousticModel(ModelConfig.from_json(meta["architecture"]))
+    cfg_json = dict(meta["architecture"])
+    if fresh_head:
+        cfg_json["vocab_size"] = len(tokens)
+    model = AcousticModel(ModelConfig.from_json(cfg_json))
     tensors = safetensors_io.load(os.path.join(path, meta.get("weights", "weights.safetensors")))
     state = {k: v.float() for k, v in tensors.items()}
+    if fresh_head:
+        head = {k for k in state if k.startswith("ctc.")}
+        if not head:
+            raise RuntimeError(f"{path}: no CTC output layer (ctc.*) in the weights")
+        for k in head:
+            state[k] = model.state_dict()[k]
+        if head_init == "chars":
+            state["ctc.weight"], state["ctc.bias"] = head_from_chars(
+                tensors["ctc.weight"].float(), tensors["ctc.bias"].float(), dir_tokens, tokens)
     model.load_state_dict(state, strict=True)
     return model
 
@@ -127,25 +166,37 @@ def main() -> None:
                          "same math, see test_model_io.py")
     ap.add_argument("--train-splits", default="train",
                     help="comma-separated splits to train on (e.g. train,train_real)")
+    ap.add_argument("--units", choices=["chars", "pieces"], default="chars",
+                    help="output units: characters (tools/train/tokens.txt) or word pieces (--pieces)")
+    ap.add_argument("--pieces", default="",
+                    help="with --units pieces: a pieces.py output directory (pieces.model + tokens.txt)")
+    ap.add_argument("--head-init", choices=["fresh", "chars"], default="fresh",
+                    help="--init of a chars model dir with --units pieces: the new CTC output layer "
+                         "random (fresh) or from the characters layer (chars: each piece's row the "
+                         "mean of its characters' rows)")
     ap.add_argument("--reschedule", action="store_true",
                     help="on resume, stretch or shrink the LR schedule to end at --epochs instead of the stored length")
     args = ap.parse_args()
+    if (args.units == "pieces") != bool(args.pieces):
+        ap.error("--pieces DIR goes with --units pieces (and only with it)")
 
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
     if not os.path.exists("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"):
         print("warning: libopenblas0-pthread is not installed: torch will be ~30x slower", file=sys.stderr)
 
-    tokens = dataset.read_tokens(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokens.txt"))
-    train = dataset.FeatureSet(args.data, args.train_splits, tokens, max_seconds=args.max_utt_s)
-    dev = dataset.FeatureSet(args.data, "dev", tokens, max_seconds=args.max_utt_s)
+    units = dataset.Units.from_pieces_dir(args.pieces) if args.units == "pieces" else dataset.Units.chars()
+    tokens = units.tokens
+    print(f"units: {units.kind}, {len(tokens)} tokens", flush=True)
+    train = dataset.FeatureSet(args.data, args.train_splits, units, max_seconds=args.max_utt_s)
+    dev = dataset.FeatureSet(args.data, "dev", units, max_seconds=args.max_utt_s)
     print(f"train: {len(train)} utts, {train.hours():.2f} h; dev: {len(dev)} utts", flush=True)
 
     init_dir = args.init if args.init and os.path.isdir(args.init) else ""
     if init_dir:
-        # Fine-tuning an exported model: same architecture and tokens, or the engine's files
-        # (tokens.txt, golden vectors) would no longer describe it.
-        model = load_model_dir(init_dir, tokens)
+        # Fine-tuning an exported model: same architecture; same tokens, except that other units
+        # (chars -> pieces) get a fresh CTC output layer over the rest of the loaded weights.
+        model = load_model_dir(init_dir, tokens, new_head=True, head_init=args.head_init)
         cfg = model.cfg
     else:
         cfg = ModelConfig(vocab_size=len(tokens))
@@ -155,16 +206,30 @@ def main() -> None:
     last = os.path.join(args.out, "last.pt")
     if os.path.exists(last):
         ck = torch.load(last)
+        if dataset.Units.from_checkpoint(ck).tokens != tokens:
+            sys.exit(f"{last}: its units/tokens differ from --units {args.units}: use another --out")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         state = ck["state"]
         print(f"resumed at epoch {state['epoch']} step {state['step']}", flush=True)
     else:
         if init_dir:
-            pass    # loaded above, CMVN included: the weights were trained on that normalisation
+            # Loaded above, CMVN included: the weights were trained on that normalisation.
+            if dataset.Units.from_model_dir(init_dir).tokens != tokens:
+                how = ("started from the characters layer (mean of each piece's character rows)"
+                       if args.head_init == "chars" else "freshly initialised")
+                print(f"init {init_dir}: loaded every tensor except the CTC output layer (ctc.weight, "
+                      f"ctc.bias), {how} for {len(tokens)} {units.kind} tokens", flush=True)
         elif args.init:
             # Fine-tuning keeps the checkpoint's CMVN: its weights were trained on that normalisation.
-            model.load_state_dict(torch.load(args.init)["model"])
+            ck = torch.load(args.init)
+            init_state = ck["model"]
+            if dataset.Units.from_checkpoint(ck).tokens != tokens:
+                for k in [k for k in init_state if k.startswith("ctc.")]:
+                    init_state[k] = model.state_dict()[k]
+                print(f"init {args.init}: loaded every tensor except the CTC output layer, freshly "
+                      f"initialised for {len(tokens)} {units.kind} tokens", flush=True)
+            model.load_state_dict(init_state)
         else:
             mean, istd = train.cmvn_stats()
             model.cmvn_mean.copy_(mean)
@@ -189,7 +254,7 @@ def main() -> None:
     def save(path: str) -> None:
         tmp = path + ".tmp"
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "state": state,
-                    "config": cfg.to_json(), "tokens": tokens}, tmp)
+                    "config": cfg.to_json(), **units.checkpoint_fields()}, tmp)
         os.replace(tmp, path)
 
     t_start = time.time()
@@ -238,7 +303,7 @@ def main() -> None:
                 return
         state["epoch"] += 1
         state["batch_in_epoch"] = 0
-        metrics = evaluate(model, dev.batches(args.batch_frames, seed=0, shuffle=False), tokens)
+        metrics = evaluate(model, dev.batches(args.batch_frames, seed=0, shuffle=False), units)
         rec = {"epoch": state["epoch"], "step": state["step"], "dev": metrics,
                "epoch_min": (time.time() - t_epoch) / 60}
         print(json.dumps(rec), flush=True)
