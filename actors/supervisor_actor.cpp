@@ -90,6 +90,20 @@ void check_drained(const state_ptr& st) {
   st->drain_waiters.clear();
 }
 
+// Frees channel `id`'s slot: its compute drops its state, its lane has one channel less. A
+// channel that is no longer registered (released when it drained, then down) is left alone.
+void release_channel(self_ptr self, const state_ptr& st, channel_id id) {
+  auto it = st->channels.find(id);
+  if (it == st->channels.end()) return;
+  self->send(compute_of(st, id), drop_atom::value, id);
+  if (auto l = st->lane_of.find(id); l != st->lane_of.end()) {
+    --st->lane_channels[l->second];
+    st->lane_of.erase(l);
+  }
+  st->channels.erase(it);
+  check_drained(st);
+}
+
 }  // namespace
 
 caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
@@ -155,19 +169,14 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
       for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, st->batcher);
       return;
     }
+    // A channel that drained was released already (drained_atom); one that failed is released now.
     for (auto it = st->channels.begin(); it != st->channels.end(); ++it)
       if (it->second.address() == dm.source) {
         if (failed) {
           spdlog::warn("supervisor: channel {} failed ({})", it->first, self->system().render(dm.reason));
           st->meter.count("channel_failures");
         }
-        self->send(compute_of(st, it->first), drop_atom::value, it->first);
-        if (auto l = st->lane_of.find(it->first); l != st->lane_of.end()) {
-          --st->lane_channels[l->second];
-          st->lane_of.erase(l);
-        }
-        st->channels.erase(it);
-        check_drained(st);
+        release_channel(self, st, it->first);
         return;
       }
   });
@@ -233,10 +242,11 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
           if (st->lanes[i].address() == self->current_sender()) st->lane_wait_ms[i] = wait_ms;
         st->queue_wait_ms = *std::max_element(st->lane_wait_ms.begin(), st->lane_wait_ms.end());
       },
-      [st](drained_atom, channel_id id) {
-        // The channel also goes down, which removes it; this only speeds up the drain.
-        (void)id;
-        check_drained(st);
+      [self, st](drained_atom, channel_id id) {
+        // The channel tells the supervisor before its subscriber, so its slot is free before the
+        // subscriber can ask for another (a file transcriber opening the next file's channel was
+        // refused as "engine full" when the slot waited for the channel's down message).
+        release_channel(self, st, id);
       },
       [self, st](report_atom) {
         st->meter.gauge("channels", static_cast<double>(st->channels.size()));

@@ -169,6 +169,23 @@ TEST_SUITE("cli-transcribe") {
     CHECK(words > 0);
   }
 
+  TEST_CASE("more files than engine.max_channels: each opens as another drains and none is refused") {
+    // With one channel at a time, the next file's channel is asked for as soon as the previous
+    // one has drained; the engine must already count its slot as free then (it used to free it
+    // only on the channel's down message, and 6-14 of 40 files were refused as "engine full").
+    sluice::test::temp_dir tmp;
+    const std::string wav = tmp.file("hello.wav");
+    REQUIRE(sluice::test::espeak("hello there", wav));
+    std::string files;
+    for (int i = 0; i < 40; ++i) files += " " + wav;
+    auto r = sluice_cli("transcribe " + tiny + "--engine.max_channels=1 --decoder.mode=greedy --format json" + files, tmp);
+    CHECK_MESSAGE(r.status == 0, r.err);
+    CHECK(r.err.find("engine full") == std::string::npos);
+    std::size_t docs = 0;
+    for (std::size_t at = r.out.find("\"file\""); at != std::string::npos; at = r.out.find("\"file\"", at + 1)) ++docs;
+    CHECK(docs == 40);
+  }
+
   TEST_CASE("the default model with its word LM: stdout holds only the JSON, logs go to stderr") {
     sluice::test::temp_dir tmp;
     auto r = sluice_cli("transcribe --model.dir=" SLUICE_SOURCE_DIR "/models/default --format json " + sample_call, tmp);
