@@ -70,6 +70,7 @@ class actor_meter {
     r.messages = messages_;
     r.busy_ns = busy_ns_;
     r.interval_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_).count();
+    r.taken_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
     r.keys = keys_;
     r.counts = counts_;
     r.gauge_keys = gauge_keys_;

@@ -70,4 +70,6 @@ moe::step_bounds engine_resources::largest_step() const {
   return moe::step_bounds{std::max(budget, stream), stream, placement.n_shards() + 1};
 }
 
+int64_t engine_resources::largest_block_pairs() const { return largest_step().tokens * model->arch().top_k; }
+
 }  // namespace sluice::actors

@@ -59,6 +59,9 @@ struct engine_resources {
   /// (more only when one stream's step alone is longer), a stream's step of at most
   /// max_chunks_per_step chunks, the expert shards plus the overflow block.
   moe::step_bounds largest_step() const;
+  /// The most (token, expert) pairs one token block can hold: every token of the largest step
+  /// with each of its top_k experts (the expert actors' and spillways' preallocation).
+  int64_t largest_block_pairs() const;
 };
 
 }  // namespace sluice::actors

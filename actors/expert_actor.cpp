@@ -70,7 +70,7 @@ caf::behavior expert_actor_for(caf::event_based_actor* self, std::shared_ptr<con
 caf::behavior expert_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res, int32_t shard,
                            caf::actor metrics) {
   // A block holds at most a step's pairs (capacity bounds it only under the spill policies).
-  const int64_t pairs = res->cfg.engine.preallocate ? res->largest_step().tokens * res->model->arch().top_k : 0;
+  const int64_t pairs = res->cfg.engine.preallocate ? res->largest_block_pairs() : 0;
   return expert_actor_for(self, res->model, res->placement, shard, std::move(metrics), res->cfg.engine.report_ms,
                           pairs);
 }

@@ -130,6 +130,9 @@ struct actor_report {
   int64_t messages = 0;
   int64_t busy_ns = 0;
   int64_t interval_ns = 0;
+  /// Steady-clock time (ns since its epoch) the report was taken: everything the actor did
+  /// before then is in it. Lets a reader wait for reports newer than an event.
+  int64_t taken_ns = 0;
   std::vector<std::string> keys;  ///< counters (summed by the metrics actor)
   std::vector<double> counts;
   std::vector<std::string> gauge_keys;  ///< latest values
@@ -189,7 +192,7 @@ typename Inspector::result_type inspect(Inspector& f, transcript_event& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
   return f(caf::meta::type_name("actor_report"), x.name, x.kind, x.mailbox, x.messages, x.busy_ns, x.interval_ns,
-           x.keys, x.counts, x.gauge_keys, x.gauges, x.hist_keys, x.hists, x.hist_sums, x.text, x.tenant, x.gone);
+           x.taken_ns, x.keys, x.counts, x.gauge_keys, x.gauges, x.hist_keys, x.hists, x.hist_sums, x.text, x.tenant, x.gone);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, open_reply& x) {

@@ -20,6 +20,7 @@ struct actor_record {
   int64_t mailbox = 0;
   double messages_per_s = 0;
   double busy = 0;  // fraction of the last interval spent in handlers
+  int64_t report_steady_ns = 0;  // when the last report was taken (actor_report::taken_ns)
   std::map<std::string, double> counters;  // since the actor started
   std::map<std::string, double> gauges;
   std::string text;
@@ -65,6 +66,7 @@ std::string snapshot(const metrics& m) {
                       {"mailbox", r.mailbox},
                       {"messages_per_s", r.messages_per_s},
                       {"busy", r.busy},
+                      {"report_steady_ns", r.report_steady_ns},
                       {"counters", r.counters},
                       {"gauges", r.gauges},
                       {"text", r.text},
@@ -147,6 +149,7 @@ caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_nam
         const double interval_s = static_cast<double>(r.interval_ns) * 1e-9;
         rec.messages_per_s = ratio(static_cast<double>(r.messages), interval_s);
         rec.busy = ratio(static_cast<double>(r.busy_ns), static_cast<double>(r.interval_ns));
+        rec.report_steady_ns = r.taken_ns;
         for (std::size_t i = 0; i < r.keys.size() && i < r.counts.size(); ++i) rec.counters[r.keys[i]] += r.counts[i];
         for (std::size_t i = 0; i < r.gauge_keys.size() && i < r.gauges.size(); ++i) rec.gauges[r.gauge_keys[i]] = r.gauges[i];
       },

@@ -52,7 +52,7 @@ caf::behavior spillway_actor(caf::event_based_actor* self, std::shared_ptr<const
                                                 actor_meter("spillway/" + std::to_string(index), "spillway"),
                                                 n_shards, std::vector<uint8_t>(n_experts, 0),
                                                 std::vector<uint8_t>(static_cast<std::size_t>(n_shards), 0)});
-  if (res->cfg.engine.preallocate) st->runner.preallocate(arch, res->largest_step().tokens * arch.top_k);
+  if (res->cfg.engine.preallocate) st->runner.preallocate(arch, res->largest_block_pairs());
   if (metrics) self->send(self, report_atom::value);
   const int report_ms = res->cfg.engine.report_ms;
   return {

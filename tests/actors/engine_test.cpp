@@ -4,6 +4,7 @@
 // restarted while other channels finish correctly, overload refuses new channels, shutdown
 // drains, bad input gets an error and the channel goes on, and steady state allocates nothing.
 #include "tests/actors/engine_test_util.hpp"
+#include "tests/common/poll_until.hpp"
 
 #include <thread>
 
@@ -79,30 +80,46 @@ void check_texts(const std::vector<std::vector<std::string>>& got, const std::ve
   CHECK_MESSAGE(got == want, "got\n" << show(got) << "want\n" << show(want));
 }
 
-nlohmann::json snapshot_after_reports(engine& e) {
-  // Reports come every report_ms (50 ms in these tests); wait for a few.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto s = e.snapshot();
-  REQUIRE_FALSE(s.empty());
-  return nlohmann::json::parse(s);
-}
-
 double gauge_of(const nlohmann::json& snap, const std::string& actor, const std::string& key) {
   for (const auto& a : snap["actors"])
     if (a["name"] == actor && a["gauges"].contains(key)) return a["gauges"][key].get<double>();
   return -1;
 }
 
-// A snapshot taken once every one of `actors` has reported gauge `key` (on a loaded runner the
-// first reports can take longer than snapshot_after_reports waits), giving up after 30 s.
+nlohmann::json fresh(engine& e) {
+  auto s = e.fresh_snapshot();
+  REQUIRE_FALSE(s.empty());
+  return nlohmann::json::parse(s);
+}
+
+// A snapshot from the metrics actor in which `done` holds, polled for at most 30 s.
+template <class F>
+nlohmann::json snapshot_when(engine& e, F&& done) {
+  nlohmann::json snap;
+  REQUIRE_MESSAGE(test::poll_until([&] { return done(snap = fresh(e)); }, std::chrono::seconds(30)),
+                  "the snapshot never got there:\n" << snap.dump());
+  return snap;
+}
+
+// A snapshot in which every live actor's last report was taken after this call, so everything
+// the actors did before it (the work whose results the test has already received) is counted.
+nlohmann::json snapshot_after_reports(engine& e) {
+  const auto called = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  return snapshot_when(e, [&](const nlohmann::json& snap) {
+    for (const auto& a : snap["actors"])
+      if (a["report_steady_ns"].get<int64_t>() <= called) return false;
+    return true;
+  });
+}
+
+// A snapshot in which every one of `actors` has reported gauge `key`.
 nlohmann::json snapshot_with(engine& e, const std::vector<std::string>& actors, const std::string& key) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
-    auto snap = snapshot_after_reports(e);
-    bool all = true;
-    for (const auto& a : actors) all = all && gauge_of(snap, a, key) >= 0;
-    if (all || std::chrono::steady_clock::now() > deadline) return snap;
-  }
+  return snapshot_when(e, [&](const nlohmann::json& snap) {
+    for (const auto& a : actors)
+      if (gauge_of(snap, a, key) < 0) return false;
+    return true;
+  });
 }
 
 }  // namespace
@@ -261,11 +278,10 @@ TEST_SUITE("engine") {
     caf::anon_send_exit(before.batcher, caf::exit_reason::kill);
     // Wait for the supervisor to put a new batcher in place.
     caf::actor now;
-    for (int tries = 0; tries < 100 && (!now || now == before.batcher); ++tries) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(test::poll_until([&] {
       now = test::handles(*e, self).batcher;
-    }
-    REQUIRE(now != before.batcher);
+      return now && now != before.batcher;
+    }));
     for (auto i : ch0) self->send(a.handle, segment_atom::value, ref.segments[i].samples, ref.segments[i].start_sample);
     self->send(a.handle, end_atom::value);
     auto res = collect(self, 1);
@@ -297,8 +313,8 @@ TEST_SUITE("engine") {
     for (const auto& ev : res.finals[a.channel]) texts[0].push_back(ev.text);
     for (const auto& ev : res.finals[b.channel]) texts[1].push_back(ev.text);
     check_texts(texts, expected_texts());
-    // Slots free up once channels have drained.
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Slots free up once channels have drained (the supervisor reports how many it holds).
+    snapshot_when(*e, [](const nlohmann::json& snap) { return gauge_of(snap, "supervisor", "channels") == 0; });
     CHECK(e->open({}, caf::actor_cast<caf::actor>(self)).ok);
     const auto snap = snapshot_after_reports(*e);
     CHECK(snap["summary"]["refused"].get<double>() == 1);
