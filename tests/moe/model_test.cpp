@@ -120,6 +120,17 @@ TEST_SUITE("model") {
     report("tiny model, every SIMD level and backend", worst);
   }
 
+  TEST_CASE("tiny word-piece model exported by the recipe: loads with its tokenizer and matches PyTorch") {
+    // tools/train/export.py --random-tiny --pieces tests/data/pieces --golden-synthetic 2
+    const std::string dir = SLUICE_TEST_DATA_DIR "/tiny_pieces_model";
+    auto model = load_model(dir);
+    REQUIRE_MESSAGE(model.has_value(), model.error().message);
+    CHECK((*model)->tokens().pieces());
+    CHECK((*model)->tokens().size() == 301);
+    CHECK((*model)->tokens().space_id() == -1);
+    report("tiny word-piece model", check_golden(dir, compute_options{}, golden_tolerance));
+  }
+
   TEST_CASE("the default model (or SLUICE_MOE_GOLDEN_DIR) matches its PyTorch golden vectors") {
     // The shipped default model, or another model directory with golden vectors.
     const char* env = std::getenv("SLUICE_MOE_GOLDEN_DIR");

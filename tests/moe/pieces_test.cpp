@@ -232,6 +232,10 @@ TEST_SUITE("pieces") {
     const auto vocab = manifest.find("\"vocab_size\": 29");
     REQUIRE(vocab != std::string::npos);
     manifest.replace(vocab, 16, "\"vocab_size\": 301");
+    // The default model says "units": "chars"; each case below says what it needs instead.
+    const auto units = manifest.find("\"units\": \"chars\",");
+    REQUIRE(units != std::string::npos);
+    manifest.erase(units, 18);
     auto write_manifest = [&](const std::string& extra) {
       std::string m = manifest;
       m.insert(m.find('{') + 1, extra);

@@ -14,12 +14,13 @@ not). Decoding is greedy CTC (the engine's beam search + LM is measured by `slui
 Per condition: CER, WER, and oov_rate, the fraction of output words not in
 /usr/share/dict/american-english (words run together or misspelt come out as non-words).
 
-With --engine build/release/tools/sluice (no --ckpt needed), the real asterisk recordings go through
-the C++ engine instead, once per decoder (`sluice transcribe --format json --decoder.mode=M`, M in
+With --engine build/release/tools/sluice (no --ckpt needed), the recorded audio of the --splits in
+--data (and, with --all-asterisk or when there are none, every asterisk prompt) goes through the C++
+engine instead, once per decoder (`sluice transcribe --format json --decoder.mode=M`, M in
 --decoders, default greedy,beam,lexicon), with the model directory of --model-dir (default
-models/default):
+models/default): CER, WER and the not-in-word-list rate per condition and decoder:
 
-  /usr/bin/python3 tools/train/evaluate.py --engine build/release/tools/sluice [--json out.json]
+  /usr/bin/python3 tools/train/evaluate.py --engine build/release/tools/sluice --data data [--json out.json]
 Expert balance is max/mean tokens per routed expert, per layer, over all test utterances.
 """
 from __future__ import annotations
@@ -134,41 +135,90 @@ def read_json_stream(text: str) -> list[dict]:
         out.append(doc)
 
 
-def engine_eval(args) -> dict:
-    """CER/WER of the real asterisk prompts decoded by the C++ engine, per decoder mode."""
-    import subprocess
+def asterisk_items() -> list[tuple[str, str]]:
+    """(wav path, transcript) of every asterisk prompt whose text normalises cleanly."""
     items = []
-    if os.path.exists(ASTERISK_TEXT):
-        with gzip.open(ASTERISK_TEXT, "rt", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                m = re.match(r"^([A-Za-z0-9_\-]+):\s*(.+)$", line.strip())
-                wav = os.path.join(ASTERISK_DIR, m.group(1) + ".wav") if m else ""
-                if not m or not os.path.exists(wav):
-                    continue
-                try:
-                    text = text_norm.to_transcript(m.group(2))
-                except Exception:
-                    continue
-                if text and text_norm.in_vocabulary(text) and len(text.split()) >= 2:
-                    items.append((os.path.realpath(wav), text))
-    items = items[: args.max_utts]
-    report: dict = {"engine": args.engine, "model_dir": args.model_dir, "conditions": {}}
-    if not items:
-        print("no asterisk recordings found: nothing to evaluate", flush=True)
+    if not os.path.exists(ASTERISK_TEXT):
+        return items
+    with gzip.open(ASTERISK_TEXT, "rt", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"^([A-Za-z0-9_\-]+):\s*(.+)$", line.strip())
+            wav = os.path.join(ASTERISK_DIR, m.group(1) + ".wav") if m else ""
+            if not m or not os.path.exists(wav):
+                continue
+            try:
+                text = text_norm.to_transcript(m.group(2))
+            except Exception:
+                continue
+            if text and text_norm.in_vocabulary(text) and len(text.split()) >= 2:
+                items.append((os.path.realpath(wav), text))
+    return items
+
+
+def split_items(data: str, split: str, max_utts: int) -> list[tuple[str, str]]:
+    """(wav path, transcript) of a make_data.py / real_data.py split: its shards' utterances (as
+    dataset.FeatureSet reads them), with their recorded audio."""
+    import glob
+    items = []
+    for shard in sorted(glob.glob(os.path.join(data, "shards", split, "*.json"))):
+        with open(shard, encoding="utf-8") as f:
+            for u in json.load(f)["utts"]:
+                wav = os.path.join(data, u.get("path", ""))
+                if u.get("path") and os.path.exists(wav):
+                    items.append((os.path.realpath(wav), u["text"]))
+    return items[:max_utts]
+
+
+def engine_eval(args) -> dict:
+    """CER/WER/oov_rate per condition and decoder mode, decoded by the C++ engine: the --splits of
+    --data (their recorded audio) and, with --all-asterisk or when --data has none of them, every
+    asterisk prompt. One `sluice transcribe` per mode over all files; its wall time is reported."""
+    import subprocess
+    import time
+    conditions: dict[str, list[tuple[str, str]]] = {}
+    for split in [s for s in args.splits.split(",") if s]:
+        items = split_items(args.data, split, args.max_utts)
+        if items:
+            conditions[split] = items
+    if args.all_asterisk or not conditions:
+        items = asterisk_items()[: args.max_utts]
+        if items:
+            conditions["real_asterisk"] = items
+    report: dict = {"engine": args.engine, "model_dir": args.model_dir, "data": args.data, "conditions": {}}
+    if not conditions:
+        print("no test audio found: nothing to evaluate", flush=True)
         return report
+    words = load_word_list()
+    files = sorted({w for items in conditions.values() for w, _ in items})
     for mode in args.decoders.split(","):
         # No load shedding: an evaluation waits for every file however busy the machine is.
         cmd = [args.engine, "transcribe", "--model.dir=" + args.model_dir, "--decoder.mode=" + mode,
-               "--engine.max_queue_wait_ms=600000", "--format", "json"] + [w for w, _ in items]
-        run = subprocess.run(cmd, capture_output=True, text=True, check=True)
+               "--engine.max_queue_wait_ms=600000", "--format", "json"] + files
+        t0 = time.monotonic()
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        if run.returncode != 0:
+            raise SystemExit(f"{args.engine} transcribe --decoder.mode={mode} over {len(files)} files failed "
+                             f"(status {run.returncode}):\n{run.stderr[-3000:]}")
         hyps = {os.path.realpath(d["file"]): " ".join(s["text"] for c in d["channels"] for s in c["segments"]
                                                       if s["text"])
                 for d in read_json_stream(run.stdout)}
-        rates = ctc_metrics.ErrorRates()
-        for wav, ref in items:
-            rates.add(hyps.get(wav, ""), ref)
-        report["conditions"]["real_asterisk/" + mode] = {"utts": len(items), "cer": rates.cer(), "wer": rates.wer()}
-        print(f"real_asterisk {mode}: utts {len(items)} CER {rates.cer():.3f} WER {rates.wer():.3f}", flush=True)
+        report.setdefault("wall_s", {})[mode] = round(wall, 2)
+        for cond, items in conditions.items():
+            rates = ctc_metrics.ErrorRates()
+            outs = []
+            for wav, ref in items:
+                hyp = hyps.get(wav, "")
+                rates.add(hyp, ref)
+                outs.append(hyp)
+            r = {"utts": len(items), "cer": rates.cer(), "wer": rates.wer(),
+                 "samples": [{"ref": ref, "hyp": hyps.get(wav, "")} for wav, ref in items[:3]]}
+            if words:
+                r["oov_rate"] = oov_rate(outs, words)
+            report["conditions"][cond + "/" + mode] = r
+            print(f"{cond} {mode}: utts {len(items)} CER {rates.cer():.3f} WER {rates.wer():.3f}"
+                  + (f" not-in-word-list {r['oov_rate']:.3f}" if words else ""), flush=True)
+        print(f"{mode}: {len(files)} files in {wall:.1f} s", flush=True)
     return report
 
 
