@@ -38,12 +38,6 @@ std::string beam_text(const std::vector<float>& logits) {
   return dec->finalize().text;
 }
 
-arpa_lm parse_lm(const std::string& text) {
-  auto lm = arpa_lm::parse(text, "test.arpa");
-  REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
-  return std::move(*lm);
-}
-
 // Bigrams "i see" and "the sea" are likely; every other pair backs off to unigrams of equal
 // probability. So after "i" the LM prefers "see", after "the" it prefers "sea".
 const char* see_sea_arpa = R"(\data\

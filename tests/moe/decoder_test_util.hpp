@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "moe/decoder/arpa_lm.hpp"
 #include "moe/tokens.hpp"
 
 namespace sluice::moe::test {
@@ -68,6 +69,13 @@ inline std::vector<frame_probs> peaky_frames(std::string_view spec) {
 
 inline std::vector<float> peaky_logits(const token_table& t, std::string_view spec) {
   return make_logits(t, peaky_frames(spec));
+}
+
+/// An ARPA LM from text (the tests' hand-written ones).
+inline arpa_lm parse_lm(const std::string& text) {
+  auto lm = arpa_lm::parse(text, "test.arpa");
+  REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
+  return std::move(*lm);
 }
 
 inline int32_t n_frames_of(const token_table& t, const std::vector<float>& logits) {

@@ -22,9 +22,11 @@
 #include "moe/piece_tokenizer.hpp"
 #include "moe/tokens.hpp"
 #include "tests/common/audio_tools.hpp"
+#include "tests/moe/decoder_test_util.hpp"
 
 using namespace sluice;
 using namespace sluice::moe;
+using sluice::moe::test::parse_lm;
 
 namespace {
 
@@ -107,12 +109,6 @@ std::string greedy_text(const std::vector<float>& logits) {
   auto r = greedy_decode(logits, n_frames(logits), piece_tokens(), {});
   REQUIRE(r.has_value());
   return r->text;
-}
-
-arpa_lm parse_lm(const std::string& text) {
-  auto lm = arpa_lm::parse(text, "test.arpa");
-  REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
-  return std::move(*lm);
 }
 
 // "i call" and "my card" are likely bigrams; every other pair backs off to equal unigrams.
