@@ -178,14 +178,15 @@ void progress_after_logits(self_ptr self, const state_ptr& st) {
 void maybe_drained(self_ptr self, const state_ptr& st) {
   flush_finals(self, st);
   if (!st->ended || !st->utterances.empty()) return;
-  // The supervisor first: it frees the slot before the subscriber hears and asks for another.
+  // The supervisor first: it frees the slot before the subscriber hears and asks for another;
+  // the metrics actor's last report too, so what the subscriber reads next counts this channel.
   if (st->supervisor) self->send(st->supervisor, drained_atom::value, st->id);
-  self->send(st->subscriber, drained_atom::value, st->id);
   if (st->metrics) {
     auto r = st->meter.take(0);
     r.gone = true;
     self->send(st->metrics, std::move(r));
   }
+  self->send(st->subscriber, drained_atom::value, st->id);
   self->quit();
 }
 

@@ -83,8 +83,10 @@ result<void> token_table::attach_tokenizer(std::shared_ptr<const piece_tokenizer
 }
 
 std::string_view token_table::text(int32_t id) const {
-  if (id == space_id_) return " ";
   if (id < 0 || id >= size()) return {};
+  if (id == space_id_) return " ";
+  // A piece vocabulary's unknown piece spells nothing (the recipe's decode drops it too).
+  if (pieces() && id == tokenizer_->unk_id() + 1) return {};
   std::string_view t = tokens_[static_cast<std::size_t>(id)];
   if (pieces() && starts_word_[static_cast<std::size_t>(id)]) t.remove_prefix(word_mark.size());
   return t;

@@ -23,7 +23,10 @@
 ///    A word in progress cannot take a <space>.
 /// With a word-piece vocabulary (tokens.hpp) the labels are pieces and the vocabulary spells each
 /// word as its tokenizer does; a word-start piece may only begin a word and any other piece only
-/// continue one, so the model's word marks are boundaries and there is no <space>.
+/// continue one, so the model's word marks are boundaries and there is no <space>. Limits there:
+/// a vocabulary word is recognised only in its tokenizer's split (another split of the same
+/// letters is read as an OOV word), and a hotword is matched as a prefix of a word (no <space>
+/// marks its end), so "carl" also biases "carlos".
 /// While a word is being spelled its score also holds a provisional look-ahead,
 /// lexicon_lm_weight * (best unigram ln probability of a vocabulary word it may become), replaced
 /// by the true LM term when the word is completed. Hotwords (context_graph.hpp) are walked letter

@@ -148,6 +148,9 @@ TEST_SUITE("pieces") {
     CHECK(t.pieces());
     CHECK(t.space_id() == -1);
     CHECK(t.size() == 301);
+    // The unknown piece spells nothing (the recipe's decode drops it too); no id is a space.
+    CHECK(t.text(t.id_of("<unk>")).empty());
+    CHECK(t.text(-1).empty());
     // Recipe sentences and words the recipe never had, spelled from smaller pieces.
     const std::vector<std::string> texts{"thank you for calling", "my card number is four two",
                                          "xylophone quizzically zorg", "it's ok", "a"};

@@ -196,7 +196,10 @@ def main() -> None:
     if init_dir:
         # Fine-tuning an exported model: same architecture; same tokens, except that other units
         # (chars -> pieces) get a fresh CTC output layer over the rest of the loaded weights.
-        model = load_model_dir(init_dir, tokens, new_head=True, head_init=args.head_init)
+        # Only a change of units may replace the output layer: a character model with other
+        # characters is refused, as before word pieces.
+        other_units = dataset.Units.from_model_dir(init_dir).kind != units.kind
+        model = load_model_dir(init_dir, tokens, new_head=other_units, head_init=args.head_init)
         cfg = model.cfg
     else:
         cfg = ModelConfig(vocab_size=len(tokens))
@@ -224,7 +227,12 @@ def main() -> None:
             # Fine-tuning keeps the checkpoint's CMVN: its weights were trained on that normalisation.
             ck = torch.load(args.init)
             init_state = ck["model"]
-            if dataset.Units.from_checkpoint(ck).tokens != tokens:
+            init_units = dataset.Units.from_checkpoint(ck)
+            if init_units.tokens != tokens:
+                if init_units.kind == units.kind:
+                    sys.exit(f"{args.init}: its {units.kind} tokens differ from this run's")
+                if args.head_init != "fresh":
+                    sys.exit("--head-init chars needs --init to be a model directory")
                 for k in [k for k in init_state if k.startswith("ctc.")]:
                     init_state[k] = model.state_dict()[k]
                 print(f"init {args.init}: loaded every tensor except the CTC output layer, freshly "
