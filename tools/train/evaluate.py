@@ -70,33 +70,18 @@ ASTERISK_TEXT = "/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
 
 
 def asterisk_set(tokens) -> list[tuple[str, np.ndarray, str]]:
-    """(id, fbank [T, 80], transcript) for every prompt whose text normalises cleanly."""
+    """(id, fbank [T, 80], transcript) for every prompt of asterisk_items()."""
     import soundfile as sf
     import torchaudio
-    if not os.path.exists(ASTERISK_TEXT):
-        return []
     out = []
-    with gzip.open(ASTERISK_TEXT, "rt", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            m = re.match(r"^([A-Za-z0-9_\-]+):\s*(.+)$", line.strip())
-            if not m:
-                continue
-            wav = os.path.join(ASTERISK_DIR, m.group(1) + ".wav")
-            if not os.path.exists(wav):
-                continue
-            try:
-                text = text_norm.to_transcript(m.group(2))
-            except Exception:
-                continue
-            if not text or not text_norm.in_vocabulary(text) or len(text.split()) < 2:
-                continue
-            x, sr = sf.read(wav, dtype="float64")
-            if x.ndim > 1:
-                x = x[:, 0]
-            w = torchaudio.functional.resample(torch.from_numpy(x)[None], sr, 16000)
-            fb = torchaudio.compliance.kaldi.fbank(w * 32768.0, num_mel_bins=80, frame_length=25, frame_shift=10,
-                                                   dither=0.0, energy_floor=0.0, sample_frequency=16000)
-            out.append((m.group(1), fb.float().numpy(), text))
+    for wav, text in asterisk_items():
+        x, sr = sf.read(wav, dtype="float64")
+        if x.ndim > 1:
+            x = x[:, 0]
+        w = torchaudio.functional.resample(torch.from_numpy(x)[None], sr, 16000)
+        fb = torchaudio.compliance.kaldi.fbank(w * 32768.0, num_mel_bins=80, frame_length=25, frame_shift=10,
+                                               dither=0.0, energy_floor=0.0, sample_frequency=16000)
+        out.append((os.path.splitext(os.path.basename(wav))[0], fb.float().numpy(), text))
     return out
 
 
