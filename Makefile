@@ -80,7 +80,7 @@ tsan-build: setup
 	  -DCAF_INCLUDE_DIR=$(TSAN_CAF_ABS)/include -DCAF_CORE_LIBRARY=$(TSAN_CAF_ABS)/lib/libcaf_core.so \
 	  -DCAF_IO_LIBRARY=$(TSAN_CAF_ABS)/lib/libcaf_io.so \
 	  -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" -DCMAKE_C_FLAGS_DEBUG="-g1 -O1"
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target sluice_actors_tests sluice_net_tests
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target sluice_actors_tests sluice_actors_protocol_tests sluice_net_tests
 
 tsan-test: tsan-build
 	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1" \

@@ -186,9 +186,12 @@ def main():
                     help="longer than the server's 30 s malloc_trim period, so one has run since the last session")
     ap.add_argument("--json")
     ap.add_argument("--server-log", help="the server's output, at info level, goes here")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override for the server (sluice serve --set), repeatable")
     a = ap.parse_args()
     report = {"mode": a.mode}
-    overrides = [f"engine.max_channels={a.capacity}"] if a.mode == "overload" else []
+    overrides = ([f"engine.max_channels={a.capacity}"] if a.mode == "overload" else []) + a.set
+    report["overrides"] = overrides
     server = start_server(a.build, a.port, overrides, a.server_log)
     try:
         header = f"{'run':>16} {'sessions':>8} {'ok':>8} {'finals':>8} {'final50':>9} {'final99':>9} {'refused':>8}"

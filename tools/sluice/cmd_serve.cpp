@@ -39,6 +39,14 @@ int cmd_serve(invocation& inv) {
     std::fprintf(stderr, "sluice serve: no arguments (use --server.port=N, --server.host=ADDR)\n");
     return exit_usage;
   }
+#if defined(__GLIBC__)
+  // Before any thread of the engine or the server exists (config/server_config.hpp says why).
+  if (inv.cfg.server.malloc_arena_max > 0 && ::mallopt(M_ARENA_MAX, inv.cfg.server.malloc_arena_max) != 1)
+    spdlog::warn("mallopt(M_ARENA_MAX, {}) failed", inv.cfg.server.malloc_arena_max);
+  if (inv.cfg.server.malloc_mmap_threshold_kb > 0 &&
+      ::mallopt(M_MMAP_THRESHOLD, inv.cfg.server.malloc_mmap_threshold_kb * 1024) != 1)
+    spdlog::warn("mallopt(M_MMAP_THRESHOLD, {} KiB) failed", inv.cfg.server.malloc_mmap_threshold_kb);
+#endif
   auto model = moe::load_model(inv.cfg.model.dir);
   if (!model) {
     std::fprintf(stderr, "sluice serve: %s\n", model.error().message.c_str());

@@ -1,0 +1,416 @@
+// The batcher's message protocol, message by message, with CAF's own test DSL (caf/test/dsl.hpp:
+// expect / disallow on the deterministic test coordinator; issue 11). This file is a CAF unit-test
+// binary of its own (CAF's runner, not doctest): the DSL's clauses report through CAF's test
+// engine. Each `expect` names the next message an actor must take (its types and its sender) and
+// runs it; each `disallow` fails if that message is the next one waiting.
+//
+//   1. A channel's features wait for the batching window (nothing is runnable until the timer);
+//      the step then goes layer by layer: one block per shard with pairs, every reply back before
+//      the next layer's blocks; the logits go to the channel that sent the features and to no
+//      other, once, and equal the offline forward.
+//   2. A channel dropped while its utterance is in a step gets no logits from that step; the
+//      other channel of the step gets its own.
+//   3. A step given up while an expert still holds a block (the request timed out): the lost
+//      utterance is reported once; the expert's late reply is taken and ignored (no logits, no
+//      block follows it); the next utterance's blocks are new buffers, not the held ones.
+//   4. A lane killed while it holds a channel's utterance: the supervisor gets the lane's down
+//      message, restarts it and tells that channel only; the channel reports the utterance lost
+//      to its subscriber; the other lane's channel hears nothing of it, and both go on to finish.
+#define CAF_SUITE actors_protocol
+#include <caf/test/unit_test_impl.hpp>
+
+#include <caf/test/dsl.hpp>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "actors/batcher_actor.hpp"
+#include "actors/engine_resources.hpp"
+#include "actors/expert_actor.hpp"
+#include "actors/messages.hpp"
+#include "actors/supervisor_actor.hpp"
+#include "actors/system_config.hpp"
+#include "config/sluice_config.hpp"
+#include "dsp/file_speech.hpp"
+#include "moe/forward.hpp"
+
+using namespace sluice;
+using namespace sluice::actors;
+
+namespace {
+
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using go_atom = caf::atom_constant<caf::atom("go")>;
+
+config::sluice_config protocol_config() {
+  config::sluice_config cfg;
+  cfg.model.dir = SLUICE_SOURCE_DIR "/models/default";
+  cfg.engine.placement_probe_ms = 0;
+  cfg.engine.expert_shards = 2;
+  cfg.engine.overlap = false;             // one micro-batch per step: one block per shard per layer
+  cfg.engine.report_ms = 600000;          // no report timer comes due in these tests
+  cfg.engine.batch_window_ms = 50;
+  cfg.engine.max_chunks_per_step = 256;   // a whole utterance in one step
+  cfg.engine.max_queue_wait_ms = 60000;
+  cfg.postproc.punct_model = "";  // the rules, in the channel, whatever the working directory holds
+  return cfg;
+}
+
+// A channel: keeps the logits it is sent.
+caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<std::vector<logits_chunk>> out) {
+  return {
+      [out](logits_atom, logits_chunk& c) { out->push_back(std::move(c)); },
+  };
+}
+
+struct held_block {
+  caf::response_promise rp;
+  block_msg m;
+};
+
+// An expert that holds every block it is asked for (the request stays unanswered) until
+// `release`, then hands them to the real expert actor `real`, which answers the batcher.
+caf::behavior holding_expert(caf::event_based_actor* self, caf::actor real, std::shared_ptr<std::vector<held_block>> held,
+                             std::shared_ptr<std::vector<block_msg>> seen) {
+  return {
+      [=](block_atom, block_msg& m) {
+        seen->push_back(m);
+        auto rp = self->make_response_promise();
+        held->push_back({rp, m});
+        return rp;
+      },
+      [=](release_atom) {
+        for (auto& h : *held) h.rp.delegate(real, block_atom::value, h.m);
+        held->clear();
+      },
+  };
+}
+
+// A subscriber: opens two channels at `go`, keeps their finals and drained notices.
+struct subscriber_log {
+  std::vector<open_reply> opened;
+  std::vector<transcript_event> finals;
+  std::vector<channel_id> drained;
+};
+
+caf::behavior subscriber(caf::event_based_actor* self, caf::actor supervisor, std::shared_ptr<subscriber_log> out) {
+  return {
+      [=](go_atom) {
+        for (int i = 0; i < 2; ++i)
+          self->request(supervisor, caf::infinite, open_atom::value, channel_request{}, caf::actor_cast<caf::actor>(self))
+              .then([=](open_reply& r) { out->opened.push_back(std::move(r)); });
+      },
+      [=](transcript_event& ev) {
+        if (ev.is_final) out->finals.push_back(std::move(ev));
+      },
+      [=](drained_atom, channel_id id) { out->drained.push_back(id); },
+  };
+}
+
+bool has_mail(const caf::actor& a) {
+  return caf::actor_cast<caf::abstract_actor*>(a)->peek_at_next_mailbox_element() != nullptr;
+}
+
+struct fixture : test_coordinator_fixture<engine_system_config> {
+  config::sluice_config conf = protocol_config();  // (the base fixture's `cfg` is CAF's)
+  std::shared_ptr<const engine_resources> res;
+  std::vector<std::vector<float>> feats;  // fbank of the bundled call's first speech region of each channel
+  int64_t n_mels = 0;
+
+  fixture() {
+    auto model = moe::load_model(conf.model.dir);
+    CAF_REQUIRE(model.has_value());
+    auto r = engine_resources::create(conf, *model);
+    CAF_REQUIRE(r.has_value());
+    res = *r;
+    auto speech = dsp::prepare_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", conf);
+    CAF_REQUIRE(speech.has_value());
+    CAF_REQUIRE_EQUAL(speech->channels.size(), 2u);
+    for (const auto& ch : speech->channels) {
+      CAF_REQUIRE(!ch.regions.empty());
+      const auto& s = ch.regions.front();
+      feats.push_back(res->fbank->compute(
+          std::vector<float>(ch.samples.begin() + s.start_sample, ch.samples.begin() + s.end_sample)));
+    }
+    n_mels = static_cast<int64_t>(res->fbank->num_mels());
+  }
+
+  std::vector<caf::actor> spawn_experts() {
+    std::vector<caf::actor> out;
+    for (int32_t s = 0; s < res->placement.n_shards(); ++s) out.push_back(sys.spawn(expert_actor, res, s, caf::actor{}));
+    return out;
+  }
+
+  caf::actor spawn_batcher(const std::vector<caf::actor>& experts) {
+    auto b = sys.spawn(batcher_actor, res, caf::actor{}, caf::actor{});
+    sched.run();  // its first report (to nobody: no metrics actor)
+    caf::anon_send(b, shards_atom::value, experts, std::vector<caf::actor>{});
+    expect((shards_atom, std::vector<caf::actor>, std::vector<caf::actor>), from(_).to(b));
+    return b;
+  }
+
+  // Logits of the offline forward of feats[i], the reference of every engine path.
+  std::vector<float> offline_logits(std::size_t i) {
+    auto fwd = moe::forward_offline(*res->model, feats[i].data(), static_cast<int64_t>(feats[i].size()) / n_mels);
+    CAF_REQUIRE(fwd.has_value());
+    return fwd->logits;
+  }
+
+  // One step's exchange with real experts, every layer: the blocks waiting at the experts (from
+  // the batcher), then each reply at the batcher, before the next layer's blocks exist. `quiet`:
+  // channels that must not hear from the batcher meanwhile. Returns the layers seen.
+  int run_step_layers(const caf::actor& batcher, const std::vector<caf::actor>& experts,
+                      const std::vector<caf::actor>& quiet) {
+    int layers = 0;
+    for (;;) {
+      std::vector<caf::actor> asked;
+      for (const auto& e : experts)
+        if (has_mail(e)) {
+          expect((block_atom, block_msg), from(batcher).to(e));
+          asked.push_back(e);
+        }
+      if (asked.empty()) break;
+      for (const auto& q : quiet) disallow((logits_atom, logits_chunk), from(batcher).to(q));
+      ++layers;
+      for (const auto& e : asked) expect((reply_msg), from(e).to(batcher));
+    }
+    return layers;
+  }
+};
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return worst;
+}
+
+}  // namespace
+
+CAF_TEST_FIXTURE_SCOPE(batcher_protocol, fixture)
+
+CAF_TEST(features wait for the window then step layer by layer and answer only their channel) {
+  auto experts = spawn_experts();
+  CAF_REQUIRE_EQUAL(experts.size(), 2u);
+  auto batcher = spawn_batcher(experts);
+  auto got_a = std::make_shared<std::vector<logits_chunk>>();
+  auto got_b = std::make_shared<std::vector<logits_chunk>>();
+  auto chan_a = sys.spawn(recorder, got_a);
+  auto chan_b = sys.spawn(recorder, got_b);
+  sched.run();  // the new actors' start
+
+  caf::send_as(chan_a, batcher, features_atom::value, feature_chunk{1, 0, feats[0], true});
+  expect((features_atom, feature_chunk), from(chan_a).to(batcher));
+  // Gathering: no step, no message anywhere, only the window's timer.
+  CAF_CHECK(!sched.has_job());
+  CAF_CHECK(sched.has_pending_timeout());
+  caf::send_as(chan_b, batcher, features_atom::value, feature_chunk{2, 0, feats[1], true});
+  expect((features_atom, feature_chunk), from(chan_b).to(batcher));
+  CAF_CHECK(!sched.has_job());
+  for (const auto& e : experts) disallow((block_atom, block_msg), from(batcher).to(e));
+
+  CAF_REQUIRE(sched.trigger_timeout());
+  expect((flush_atom), from(batcher).to(batcher));
+  const int layers = run_step_layers(batcher, experts, {chan_a, chan_b});
+  CAF_CHECK_EQUAL(layers, res->model->arch().n_layers);
+
+  // Each channel gets its own utterance's logits, once; then nothing is left to run.
+  expect((logits_atom, logits_chunk), from(batcher).to(chan_a));
+  expect((logits_atom, logits_chunk), from(batcher).to(chan_b));
+  CAF_CHECK(!sched.has_job());
+  CAF_REQUIRE_EQUAL(got_a->size(), 1u);
+  CAF_REQUIRE_EQUAL(got_b->size(), 1u);
+  const std::vector<float> ref[2] = {offline_logits(0), offline_logits(1)};
+  const logits_chunk* got[2] = {&got_a->front(), &got_b->front()};
+  for (int i = 0; i < 2; ++i) {
+    CAF_CHECK_EQUAL(got[i]->channel, static_cast<channel_id>(i + 1));
+    CAF_CHECK_EQUAL(got[i]->utterance, 0);
+    CAF_CHECK_EQUAL(got[i]->first_frame, 0);
+    CAF_CHECK(got[i]->last);
+    CAF_CHECK(got[i]->error.empty());
+    CAF_CHECK_EQUAL(got[i]->logits.size(), ref[i].size());
+    CAF_CHECK_LESS(max_abs_diff(got[i]->logits, ref[i]), 1e-3);
+  }
+
+  for (const auto& a : experts) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (const auto& a : {batcher, chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+CAF_TEST(a channel dropped during its step gets no logits and the other channel of the step gets its own) {
+  auto experts = spawn_experts();
+  auto batcher = spawn_batcher(experts);
+  auto got_a = std::make_shared<std::vector<logits_chunk>>();
+  auto got_b = std::make_shared<std::vector<logits_chunk>>();
+  auto chan_a = sys.spawn(recorder, got_a);
+  auto chan_b = sys.spawn(recorder, got_b);
+  sched.run();  // the new actors' start
+  caf::send_as(chan_a, batcher, features_atom::value, feature_chunk{1, 0, feats[0], true});
+  expect((features_atom, feature_chunk), from(chan_a).to(batcher));
+  caf::send_as(chan_b, batcher, features_atom::value, feature_chunk{2, 0, feats[1], true});
+  expect((features_atom, feature_chunk), from(chan_b).to(batcher));
+  CAF_REQUIRE(sched.trigger_timeout());
+  expect((flush_atom), from(batcher).to(batcher));
+
+  // Channel a goes away once the step's first blocks are out at the experts: the drop reaches
+  // the batcher before their replies.
+  for (const auto& e : experts) CAF_CHECK(has_mail(e));
+  caf::send_as(chan_a, batcher, drop_atom::value, channel_id{1});
+  expect((drop_atom, channel_id), from(chan_a).to(batcher));
+  const int layers = run_step_layers(batcher, experts, {chan_a, chan_b});
+  CAF_CHECK_EQUAL(layers, res->model->arch().n_layers);
+  disallow((logits_atom, logits_chunk), from(batcher).to(chan_a));
+  expect((logits_atom, logits_chunk), from(batcher).to(chan_b));
+  CAF_CHECK(!sched.has_job());
+  CAF_CHECK(got_a->empty());
+  CAF_REQUIRE_EQUAL(got_b->size(), 1u);
+  CAF_CHECK_EQUAL(got_b->front().channel, channel_id{2});
+  CAF_CHECK(got_b->front().last);
+  CAF_CHECK(got_b->front().error.empty());
+  CAF_CHECK_LESS(max_abs_diff(got_b->front().logits, offline_logits(1)), 1e-3);
+
+  for (const auto& a : experts) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (const auto& a : {batcher, chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+CAF_TEST(a step given up while an expert holds a block reports the utterance lost once and ignores the late reply) {
+  auto real = spawn_experts();
+  auto held = std::make_shared<std::vector<held_block>>();
+  auto seen = std::make_shared<std::vector<block_msg>>();
+  // Shard 1 answers through the holding expert; shard 0 answers at once.
+  auto holder = sys.spawn(holding_expert, real[1], held, seen);
+  auto batcher = spawn_batcher({real[0], holder});
+  auto got = std::make_shared<std::vector<logits_chunk>>();
+  auto chan = sys.spawn(recorder, got);
+  sched.run();
+
+  caf::send_as(chan, batcher, features_atom::value, feature_chunk{1, 0, feats[0], true});
+  expect((features_atom, feature_chunk), from(chan).to(batcher));
+  CAF_REQUIRE(sched.trigger_timeout());
+  expect((flush_atom), from(batcher).to(batcher));
+  // Layer 0: both shards are asked; shard 0 answers, shard 1's holder keeps its block.
+  CAF_REQUIRE(has_mail(holder));
+  if (has_mail(real[0])) {
+    expect((block_atom, block_msg), from(batcher).to(real[0]));
+    expect((reply_msg), from(real[0]).to(batcher));
+  }
+  expect((block_atom, block_msg), from(batcher).to(holder));
+  CAF_REQUIRE_EQUAL(held->size(), 1u);
+  CAF_CHECK(!sched.has_job());  // the batcher waits for shard 1 (its request's timeout is pending)
+  disallow((logits_atom, logits_chunk), from(batcher).to(chan));
+
+  // The request times out; there is no spillway to fail over to: the step is given up. The
+  // timeouts fire in the order the requests went out: shard 0's (its request was answered: the
+  // batcher takes the error and ignores it), then shard 1's.
+  for (int fired = 0; fired < 4 && !has_mail(chan); ++fired) {
+    CAF_REQUIRE(sched.trigger_timeout());
+    expect((caf::error), from(_).to(batcher));
+  }
+  expect((logits_atom, logits_chunk), from(batcher).to(chan));
+  CAF_REQUIRE_EQUAL(got->size(), 1u);
+  CAF_CHECK_EQUAL(got->front().utterance, 0);
+  CAF_CHECK(got->front().last);
+  CAF_CHECK(!got->front().error.empty());
+  CAF_CHECK(!sched.has_job());
+
+  // The late reply: the real expert computes the held block and answers the batcher, which
+  // takes the message and does nothing with it.
+  anon_send(holder, release_atom::value);
+  expect((release_atom), from(_).to(holder));
+  expect((block_atom, block_msg), from(batcher).to(real[1]));
+  expect((reply_msg), from(real[1]).to(batcher));
+  disallow((logits_atom, logits_chunk), from(batcher).to(chan));
+  for (const auto& e : {real[0], holder}) disallow((block_atom, block_msg), from(batcher).to(e));
+  CAF_CHECK(!sched.has_job());
+  CAF_CHECK_EQUAL(got->size(), 1u);
+
+  // The next utterance's step sends shard 1 a block in new buffers, not the held ones.
+  caf::send_as(chan, batcher, features_atom::value, feature_chunk{1, 1, feats[0], true});
+  expect((features_atom, feature_chunk), from(chan).to(batcher));
+  CAF_REQUIRE(sched.trigger_timeout());
+  expect((flush_atom), from(batcher).to(batcher));
+  if (has_mail(real[0])) expect((block_atom, block_msg), from(batcher).to(real[0]));
+  expect((block_atom, block_msg), from(batcher).to(holder));
+  CAF_REQUIRE_EQUAL(seen->size(), 2u);
+  CAF_CHECK((*seen)[1].block.get() != (*seen)[0].block.get());
+  CAF_CHECK((*seen)[1].reply.get() != (*seen)[0].reply.get());
+
+  for (const auto& a : real) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (const auto& a : {holder, batcher, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+CAF_TEST(a lane killed while it holds an utterance is restarted and only its channel hears of it) {
+  conf.engine.lanes = 2;
+  auto r = engine_resources::create(conf, res->model);
+  CAF_REQUIRE(r.has_value());
+  res = *r;
+  auto sup = sys.spawn(supervisor_actor, res, caf::actor{}, 2);
+  auto log = std::make_shared<subscriber_log>();
+  auto sub = sys.spawn(subscriber, sup, log);
+  anon_send(sub, go_atom::value);
+  sched.run();
+  CAF_REQUIRE_EQUAL(log->opened.size(), 2u);
+  CAF_REQUIRE(log->opened[0].ok && log->opened[1].ok);
+  const auto a = log->opened[0], b = log->opened[1];  // least-loaded: a on lane 0, b on lane 1
+  caf::actor lane0;
+  auto asker = sys.spawn([&lane0, sup](caf::event_based_actor* self) {
+    self->request(sup, caf::infinite, shards_atom::value)
+        .then([&lane0](std::vector<caf::actor>&, std::vector<caf::actor>&, caf::actor& l) { lane0 = l; });
+  });
+  sched.run();
+  CAF_REQUIRE(lane0 != nullptr);
+
+  // One utterance on each channel; no timer fires, so both lanes only gather.
+  auto speech = dsp::prepare_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", conf);
+  CAF_REQUIRE(speech.has_value());
+  auto region = [&](std::size_t ch, std::size_t i) {
+    const auto& c = speech->channels[ch];
+    const auto& s = c.regions.at(i);
+    return std::vector<float>(c.samples.begin() + s.start_sample, c.samples.begin() + s.end_sample);
+  };
+  CAF_REQUIRE(speech->channels[0].regions.size() >= 2);
+  anon_send(a.handle, segment_atom::value, region(0, 0), speech->channels[0].regions[0].start_sample);
+  anon_send(b.handle, segment_atom::value, region(1, 0), speech->channels[1].regions[0].start_sample);
+  sched.run();
+  CAF_CHECK(!sched.has_job());
+  CAF_CHECK(log->finals.empty());
+
+  anon_send_exit(lane0, caf::exit_reason::kill);
+  expect((caf::exit_msg), from(_).to(lane0));
+  expect((caf::down_msg), from(_).to(sup));
+  expect((batcher_atom, caf::actor), from(sup).to(a.handle));
+  disallow((batcher_atom, caf::actor), from(sup).to(b.handle));
+  expect((transcript_event), from(a.handle).to(sub));
+  disallow((transcript_event), from(b.handle).to(sub));
+  CAF_REQUIRE_EQUAL(log->finals.size(), 1u);
+  CAF_CHECK_EQUAL(log->finals[0].channel, a.channel);
+  CAF_CHECK_EQUAL(log->finals[0].utterance, 0);
+  CAF_CHECK(log->finals[0].error.find("lost") != std::string::npos);
+
+  // Channel a's next utterance goes to the restarted lane; both channels end and drain.
+  anon_send(a.handle, segment_atom::value, region(0, 1), speech->channels[0].regions[1].start_sample);
+  anon_send(a.handle, end_atom::value);
+  anon_send(b.handle, end_atom::value);
+  for (int round = 0; round < 100000 && log->drained.size() < 2; ++round) {
+    sched.run();
+    if (log->drained.size() < 2) sched.trigger_timeout();  // the batching windows
+  }
+  CAF_REQUIRE_EQUAL(log->drained.size(), 2u);
+  CAF_REQUIRE_EQUAL(log->finals.size(), 3u);
+  for (std::size_t i = 1; i < 3; ++i) {
+    CAF_CHECK(log->finals[i].error.empty());
+    CAF_CHECK(!log->finals[i].text.empty());
+  }
+  CAF_CHECK((log->finals[1].channel == a.channel && log->finals[1].utterance == 1) ||
+            (log->finals[2].channel == a.channel && log->finals[2].utterance == 1));
+
+  anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  anon_send_exit(sub, caf::exit_reason::user_shutdown);
+  anon_send_exit(asker, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
