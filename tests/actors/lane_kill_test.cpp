@@ -7,6 +7,7 @@
 #include "tests/actors/engine_test_util.hpp"
 
 #include "tests/actors/deterministic_system.hpp"
+#include "tests/actors/opening_subscriber.hpp"
 
 #include "actors/batcher_actor.hpp"
 #include "actors/supervisor_actor.hpp"
@@ -14,31 +15,6 @@
 using namespace sluice;
 using namespace sluice::actors;
 
-namespace {
-
-using go_atom = caf::atom_constant<caf::atom("go")>;
-
-struct seen {
-  std::vector<open_reply> opened;
-  std::map<channel_id, std::vector<transcript_event>> finals;  // errors included: a lost utterance's final
-  std::vector<channel_id> drained;
-};
-
-caf::behavior probe(caf::event_based_actor* self, caf::actor supervisor, std::shared_ptr<seen> out) {
-  return {
-      [=](go_atom) {
-        for (int i = 0; i < 2; ++i)
-          self->request(supervisor, caf::infinite, open_atom::value, channel_request{}, caf::actor_cast<caf::actor>(self))
-              .then([=](open_reply& r) { out->opened.push_back(std::move(r)); });
-      },
-      [=](transcript_event& ev) {
-        if (ev.is_final) out->finals[ev.channel].push_back(std::move(ev));
-      },
-      [=](drained_atom, channel_id id) { out->drained.push_back(id); },
-  };
-}
-
-}  // namespace
 
 TEST_SUITE("lane kill") {
   TEST_CASE("under the test coordinator, a lane killed while it holds an utterance: that one is reported lost, the rest exact") {
@@ -56,9 +32,9 @@ TEST_SUITE("lane kill") {
     REQUIRE(segs[1].size() >= 1);
 
     auto sup = sys.spawn(supervisor_actor, res, caf::actor{}, 2);
-    auto out = std::make_shared<seen>();
-    auto p = sys.spawn(probe, sup, out);
-    caf::anon_send(p, go_atom::value);
+    auto out = std::make_shared<test::subscriber_log>();
+    auto p = sys.spawn(test::opening_subscriber, sup, 2, out);
+    caf::anon_send(p, test::go_atom::value);
     sched.run();
     REQUIRE(out->opened.size() == 2);
     for (const auto& r : out->opened) REQUIRE(r.ok);

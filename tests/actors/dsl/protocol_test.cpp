@@ -33,6 +33,7 @@
 #include "actors/system_config.hpp"
 #include "config/sluice_config.hpp"
 #include "dsp/file_speech.hpp"
+#include "tests/actors/opening_subscriber.hpp"
 #include "moe/forward.hpp"
 
 using namespace sluice;
@@ -41,7 +42,6 @@ using namespace sluice::actors;
 namespace {
 
 using release_atom = caf::atom_constant<caf::atom("release")>;
-using go_atom = caf::atom_constant<caf::atom("go")>;
 
 config::sluice_config protocol_config() {
   config::sluice_config cfg;
@@ -87,27 +87,6 @@ caf::behavior holding_expert(caf::event_based_actor* self, caf::actor real, std:
   };
 }
 
-// A subscriber: opens two channels at `go`, keeps their finals and drained notices.
-struct subscriber_log {
-  std::vector<open_reply> opened;
-  std::vector<transcript_event> finals;
-  std::vector<channel_id> drained;
-};
-
-caf::behavior subscriber(caf::event_based_actor* self, caf::actor supervisor, std::shared_ptr<subscriber_log> out) {
-  return {
-      [=](go_atom) {
-        for (int i = 0; i < 2; ++i)
-          self->request(supervisor, caf::infinite, open_atom::value, channel_request{}, caf::actor_cast<caf::actor>(self))
-              .then([=](open_reply& r) { out->opened.push_back(std::move(r)); });
-      },
-      [=](transcript_event& ev) {
-        if (ev.is_final) out->finals.push_back(std::move(ev));
-      },
-      [=](drained_atom, channel_id id) { out->drained.push_back(id); },
-  };
-}
-
 bool has_mail(const caf::actor& a) {
   return caf::actor_cast<caf::abstract_actor*>(a)->peek_at_next_mailbox_element() != nullptr;
 }
@@ -148,6 +127,29 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
     caf::anon_send(b, shards_atom::value, experts, std::vector<caf::actor>{});
     expect((shards_atom, std::vector<caf::actor>, std::vector<caf::actor>), from(_).to(b));
     return b;
+  }
+
+  // Two shards' experts, a batcher with them, and two channels (recorders) a and b, started.
+  struct two_channels {
+    std::vector<caf::actor> experts;
+    caf::actor batcher, chan_a, chan_b;
+    std::shared_ptr<std::vector<logits_chunk>> got_a = std::make_shared<std::vector<logits_chunk>>();
+    std::shared_ptr<std::vector<logits_chunk>> got_b = std::make_shared<std::vector<logits_chunk>>();
+  };
+  two_channels start_two_channels() {
+    two_channels t;
+    t.experts = spawn_experts();
+    CAF_REQUIRE_EQUAL(t.experts.size(), 2u);
+    t.batcher = spawn_batcher(t.experts);
+    t.chan_a = sys.spawn(recorder, t.got_a);
+    t.chan_b = sys.spawn(recorder, t.got_b);
+    sched.run();  // the new actors' start
+    return t;
+  }
+  void stop(const two_channels& t) {
+    for (const auto& a : t.experts) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (const auto& a : {t.batcher, t.chan_a, t.chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sched.run();
   }
 
   // Logits of the offline forward of feats[i], the reference of every engine path.
@@ -191,14 +193,8 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 CAF_TEST_FIXTURE_SCOPE(batcher_protocol, fixture)
 
 CAF_TEST(features wait for the window then step layer by layer and answer only their channel) {
-  auto experts = spawn_experts();
-  CAF_REQUIRE_EQUAL(experts.size(), 2u);
-  auto batcher = spawn_batcher(experts);
-  auto got_a = std::make_shared<std::vector<logits_chunk>>();
-  auto got_b = std::make_shared<std::vector<logits_chunk>>();
-  auto chan_a = sys.spawn(recorder, got_a);
-  auto chan_b = sys.spawn(recorder, got_b);
-  sched.run();  // the new actors' start
+  auto t = start_two_channels();
+  const auto& [experts, batcher, chan_a, chan_b, got_a, got_b] = t;
 
   caf::send_as(chan_a, batcher, features_atom::value, feature_chunk{1, 0, feats[0], true});
   expect((features_atom, feature_chunk), from(chan_a).to(batcher));
@@ -233,19 +229,12 @@ CAF_TEST(features wait for the window then step layer by layer and answer only t
     CAF_CHECK_LESS(max_abs_diff(got[i]->logits, ref[i]), 1e-3);
   }
 
-  for (const auto& a : experts) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  for (const auto& a : {batcher, chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  sched.run();
+  stop(t);
 }
 
 CAF_TEST(a channel dropped during its step gets no logits and the other channel of the step gets its own) {
-  auto experts = spawn_experts();
-  auto batcher = spawn_batcher(experts);
-  auto got_a = std::make_shared<std::vector<logits_chunk>>();
-  auto got_b = std::make_shared<std::vector<logits_chunk>>();
-  auto chan_a = sys.spawn(recorder, got_a);
-  auto chan_b = sys.spawn(recorder, got_b);
-  sched.run();  // the new actors' start
+  auto t = start_two_channels();
+  const auto& [experts, batcher, chan_a, chan_b, got_a, got_b] = t;
   caf::send_as(chan_a, batcher, features_atom::value, feature_chunk{1, 0, feats[0], true});
   expect((features_atom, feature_chunk), from(chan_a).to(batcher));
   caf::send_as(chan_b, batcher, features_atom::value, feature_chunk{2, 0, feats[1], true});
@@ -270,9 +259,7 @@ CAF_TEST(a channel dropped during its step gets no logits and the other channel 
   CAF_CHECK(got_b->front().error.empty());
   CAF_CHECK_LESS(max_abs_diff(got_b->front().logits, offline_logits(1)), 1e-3);
 
-  for (const auto& a : experts) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  for (const auto& a : {batcher, chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  sched.run();
+  stop(t);
 }
 
 CAF_TEST(a step given up while an expert holds a block reports the utterance lost once and ignores the late reply) {
@@ -348,9 +335,9 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   CAF_REQUIRE(r.has_value());
   res = *r;
   auto sup = sys.spawn(supervisor_actor, res, caf::actor{}, 2);
-  auto log = std::make_shared<subscriber_log>();
-  auto sub = sys.spawn(subscriber, sup, log);
-  anon_send(sub, go_atom::value);
+  auto log = std::make_shared<test::subscriber_log>();
+  auto sub = sys.spawn(test::opening_subscriber, sup, 2, log);
+  anon_send(sub, test::go_atom::value);
   sched.run();
   CAF_REQUIRE_EQUAL(log->opened.size(), 2u);
   CAF_REQUIRE(log->opened[0].ok && log->opened[1].ok);
@@ -386,9 +373,9 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   expect((transcript_event), from(a.handle).to(sub));
   disallow((transcript_event), from(b.handle).to(sub));
   CAF_REQUIRE_EQUAL(log->finals.size(), 1u);
-  CAF_CHECK_EQUAL(log->finals[0].channel, a.channel);
-  CAF_CHECK_EQUAL(log->finals[0].utterance, 0);
-  CAF_CHECK(log->finals[0].error.find("lost") != std::string::npos);
+  CAF_REQUIRE_EQUAL(log->finals[a.channel].size(), 1u);
+  CAF_CHECK_EQUAL(log->finals[a.channel][0].utterance, 0);
+  CAF_CHECK(log->finals[a.channel][0].error.find("lost") != std::string::npos);
 
   // Channel a's next utterance goes to the restarted lane; both channels end and drain.
   anon_send(a.handle, segment_atom::value, region(0, 1), speech->channels[0].regions[1].start_sample);
@@ -399,13 +386,13 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
     if (log->drained.size() < 2) sched.trigger_timeout();  // the batching windows
   }
   CAF_REQUIRE_EQUAL(log->drained.size(), 2u);
-  CAF_REQUIRE_EQUAL(log->finals.size(), 3u);
-  for (std::size_t i = 1; i < 3; ++i) {
-    CAF_CHECK(log->finals[i].error.empty());
-    CAF_CHECK(!log->finals[i].text.empty());
+  CAF_REQUIRE_EQUAL(log->finals[a.channel].size(), 2u);
+  CAF_REQUIRE_EQUAL(log->finals[b.channel].size(), 1u);
+  for (const auto* f : {&log->finals[a.channel][1], &log->finals[b.channel][0]}) {
+    CAF_CHECK(f->error.empty());
+    CAF_CHECK(!f->text.empty());
   }
-  CAF_CHECK((log->finals[1].channel == a.channel && log->finals[1].utterance == 1) ||
-            (log->finals[2].channel == a.channel && log->finals[2].utterance == 1));
+  CAF_CHECK_EQUAL(log->finals[a.channel][1].utterance, 1);
 
   anon_send_exit(sup, caf::exit_reason::user_shutdown);
   anon_send_exit(sub, caf::exit_reason::user_shutdown);
