@@ -63,7 +63,7 @@ asan: setup
 	  ctest --output-on-failure -j $(JOBS)
 
 # ThreadSanitizer over the suites with threads of their own: actors (CAF's scheduler) and net
-# (Beast's io threads). Only those two binaries are built, against a CAF built with TSan
+# (Beast's io threads), and the actors' CAF-DSL protocol test. Only those three binaries are built, against a CAF built with TSan
 # (tools/build_tsan_caf.sh: Debian's own CAF 0.17.6 source, fetched through apt and checked by its
 # SHA-256, built once into $(TSAN_CAF)): Debian's libcaf_core.so is not instrumented, and TSan
 # then reports every message between two actors as a race. The CAF paths are passed explicitly,

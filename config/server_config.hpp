@@ -69,7 +69,11 @@ struct server_config {
   /// arenas (0: glibc's default).
   int malloc_arena_max = 2;
   /// Allocations of at least this many KiB are mmap'd and handed back to the kernel when freed,
-  /// at a fixed threshold (0: glibc's default, which moves up to 32 MiB).
+  /// at a fixed threshold (0: glibc's default, which moves up to 32 MiB). The cost: each such
+  /// allocation is an mmap/munmap with fresh zeroed pages, so a buffer of that size made and
+  /// freed per step would fault its pages in every time; the engine's step buffers are reused
+  /// (and with engine.preallocate sized at start), so what crosses it is mostly per-stream and
+  /// per-upload memory. Not measured apart from the arena limit (README, soak).
   int malloc_mmap_threshold_kb = 256;
 
   template <class V>

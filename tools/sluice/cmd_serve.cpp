@@ -39,8 +39,10 @@ int cmd_serve(invocation& inv) {
     std::fprintf(stderr, "sluice serve: no arguments (use --server.port=N, --server.host=ADDR)\n");
     return exit_usage;
   }
-#if defined(__GLIBC__)
-  // Before any thread of the engine or the server exists (config/server_config.hpp says why).
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  // Before the engine's and the server's threads exist, so their arenas are bounded too
+  // (config/server_config.hpp says why). Not under ASan/TSan: their allocators replace malloc
+  // and answer mallopt with a failure.
   if (inv.cfg.server.malloc_arena_max > 0 && ::mallopt(M_ARENA_MAX, inv.cfg.server.malloc_arena_max) != 1)
     spdlog::warn("mallopt(M_ARENA_MAX, {}) failed", inv.cfg.server.malloc_arena_max);
   if (inv.cfg.server.malloc_mmap_threshold_kb > 0 &&
