@@ -15,7 +15,6 @@
 using namespace sluice;
 using namespace sluice::actors;
 
-
 TEST_SUITE("lane kill") {
   TEST_CASE("under the test coordinator, a lane killed while it holds an utterance: that one is reported lost, the rest exact") {
     auto cfg = test::base_config();

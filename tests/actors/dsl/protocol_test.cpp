@@ -33,8 +33,9 @@
 #include "actors/system_config.hpp"
 #include "config/sluice_config.hpp"
 #include "dsp/file_speech.hpp"
-#include "tests/actors/opening_subscriber.hpp"
 #include "moe/forward.hpp"
+#include "tests/actors/opening_subscriber.hpp"
+#include "tests/moe/model_test_util.hpp"
 
 using namespace sluice;
 using namespace sluice::actors;
@@ -97,7 +98,8 @@ bool has_mail(const caf::actor& a) {
 struct fixture : test_coordinator_fixture<engine_system_config> {
   config::sluice_config conf = protocol_config();  // (the base fixture's `cfg` is CAF's)
   std::shared_ptr<const engine_resources> res;
-  std::vector<std::vector<float>> feats;  // fbank of the bundled call's first speech region of each channel
+  dsp::file_speech speech;                // the bundled call, both channels, cut into speech regions
+  std::vector<std::vector<float>> feats;  // fbank of each channel's first speech region
   int64_t n_mels = 0;
 
   fixture() {
@@ -106,16 +108,22 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
     auto r = engine_resources::create(conf, *model);
     CAF_REQUIRE(r.has_value());
     res = *r;
-    auto speech = dsp::prepare_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", conf);
-    CAF_REQUIRE(speech.has_value());
-    CAF_REQUIRE_EQUAL(speech->channels.size(), 2u);
-    for (const auto& ch : speech->channels) {
-      CAF_REQUIRE(!ch.regions.empty());
-      const auto& s = ch.regions.front();
-      feats.push_back(res->fbank->compute(
-          std::vector<float>(ch.samples.begin() + s.start_sample, ch.samples.begin() + s.end_sample)));
+    auto prepared = dsp::prepare_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", conf);
+    CAF_REQUIRE(prepared.has_value());
+    speech = std::move(*prepared);
+    CAF_REQUIRE_EQUAL(speech.channels.size(), 2u);
+    for (std::size_t ch = 0; ch < 2; ++ch) {
+      CAF_REQUIRE(!speech.channels[ch].regions.empty());
+      feats.push_back(res->fbank->compute(region(ch, 0)));
     }
     n_mels = static_cast<int64_t>(res->fbank->num_mels());
+  }
+
+  // The 16 kHz samples of channel ch's speech region i.
+  std::vector<float> region(std::size_t ch, std::size_t i) const {
+    const auto& c = speech.channels[ch];
+    const auto& s = c.regions.at(i);
+    return std::vector<float>(c.samples.begin() + s.start_sample, c.samples.begin() + s.end_sample);
   }
 
   std::vector<caf::actor> spawn_experts() {
@@ -192,12 +200,7 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
   }
 };
 
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return worst;
-}
+using test::max_abs_diff;
 
 }  // namespace
 
@@ -368,16 +371,9 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   CAF_REQUIRE(lane0 != nullptr);
 
   // One utterance on each channel; no timer fires, so both lanes only gather.
-  auto speech = dsp::prepare_file(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", conf);
-  CAF_REQUIRE(speech.has_value());
-  auto region = [&](std::size_t ch, std::size_t i) {
-    const auto& c = speech->channels[ch];
-    const auto& s = c.regions.at(i);
-    return std::vector<float>(c.samples.begin() + s.start_sample, c.samples.begin() + s.end_sample);
-  };
-  CAF_REQUIRE(speech->channels[0].regions.size() >= 2);
-  anon_send(a.handle, segment_atom::value, region(0, 0), speech->channels[0].regions[0].start_sample);
-  anon_send(b.handle, segment_atom::value, region(1, 0), speech->channels[1].regions[0].start_sample);
+  CAF_REQUIRE(speech.channels[0].regions.size() >= 2);
+  anon_send(a.handle, segment_atom::value, region(0, 0), speech.channels[0].regions[0].start_sample);
+  anon_send(b.handle, segment_atom::value, region(1, 0), speech.channels[1].regions[0].start_sample);
   sched.run();
   CAF_CHECK(!sched.has_job());
   CAF_CHECK(log->finals.empty());
@@ -399,7 +395,7 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   CAF_CHECK(log->finals[a.channel][0].error.find("lost") != std::string::npos);
 
   // Channel a's next utterance goes to the restarted lane; both channels end and drain.
-  anon_send(a.handle, segment_atom::value, region(0, 1), speech->channels[0].regions[1].start_sample);
+  anon_send(a.handle, segment_atom::value, region(0, 1), speech.channels[0].regions[1].start_sample);
   anon_send(a.handle, end_atom::value);
   anon_send(b.handle, end_atom::value);
   for (int round = 0; round < 100000 && log->drained.size() < 2; ++round) {
