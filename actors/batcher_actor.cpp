@@ -36,6 +36,7 @@ struct stream_entry {
   bool in_step = false;
   bool dropped = false;
   bool waiting = false;  // has ready frames not yet in a step
+  bool offline = false;  // a file or upload segment: yields to live streams (live_priority)
   clock::time_point ready_since{};
   // Features that arrived while the stream was lent to a step (a stream_state takes no input
   // then): handed over when the step ends.
@@ -59,6 +60,9 @@ struct batcher {
   std::vector<caf::actor> experts, spillways;
   // Lane mode: every routed expert runs here, right after the dense part (no expert actors).
   std::optional<moe::local_experts> local;
+  // Lane mode: pairs run per (layer, expert) since the last report, i64 [n_layers, n_routed]
+  // (reported as "pairs/<layer>/<expert>" counters, as expert actors do: the load heatmap).
+  std::vector<int64_t> lane_pairs;
   std::map<stream_key, stream_entry> streams;
   std::set<caf::actor_addr> monitored;  // channels with a monitor on them: one each, however many utterances
   half halves[n_halves];
@@ -279,7 +283,17 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
     return;
   }
   if (st->local) {
-    if (auto ok = st->local->run(mb); !ok) {
+    const int64_t n_routed = arch.n_routed;
+    int64_t pairs = 0;
+    const auto count_pairs = [&](int layer) {
+      const auto& r = mb.route();
+      const int64_t n = r.n * r.top_k;
+      for (int64_t i = 0; i < n; ++i) ++st->lane_pairs[static_cast<std::size_t>(layer * n_routed + r.experts[i])];
+      pairs += n;
+    };
+    auto ok = st->local->run(mb, count_pairs);
+    st->meter.count("pairs", static_cast<double>(pairs));
+    if (!ok) {
       abort_half(self, st, hi, ok.error().message);
       continue_later(self, st);
       return;
@@ -426,18 +440,26 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
   return true;
 }
 
-// Streams with ready frames that wait, the longest-waiting first, up to the budget.
+// Streams with ready frames that wait, up to the budget: the longest-waiting first; with
+// [engine] live_priority every live stream before any offline one (files, uploads), so offline
+// work only fills what live streams leave of the budget.
 std::vector<stream_key> pick(const state_ptr& st, int64_t budget, std::vector<int64_t>& lengths) {
   struct cand {
     stream_key key;
     clock::time_point since;
     int64_t frames;
+    bool offline;
   };
   std::vector<cand> c;
   const int64_t max_chunks = st->res->cfg.engine.max_chunks_per_step;
   for (auto& [k, e] : st->streams)
-    if (e.waiting && !e.in_step && !e.dropped) c.push_back({k, e.ready_since, e.state->step_frames(max_chunks)});
-  std::sort(c.begin(), c.end(), [](const cand& a, const cand& b) { return a.since < b.since; });
+    if (e.waiting && !e.in_step && !e.dropped)
+      c.push_back({k, e.ready_since, e.state->step_frames(max_chunks), e.offline});
+  const bool live_first = st->res->cfg.engine.live_priority;
+  std::sort(c.begin(), c.end(), [live_first](const cand& a, const cand& b) {
+    if (live_first && a.offline != b.offline) return !a.offline;
+    return a.since < b.since;
+  });
   std::vector<cand> chosen;
   int64_t total = 0;
   for (const auto& x : c) {
@@ -556,6 +578,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
   if (lane >= 0) {
     st->local.emplace(*res->model, res->compute);
     st->meter = actor_meter("lane/" + std::to_string(lane), "batcher");
+    st->lane_pairs.assign(static_cast<std::size_t>(res->model->arch().n_layers * res->model->arch().n_routed), 0);
   }
   st->res = res;
   st->metrics = metrics;
@@ -632,6 +655,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
           st->meter.count("utterances");
         }
         auto& e = it->second;
+        e.offline = e.offline || c.offline;
         const auto n_mels = static_cast<double>(st->res->model->arch().n_mels);
         st->meter.count("feature_frames", static_cast<double>(c.frames.size()) / n_mels);
         if (e.in_step) {
@@ -694,6 +718,14 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
         int64_t hot = 0;
         for (auto v : st->hot) hot += v;
         st->meter.gauge("replicated_experts", static_cast<double>(hot));
+        const int64_t n_routed = st->res->model->arch().n_routed;
+        for (std::size_t i = 0; i < st->lane_pairs.size(); ++i)
+          if (st->lane_pairs[i] != 0) {
+            st->meter.count("pairs/" + std::to_string(static_cast<int64_t>(i) / n_routed) + "/" +
+                                std::to_string(static_cast<int64_t>(i) % n_routed),
+                            static_cast<double>(st->lane_pairs[i]));
+            st->lane_pairs[i] = 0;
+          }
         if (st->supervisor) self->send(st->supervisor, load_atom::value, oldest);
         if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);

@@ -7,6 +7,9 @@
 #include <optional>
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "actors/actor_meter.hpp"
 #include "actors/channel_progress.hpp"
@@ -42,6 +45,7 @@ struct utterance {
   std::deque<std::pair<int64_t, clock::time_point>> sent;  // (fbank frames sent so far, when)
   clock::time_point ended{};                                // when the last features went out
   bool features_done = false;
+  bool offline = false;  // a whole segment (file, upload): no final latency is recorded for it
   std::optional<transcript_event> final_event;  // held until every earlier utterance's final is out
 };
 
@@ -229,7 +233,8 @@ int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample,
   return id;
 }
 
-void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<float> frames, bool last) {
+void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<float> frames, bool last,
+                   bool offline = false) {
   auto& u = st->utterances.at(id);
   const auto n_mels = static_cast<int64_t>(st->fbank.num_mels());
   u.fbank_frames_sent += static_cast<int64_t>(frames.size()) / n_mels;
@@ -239,7 +244,7 @@ void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<f
     u.features_done = true;
     u.ended = now;
   }
-  self->send(st->batcher, features_atom::value, feature_chunk{st->id, id, std::move(frames), last});
+  self->send(st->batcher, features_atom::value, feature_chunk{st->id, id, std::move(frames), last, offline});
 }
 
 // Feeds the open utterance's samples [fed, to) from the history.
@@ -341,7 +346,8 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
   if (c.last) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
-    st->meter.histogram(latency_key::final_result).add(ms_between(u.ended, now));
+    // Final latency is a live figure: a segment's "latency" is only its wait behind other work.
+    if (!u.offline) st->meter.histogram(latency_key::final_result).add(ms_between(u.ended, now));
     st->meter.count("finals");
     maybe_drained(self, st);
     return;
@@ -370,6 +376,11 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
                                               dsp::streaming_fbank(res->fbank), {}, 0, {}, 0, 0, -1, false, 0, false,
                                               actor_meter("channel/" + std::to_string(id), "channel")});
   st->tenant = std::move(tenant);
+  if (st->pipe->offline && res->cfg.engine.offline_nice > 0) {
+    // The supervisor spawned this offline channel detached: the thread running it is its own.
+    if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), res->cfg.engine.offline_nice) != 0)
+      st->meter.count("nice_failed");
+  }
   if (st->metrics) self->delayed_send(self, std::chrono::milliseconds(res->cfg.engine.report_ms), report_atom::value);
   auto samples_in = [self, st](const std::vector<float>& x) {
     if (st->ended) {
@@ -411,7 +422,8 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
           return;
         }
         st->utterances[u].end_sample = start_sample + static_cast<int64_t>(x16.size());
-        send_features(self, st, u, st->res->fbank->compute(x16), true);
+        st->utterances[u].offline = true;
+        send_features(self, st, u, st->res->fbank->compute(x16), true, /*offline=*/true);
         st->meter.count("audio_ms", static_cast<double>(x16.size()) / samples_per_ms);
       },
       [self, st](end_atom) {

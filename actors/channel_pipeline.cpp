@@ -62,6 +62,7 @@ result<channel_pipeline> channel_pipeline::create(const engine_resources& res, c
                      {}};
   p.request_hotwords = std::move(*hw);
   p.tenant = req.tenant;
+  p.offline = req.offline;
   p.post.redact = default_rules(res);
   p.post.carry = {res.cfg.postproc.redact_carry_finals, res.cfg.postproc.redact_carry_ms};
   p.refresh_tenant(res);

@@ -47,6 +47,7 @@ struct channel_pipeline {
   /// The request's own hotwords; the tenant's are added to them in `stream`.
   std::vector<moe::hotword> request_hotwords;
   std::string tenant;             ///< whose rules apply (empty: the engine defaults)
+  bool offline = false;           ///< a file or upload channel (channel_request::offline)
   uint64_t tenant_version = 0;    ///< version of the tenant profile `stream` and `post` were built from (0: none)
   moe::postproc::postproc_options post;  ///< the tenant's redaction rules (or the engine default)
   /// What redaction carries from this channel's finals to its next results (a card read over

@@ -64,6 +64,7 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
   for (std::size_t c = 0; c < j->speech.channels.size(); ++c) {
     channel_request req;
     req.partials = false;
+    req.offline = true;
     req.tenant = j->tenant;
     self->request(supervisor, std::chrono::seconds(10), open_atom::value, req, caf::actor_cast<caf::actor>(self))
         .then(

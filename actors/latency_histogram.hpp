@@ -15,7 +15,7 @@ namespace sluice::actors {
 /// Prometheus expects of a histogram), so a scrape's families do not depend on what ran yet.
 namespace latency_key {
 inline constexpr std::string_view partial = "partial_latency_ms";  ///< channel: audio to partial
-inline constexpr std::string_view final_result = "final_latency_ms";  ///< channel: utterance end to final
+inline constexpr std::string_view final_result = "final_latency_ms";  ///< channel: live utterance end to final
 inline constexpr std::string_view queue_wait = "queue_wait_ms";  ///< batcher/lane: ready audio to its step
 inline constexpr std::string_view step = "step_ms";  ///< batcher/lane: one micro-batch step
 }  // namespace latency_key

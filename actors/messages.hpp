@@ -48,6 +48,9 @@ struct feature_chunk {
   int64_t utterance = 0;
   std::vector<float> frames;  ///< f32 [n, n_mels]: raw log-mel (dsp/ fbank)
   bool last = false;          ///< the utterance ends after these frames
+  /// Offline work (a file or upload segment): yields to live streams in a micro-batch when
+  /// [engine] live_priority is on.
+  bool offline = false;
 };
 
 /// Logits of one step for one stream, batcher -> channel.
@@ -163,13 +166,16 @@ struct channel_request {
   std::vector<std::string> hotwords;  ///< "phrase" or "phrase weight"
   bool partials = true;
   std::string tenant;  ///< who the stream belongs to (net/auth); empty: no tenant (in-process)
+  /// Offline work (a file or an upload, fed as segments): yields to live streams, both in the
+  /// lanes' micro-batches ([engine] live_priority) and for the CPU ([engine] offline_nice).
+  bool offline = false;
 };
 
 // -- inspect ---------------------------------------------------------------------------------
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, feature_chunk& x) {
-  return f(caf::meta::type_name("feature_chunk"), x.channel, x.utterance, x.frames, x.last);
+  return f(caf::meta::type_name("feature_chunk"), x.channel, x.utterance, x.frames, x.last, x.offline);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, logits_chunk& x) {
@@ -201,7 +207,7 @@ typename Inspector::result_type inspect(Inspector& f, open_reply& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, channel_request& x) {
   return f(caf::meta::type_name("channel_request"), x.label, x.sample_rate, x.codec, x.hotwords, x.partials,
-           x.tenant);
+           x.tenant, x.offline);
 }
 
 // Shared buffers: written out by value, read back into fresh buffers. An absent buffer is

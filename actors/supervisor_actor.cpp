@@ -207,9 +207,15 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
           st->lane_of[id] = k;
           ++st->lane_channels[k];
         }
-        auto ch = self->spawn(channel_actor, st->res, id, std::make_shared<channel_pipeline>(std::move(*pipe)),
-                              req.partials, req.tenant, subscriber, compute_of(st, id), st->metrics,
-                              caf::actor_cast<caf::actor>(self));
+        // An offline channel runs on a thread of its own, which it puts at [engine] offline_nice,
+        // so its fbank and decoding take the CPU only when live channels and lanes leave it.
+        auto p = std::make_shared<channel_pipeline>(std::move(*pipe));
+        auto ch = req.offline && cfg.offline_nice > 0
+                      ? self->spawn<caf::detached>(channel_actor, st->res, id, std::move(p), req.partials, req.tenant,
+                                                   subscriber, compute_of(st, id), st->metrics,
+                                                   caf::actor_cast<caf::actor>(self))
+                      : self->spawn(channel_actor, st->res, id, std::move(p), req.partials, req.tenant, subscriber,
+                                    compute_of(st, id), st->metrics, caf::actor_cast<caf::actor>(self));
         self->monitor(ch);
         st->channels.emplace(id, ch);
         st->meter.count("opened");

@@ -25,12 +25,20 @@ struct engine_config {
   bool overlap = true;
   /// Lanes: actors that each run the dense layers and every routed expert of their channels'
   /// micro-batches on their own thread (no expert actor, no token block: on one machine every
-  /// expert is local). 0: one batcher with expert actors and spillways (expert_shards).
-  /// -1: as many as the placement plan chooses (placement_probe_ms).
-  int lanes = 0;
+  /// expert is local). -1 (the default): as many as the placement plan chooses
+  /// (placement_probe_ms; a lane per core on one CPU). 0: one batcher with expert actors and
+  /// spillways (expert_shards; for experts placed on other devices or processes).
+  int lanes = -1;
   /// The start-up benchmark of the CPU that the placement plan (lanes, expert placement,
   /// GET /v1/placement) is chosen from, in ms all told; 0 skips it (nominal plan: a lane per core).
   int placement_probe_ms = 300;
+  /// Live streams first: a micro-batch takes every waiting live stream before any offline one
+  /// (file and upload segments), which only fill what is left of token_budget.
+  bool live_priority = true;
+  /// Offline channels (files, uploads) each run on a thread of their own at this nice value, so
+  /// their fbank and decoding yield the CPU to live channels and lanes (0: on the shared
+  /// scheduler, like live ones).
+  int offline_nice = 10;
   /// Expert actors; the routed experts of every layer are split over them in contiguous runs.
   int expert_shards = 2;
   /// Each expert actor on its own thread (a pinned core set); false: on the shared scheduler.
@@ -70,9 +78,13 @@ struct engine_config {
       "size and write the scratch memory of the largest micro-batch at start (flat resident memory under load)");
     v("overlap", overlap, any_bool{}, "split micro-batches in two halves whose dense and expert work overlap");
     v("lanes", lanes, range{-1, 1024},
-      "lanes running dense layers and all experts locally (0: batcher + expert actors; -1: the placement plan's count)");
+      "lanes running dense layers and all experts locally (-1: the placement plan's count; 0: batcher + expert actors)");
     v("placement_probe_ms", placement_probe_ms, range{0, 1000},
       "start-up CPU benchmark choosing the placement plan (ms; 0: skip, a lane per core)");
+    v("live_priority", live_priority, any_bool{},
+      "micro-batches take live streams before offline ones (files, uploads)");
+    v("offline_nice", offline_nice, range{0, 19},
+      "nice value of the threads of offline channels (files, uploads); 0: the shared scheduler");
     v("expert_shards", expert_shards, range{1, 256}, "expert actors (contiguous runs of experts)");
     v("dedicated_expert_threads", dedicated_expert_threads, any_bool{},
       "each expert actor on its own thread instead of the shared scheduler");

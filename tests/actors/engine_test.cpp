@@ -147,6 +147,7 @@ TEST_SUITE("engine") {
                             variant{"overlap, 2 shards, no capacity limit", true, 2, true, no_capacity_limit}}) {
       CAPTURE(v.name);
       auto cfg = test::base_config();
+      cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
       cfg.engine.capacity_factor = v.capacity_factor;
       cfg.engine.overlap = v.overlap;
       cfg.engine.expert_shards = v.shards;
@@ -169,6 +170,7 @@ TEST_SUITE("engine") {
     // Greedy text is unchanged at the block level (fp8_blocks_test); the beam search with the
     // word LM may flip a close call: the engine's FP8 text stays within 5% character edits.
     auto cfg = test::base_config();
+    cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
     cfg.engine.fp8_dispatch = true;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
@@ -203,6 +205,7 @@ TEST_SUITE("engine") {
       for (int e = 0; e < per_group; ++e) b.moe.expert_bias[static_cast<std::size_t>(e)] += 100.0f;
     }
     auto cfg = test::base_config();
+    cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
     cfg.engine.expert_shards = 4;
     cfg.engine.capacity_factor = 1.25;
     cfg.engine.overflow = config::overflow_policy::reroute;
@@ -229,11 +232,17 @@ TEST_SUITE("engine") {
       if (a["kind"] == "spillway" && a["counters"].contains("spilled_pairs"))
         spilled_run += a["counters"]["spilled_pairs"].get<double>();
     CHECK(spilled_run == s["spilled"].get<double>());
-    CHECK(gauge_of(snap, "spillway/0", "replicas") == 4.0 * model->arch().n_layers);
+    // The hot set covers every layer once the batcher rebalances with all of the run's load (the
+    // first rebalance comes as soon as any load is in, which can be before a step's last layers;
+    // the next every rebalance_ms, also from its report timer): the spillway then holds 4 per layer.
+    snapshot_when(*e, [&](const nlohmann::json& sn) {
+      return gauge_of(sn, "spillway/0", "replicas") == 4.0 * model->arch().n_layers;
+    });
   }
 
   TEST_CASE("an expert killed mid-stream is restarted, every channel still gets the exact text") {
     auto cfg = test::base_config();
+    cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
     const auto& ref = reference();
@@ -266,6 +275,7 @@ TEST_SUITE("engine") {
 
   TEST_CASE("a killed batcher is restarted: its utterances in flight are reported lost, later ones are exact") {
     auto cfg = test::base_config();
+    cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
     const auto& ref = reference();
@@ -458,6 +468,7 @@ TEST_SUITE("engine") {
 
   TEST_CASE("steady state: a repeated workload grows no buffer in the batcher or the expert actors") {
     auto cfg = test::base_config();
+    cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
     cfg.engine.fp8_dispatch = true;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
@@ -487,6 +498,7 @@ TEST_SUITE("engine") {
     for (bool preallocate : {true, false}) {
       CAPTURE(preallocate);
       auto cfg = test::base_config();
+      cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
       cfg.engine.preallocate = preallocate;
       // A small budget, so steps reach the largest one preallocation sizes for: max(16 tokens,
       // one stream's 4 chunks of 16 frames), the first stream taken even over the budget.

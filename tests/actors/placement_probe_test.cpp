@@ -50,6 +50,14 @@ TEST_SUITE("placement probe") {
     CHECK(e->placement().measured);
     REQUIRE(e->placement().devices.size() == 1);
     CHECK(e->placement().devices[0].speed_one > 0);
-    CHECK(e->lanes() == 0);  // [engine] lanes = 0 still means the batcher and expert actors
+    CHECK(e->lanes() == e->placement().n_lanes());  // the default (lanes = -1) runs the plan's count
+  }
+
+  TEST_CASE("[engine] lanes = 0 runs the batcher and expert actors whatever the plan says") {
+    auto cfg = test::base_config();
+    cfg.engine.lanes = 0;
+    auto e = engine::start(test::resources(cfg));
+    CHECK(e->placement().n_lanes() >= 1);
+    CHECK(e->lanes() == 0);
   }
 }

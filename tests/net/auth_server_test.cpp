@@ -271,7 +271,7 @@ TEST_SUITE("auth server") {
     const auto dom = page("?token=" + acme);
     REQUIRE_MESSAGE(dom.find("<html") != std::string::npos, "chromium printed no page");
     CHECK(dom.find("id=\"status\">live<") != std::string::npos);
-    CHECK(dom.find("<td>batcher</td>") != std::string::npos);
+    CHECK(dom.find("<td>lane/0</td>") != std::string::npos);  // the engine's own actors: lanes by default
     // The streams table: channel/1 with the display text the client itself received (the channel goes on
     // decoding while the page loads, so any of its partial or final texts).
     std::smatch m;

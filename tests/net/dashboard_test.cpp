@@ -57,8 +57,7 @@ TEST_SUITE("dashboard") {
     CHECK(std::stoi(m[1]) == 1);
     REQUIRE(std::regex_search(dom, m, std::regex(R"(audio s<b>([0-9.]+)</b>)")));
     CHECK(std::stod(m[1]) > 1.0);
-    CHECK(dom.find("<td>batcher</td>") != std::string::npos);
-    CHECK(dom.find("<td>expert/0</td>") != std::string::npos);
+    CHECK(dom.find("<td>lane/0</td>") != std::string::npos);  // the default engine: a lane per core
     CHECK(dom.find("<td>channel/1</td>") != std::string::npos);  // the streams table
     self->send(ch.handle, actors::end_atom::value);
   }

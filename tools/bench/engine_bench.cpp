@@ -1,22 +1,31 @@
 // engine_bench: many channels of real audio through the actor engine.
 //
 //   engine_bench [--model DIR] [--audio WAV] [--channels N,N,...] [--repeats R] [--live-s S]
-//                [--lanes K] [--sections offline,live,skew]
+//                [--lanes K] [--sections offline,live,mixed,skew] [--mixed-live N] [--mixed-jobs J]
 //
-// --lanes K runs every engine with [engine] lanes = K (0, the default here: the batcher with
-// expert actors; K > 0: K lanes; -1: the placement plan's count); --sections picks the parts.
+// --lanes K runs the engines of sections 1-3 with [engine] lanes = K (-1, the engine's default:
+// the placement plan's count; 0: the batcher with expert actors; K > 0: K lanes); --sections
+// picks the parts.
 //
 // 1. Offline throughput: every channel's VAD utterances pushed as fast as possible (the
 //    `sluice transcribe` path), against the same work done single-threaded without actors in
 //    the same run (forward_offline + the engine's decoder per utterance): audio seconds per second of
 //    each, and the ratio; min and median of R repeats. Variants: f32 blocks with the two-half
-//    overlap, without it, and FP8 blocks (bytes per dispatched token of each).
+//    overlap, without it, and FP8 blocks (bytes per dispatched token of each; lanes send no
+//    blocks, so there the variants differ only in the overlap split).
 // 2. Live: N channels fed 20 ms packets of 8 kHz PCM16 paced in real time (the call repeated,
 //    each channel starting at its own offset), for each N in --channels: p50/p99 partial and
 //    final latency (final: from the utterance's last audio to its final result), queue wait,
 //    whether every channel kept real time (p99 final <= 800 ms).
-// 3. Skewed routers (group 0's experts favoured in every layer) on 4 shards: expert load
-//    max/mean before and after the spillway, spilled/rerouted/dropped counts.
+// 3. Mixed: --mixed-live N live channels as in 2, alone, then with --mixed-jobs J offline jobs
+//    (file channels fed whole segments, each replaced when it finishes) in the same engine: with
+//    both of the engine's live-first rules ([engine] live_priority, offline_nice = 10), with the
+//    batch order only (offline_nice = 0), with neither: the live channels' latency, the offline
+//    work's speed (audio seconds finished per second during the live period) and the process's
+//    CPU use.
+// 4. Skewed routers (group 0's experts favoured in every layer) on 4 shards, lanes = 0 (the
+//    spillway serves the batcher): expert load max/mean before and after the spillway,
+//    spilled/rerouted/dropped counts.
 //
 // Prints a table; --json FILE also writes every figure.
 #include <algorithm>
@@ -24,9 +33,12 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -111,6 +123,7 @@ engine_run offline_run(std::shared_ptr<const actors::engine_resources> res, cons
     for (int k = 0; k < 2; ++k) {
       actors::channel_request req;
       req.partials = false;
+      req.offline = true;
       auto r = e->open(req, caf::actor_cast<caf::actor>(self));
       ch[k] = r.handle;
       chans.push_back(r.handle);
@@ -120,12 +133,50 @@ engine_run offline_run(std::shared_ptr<const actors::engine_resources> res, cons
   return finish_run(*e, self, chans, t0, "offline");
 }
 
-// n channels, paced: each gets a 20 ms PCM16 packet every 20 ms.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Offline work beside live channels: `jobs` file channels kept in flight, each given every
+// utterance of the call's first channel as segments and ended at once; a drained one is
+// replaced by a new one until the live period is over.
+struct offline_feed {
+  const std::vector<utterance>* utts = nullptr;
+  int jobs = 0;
+  double audio_s_per_job = 0;
+  std::map<actors::channel_id, caf::actor> open;
+  int finished = 0;  // jobs drained within the live period
+};
+
+// n channels, paced: each gets a 20 ms PCM16 packet every 20 ms; with `feed`, offline jobs run
+// beside them in the same engine.
 engine_run live_run(std::shared_ptr<const actors::engine_resources> res, const std::vector<float>& x8k, int n,
-                    double seconds) {
+                    double seconds, offline_feed* feed = nullptr) {
   auto e = actors::engine::start(res);
   caf::scoped_actor self{e->system()};
   std::vector<caf::actor> chans;
+  bool refilling = true;
+  const auto start_job = [&] {
+    actors::channel_request req;
+    req.partials = false;
+    req.offline = true;
+    auto r = e->open(req, caf::actor_cast<caf::actor>(self));
+    if (!r.ok) return;
+    for (const auto& u : *feed->utts)
+      if (u.channel == 0) self->send(r.handle, actors::segment_atom::value, u.samples, u.start);
+    self->send(r.handle, actors::end_atom::value);
+    feed->open.emplace(r.channel, r.handle);
+  };
+  const auto on_drained = [&](actors::channel_id id) {
+    if (!feed || feed->open.erase(id) == 0) return;
+    if (refilling) {
+      ++feed->finished;
+      start_job();
+    }
+  };
   for (int c = 0; c < n; ++c) {
     actors::channel_request req;
     req.sample_rate = 8000;
@@ -139,7 +190,10 @@ engine_run live_run(std::shared_ptr<const actors::engine_resources> res, const s
   }
   const std::size_t per_packet = 8000 * packet_ms / 1000;
   const auto packets = static_cast<std::size_t>(seconds * 1000 / packet_ms);
+  const double cpu0 = cpu_seconds();
   const auto t0 = clk::now();
+  if (feed)
+    for (int j = 0; j < feed->jobs; ++j) start_job();
   for (std::size_t p = 0; p < packets; ++p) {
     for (std::size_t c = 0; c < chans.size(); ++c) {
       // Each channel plays the call from its own offset, so utterances do not all end together.
@@ -154,10 +208,23 @@ engine_run live_run(std::shared_ptr<const actors::engine_resources> res, const s
     }
     std::this_thread::sleep_until(t0 + std::chrono::milliseconds((p + 1) * packet_ms));
     for (bool more = true; more;)
-      self->receive([](actors::transcript_event&) {}, [](actors::drained_atom, actors::channel_id) {},
+      self->receive([](actors::transcript_event&) {}, [&](actors::drained_atom, actors::channel_id id) { on_drained(id); },
                     caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
   }
+  refilling = false;
+  const double live_wall = seconds_since(t0), live_cpu = cpu_seconds() - cpu0;
+  // Offline jobs still running: finish_run waits for their drained messages too (they were
+  // ended already; a channel ignores a second end).
+  if (feed)
+    for (const auto& [id, h] : feed->open) chans.push_back(h);
   auto out = finish_run(*e, self, chans, t0, "live");
+  out.summary["live_period_cpu_share"] = live_cpu / live_wall;
+  if (feed) {
+    out.summary["offline_x_real_time"] = feed->finished * feed->audio_s_per_job / live_wall;
+    // Offline channels run detached: the engine's actor system waits, when it is destroyed,
+    // for their threads, which end only once no handle to them is left.
+    feed->open.clear();
+  }
   out.latency = out.snapshot["kinds"]["channel"]["latency"];
   out.latency["queue_wait_ms"] = out.snapshot["kinds"]["batcher"]["latency"]["queue_wait_ms"];
   return out;
@@ -182,8 +249,9 @@ int main(int argc, char** argv) {
   std::vector<int> live_channels = {16, 64, 128};
   int repeats = 3, copies = 8;
   double live_s = 20;
-  int lanes = 0;
-  std::string sections = "offline,live,skew";
+  int lanes = -1;
+  int mixed_live = 128, mixed_jobs = 4;
+  std::string sections = "offline,live,mixed,skew";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--model") model_dir = v;
@@ -195,6 +263,8 @@ int main(int argc, char** argv) {
     else if (a == "--json") json_out = v;
     else if (a == "--lanes") lanes = std::stoi(v);
     else if (a == "--sections") sections = v;
+    else if (a == "--mixed-live") mixed_live = std::stoi(v);
+    else if (a == "--mixed-jobs") mixed_jobs = std::stoi(v);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -308,12 +378,50 @@ int main(int argc, char** argv) {
   }
   }
 
-  // 3. Skewed routers (the spillway: batcher mode only).
-  if (section("skew") && lanes != 0) {
-    std::printf("\n== skewed routers: skipped (the spillway serves the batcher: --lanes 0)\n");
-    report["skew"] = "skipped: needs --lanes 0";
+  // 3. Live and offline in one engine: live channels alone, then with offline jobs beside them,
+  //    [engine] live_priority on and off.
+  if (section("mixed")) {
+    std::printf("\n== mixed: %d live channels, %d offline jobs in flight (the call's first channel as segments), %.0f s\n",
+                mixed_live, mixed_jobs, live_s);
+    std::printf("%-30s %10s %10s %10s %8s %12s %8s\n", "run", "partial99", "final50", "final99", "realtime",
+                "offline xRT", "CPU %");
+    offline_feed feed;
+    feed.utts = &utts;
+    feed.jobs = mixed_jobs;
+    for (const auto& u : utts)
+      if (u.channel == 0) feed.audio_s_per_job += static_cast<double>(u.samples.size()) / dsp::model_sample_rate;
+    struct mixed_variant {
+      const char* name;
+      bool offline, priority;
+      int nice;
+    };
+    for (const auto v : {mixed_variant{"live alone", false, true, 10},
+                         mixed_variant{"+ offline (priority, nice 10)", true, true, 10},
+                         mixed_variant{"+ offline (priority, nice 0)", true, true, 0},
+                         mixed_variant{"+ offline (neither)", true, false, 0}}) {
+      auto res = make([&](config::sluice_config& c) {
+        c.engine.max_channels = std::max(mixed_live + mixed_jobs + 8, c.engine.max_channels);
+        c.engine.live_priority = v.priority;
+        c.engine.offline_nice = v.nice;
+      });
+      feed.open.clear();
+      feed.finished = 0;
+      auto run = live_run(res, raw->channels[0], mixed_live, live_s, v.offline ? &feed : nullptr);
+      const auto& L = run.latency;
+      auto q = [&](const char* k, const char* p) { return L.contains(k) ? L[k][p].get<double>() : 0.0; };
+      const bool rt = q("final_latency_ms", "p99_ms") <= real_time_p99_ms && run.wall_s < live_s + 5;
+      const double xrt = run.summary.value("offline_x_real_time", 0.0);
+      std::printf("%-30s %10.0f %10.0f %10.0f %8s %12.1f %8.0f\n", v.name, q("partial_latency_ms", "p99_ms"),
+                  q("final_latency_ms", "p50_ms"), q("final_latency_ms", "p99_ms"), rt ? "yes" : "no", xrt,
+                  100.0 * run.summary.value("live_period_cpu_share", 0.0));
+      report["mixed"][v.name] = {{"latency", L}, {"wall_s", run.wall_s}, {"real_time", rt}, {"offline_x_real_time", xrt},
+                                 {"offline_jobs_finished", feed.finished}, {"summary", run.summary}};
+    }
   }
-  if (section("skew") && lanes == 0) {
+
+  // 4. Skewed routers: the spillway serves the batcher, so these engines run with lanes = 0
+  //    whatever --lanes says.
+  if (section("skew")) {
   auto skewed = std::make_shared<moe::acoustic_model>((*model)->manifest(), (*model)->tokens(), (*model)->weights());
   auto& w = const_cast<moe::model_weights&>(skewed->weights());
   const int per_group = skewed->arch().n_routed / skewed->arch().n_groups;
@@ -325,6 +433,7 @@ int main(int argc, char** argv) {
   for (const auto overflow : {config::overflow_policy::keep, config::overflow_policy::reroute}) {
     const std::string policy(config::enum_name(overflow));
     auto c = cfg;
+    c.engine.lanes = 0;
     c.engine.expert_shards = 4;
     c.engine.overflow = overflow;
     c.engine.rebalance_ms = 100;

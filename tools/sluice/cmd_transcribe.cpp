@@ -208,6 +208,7 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
         req.label = job.transcript.channels.back().label;
         req.hotwords = hotwords;
         req.partials = false;
+        req.offline = true;
         auto r = eng->open(req, caf::actor_cast<caf::actor>(self));
         if (!r.ok) {
           std::fprintf(stderr, "sluice transcribe: %s: %s\n", path.c_str(), r.reason.c_str());

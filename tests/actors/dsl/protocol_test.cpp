@@ -16,6 +16,8 @@
 //   4. A lane killed while it holds a channel's utterance: the supervisor gets the lane's down
 //      message, restarts it and tells that channel only; the channel reports the utterance lost
 //      to its subscriber; the other lane's channel hears nothing of it, and both go on to finish.
+//   5. [engine] live_priority: when a step's budget holds one stream, a live stream goes before
+//      an offline one that was ready earlier; with it off, the older one goes first.
 #define CAF_SUITE actors_protocol
 #include <caf/test/unit_test_impl.hpp>
 
@@ -415,6 +417,54 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   anon_send_exit(sub, caf::exit_reason::user_shutdown);
   anon_send_exit(asker, caf::exit_reason::user_shutdown);
   sched.run();
+}
+
+CAF_TEST(with live priority a live stream goes into a full step before an older offline one and without it after) {
+  // The budget holds one stream's step: the first stream picked fills it and the other waits
+  // for the lane's next step. Channel a's features are offline (a file segment) and ready first;
+  // channel b's are live.
+  conf.engine.token_budget = 16;
+  for (const bool priority : {true, false}) {
+    CAF_MESSAGE("live_priority = " << priority);
+    conf.engine.live_priority = priority;
+    auto r = engine_resources::create(conf, res->model);
+    CAF_REQUIRE(r.has_value());
+    auto lane = sys.spawn(lane_actor, *r, caf::actor{}, caf::actor{}, 0);
+    auto got_a = std::make_shared<std::vector<logits_chunk>>();
+    auto got_b = std::make_shared<std::vector<logits_chunk>>();
+    auto chan_a = sys.spawn(recorder, got_a);
+    auto chan_b = sys.spawn(recorder, got_b);
+    sched.run();
+    for (const auto& f : feats) CAF_REQUIRE_GREATER(static_cast<int64_t>(f.size()) / n_mels / 4, 16);  // > budget
+
+    feature_chunk offline{1, 0, feats[0], true};
+    offline.offline = true;
+    caf::send_as(chan_a, lane, features_atom::value, offline);
+    expect((features_atom, feature_chunk), from(chan_a).to(lane));
+    caf::send_as(chan_b, lane, features_atom::value, feature_chunk{2, 0, feats[1], true});
+    expect((features_atom, feature_chunk), from(chan_b).to(lane));
+    CAF_CHECK(!sched.has_job());
+
+    // The window ends: the first step answers one channel only, then the lane's next step
+    // (its own flush) the other.
+    const auto first = priority ? chan_b : chan_a, second = priority ? chan_a : chan_b;
+    // Timers one by one until the lane's window fires (the previous round's lane left one for
+    // an actor now gone, due earlier).
+    while (!has_mail(lane)) CAF_REQUIRE(sched.trigger_timeout());
+    expect((flush_atom), from(lane).to(lane));
+    expect((logits_atom, logits_chunk), from(lane).to(first));
+    disallow((logits_atom, logits_chunk), from(lane).to(second));
+    expect((flush_atom), from(lane).to(lane));
+    expect((logits_atom, logits_chunk), from(lane).to(second));
+    sched.run();
+    CAF_REQUIRE_EQUAL(got_a->size(), 1u);
+    CAF_REQUIRE_EQUAL(got_b->size(), 1u);
+    // Each is its whole utterance, equal to the offline forward: the order changed nothing else.
+    CAF_CHECK_LESS(max_abs_diff(got_a->front().logits, offline_logits(0)), 1e-3);
+    CAF_CHECK_LESS(max_abs_diff(got_b->front().logits, offline_logits(1)), 1e-3);
+    for (const auto& a : {lane, chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sched.run();
+  }
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

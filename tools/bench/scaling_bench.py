@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""`sluice transcribe` of many files on 1..N cores, its CPU use, and PyTorch eager's batched
+forward of the same model on the same audio and cores, in one run (issue 11's targets).
+
+  /usr/bin/python3 tools/bench/scaling_bench.py --sluice build/release/tools/sluice \
+      [--model models/default] [--audio tests/data/sample_call_8k_mulaw_stereo.wav] \
+      [--copies 16] [--runs 3] [--cores 1,2] [--no-torch] [--json FILE]
+
+For each core count C: `sluice transcribe` of --copies copies of the call (symlinks in a
+scratch folder), pinned to cores 0..C-1 (taskset) with [engine] lanes = C and C scheduler
+threads: the whole job (decode, VAD, fbank, model, lexicon decoding, post-processing). Wall time,
+CPU time (the child's rusage) and so CPU use in % of one core; x real time = call seconds x
+copies / wall. min and median over --runs.
+
+The reference, unless --no-torch: tools/bench/moe_bench_torch.py (the same weights in
+tools/train/model.py, PyTorch eager, torch.set_num_threads(C), pinned the same way), the model's
+forward alone -- no audio decoding, no fbank, no decoding -- on one batch holding as many frames
+as the engine runs the model on: one stream per speech segment `sluice segment` cuts from the
+call, times --copies, each of the segments' mean length. Its x real time counts the same call
+seconds, so `sluice / torch` is end to end against the forward alone.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def call_seconds(sluice: str, audio: str) -> float:
+    out = subprocess.run([sluice, "probe", "--json", audio], check=True, capture_output=True, text=True).stdout
+    j = json.loads(out)
+    if isinstance(j, list):
+        j = j[0]
+    return float(j["duration_s"])
+
+
+def segment_lengths(sluice: str, audio: str) -> list[float]:
+    out = subprocess.run([sluice, "segment", audio], check=True, capture_output=True, text=True).stdout
+    j = json.loads(out)
+    return [(s["end_ms"] - s["start_ms"]) / 1000.0 for c in j["channels"] for s in c["segments"]]
+
+
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one child process (its own rusage, from wait4)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    err = p.stderr.read().decode(errors="replace") if p.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"failed ({status}): {' '.join(cmd)}\n{err[-2000:]}")
+    return wall, ru.ru_utime + ru.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sluice", required=True)
+    ap.add_argument("--model", default="models/default")
+    ap.add_argument("--audio", default="tests/data/sample_call_8k_mulaw_stereo.wav")
+    ap.add_argument("--copies", type=int, default=16)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--cores", default="1,2")
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    cores = [int(c) for c in args.cores.split(",")]
+    if max(cores) > os.cpu_count():
+        sys.exit(f"--cores asks for {max(cores)} cores; this machine has {os.cpu_count()}")
+    call_s = call_seconds(args.sluice, args.audio)
+    segs = segment_lengths(args.sluice, args.audio)
+    audio_s = call_s * args.copies
+    report = {"audio": args.audio, "copies": args.copies, "call_s": call_s, "segments_per_copy": len(segs),
+              "segment_s_mean": statistics.mean(segs), "runs": args.runs, "cores": {}}
+    print(f"{args.copies} copies of {args.audio} ({call_s:.1f} s each, {len(segs)} segments, "
+          f"{sum(segs):.1f} s of them); min/median of {args.runs} runs")
+    print(f"{'cores':>5} {'sluice xRT min':>15} {'median':>8} {'CPU % med':>10} {'torch fwd xRT':>14} "
+          f"{'sluice/torch':>13}")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for i in range(args.copies):
+            f = os.path.join(tmp, f"call{i:03d}.wav")
+            os.symlink(os.path.abspath(args.audio), f)
+            files.append(f)
+        for c in cores:
+            pin = ["taskset", "-c", f"0-{c - 1}"]
+            cmd = pin + [args.sluice, f"--model.dir={args.model}", f"--engine.lanes={c}",
+                         f"--engine.scheduler_threads={c}", "transcribe", "--format", "json"] + files
+            runs = [timed(cmd) for _ in range(args.runs)]
+            walls = [w for w, _ in runs]
+            cpu_share = statistics.median([cpu / w for w, cpu in runs])
+            row = {"wall_s_min": min(walls), "wall_s_median": statistics.median(walls),
+                   "x_real_time_min_wall": audio_s / min(walls), "x_real_time_median": audio_s / statistics.median(walls),
+                   "cpu_percent_median": 100.0 * cpu_share}
+            torch_txt, ratio_txt = "-", "-"
+            if not args.no_torch:
+                tcmd = pin + ["/usr/bin/python3", os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
+                              args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
+                              f"{statistics.mean(segs):.3f}", "--runs", str(args.runs)]
+                env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+                out = subprocess.run(tcmd, check=True, capture_output=True, text=True, env=env).stdout
+                t = json.loads(out.strip().splitlines()[-1])
+                row["torch"] = t
+                row["torch_x_real_time_median"] = audio_s / (t["median_ms"] / 1000.0)
+                row["sluice_over_torch_median"] = row["x_real_time_median"] / row["torch_x_real_time_median"]
+                torch_txt = f"{row['torch_x_real_time_median']:.1f}"
+                ratio_txt = f"{row['sluice_over_torch_median']:.2f}"
+            report["cores"][str(c)] = row
+            print(f"{c:>5} {row['x_real_time_min_wall']:>15.1f} {row['x_real_time_median']:>8.1f} "
+                  f"{row['cpu_percent_median']:>10.0f} {torch_txt:>14} {ratio_txt:>13}")
+    if len(cores) > 1:
+        lo, hi = str(min(cores)), str(max(cores))
+        s = report["cores"][hi]["x_real_time_median"] / report["cores"][lo]["x_real_time_median"]
+        report["scaling_median"] = s
+        print(f"scaling {lo} -> {hi} cores (median x real time): {s:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
