@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/actor_meter.hpp"
+#include "actors/actor_types.hpp"
 #include "moe/block_codec.hpp"
 #include "moe/local_experts.hpp"
 #include "moe/micro_batch.hpp"
@@ -57,7 +58,8 @@ struct half {
 struct batcher {
   std::shared_ptr<const engine_resources> res;
   caf::actor metrics, supervisor;
-  std::vector<caf::actor> experts, spillways;
+  std::vector<block_sink_actor> experts;  // by shard
+  std::vector<spillway_actor_type> spillways;
   // Lane mode: every routed expert runs here, right after the dense part (no expert actors).
   std::optional<moe::local_experts> local;
   // Lane mode: pairs run per (layer, expert) since the last report, i64 [n_layers, n_routed]
@@ -234,7 +236,7 @@ void on_reply(self_ptr self, const state_ptr& st, int hi, int64_t step, int32_t 
   advance(self, st, hi);
 }
 
-void send_block(self_ptr self, const state_ptr& st, int hi, int32_t b, const caf::actor& dest, const block_msg& m);
+void send_block(self_ptr self, const state_ptr& st, int hi, int32_t b, const block_sink_actor& dest, const block_msg& m);
 
 void on_block_error(self_ptr self, const state_ptr& st, int hi, int64_t step, int32_t b, const caf::error& err) {
   auto& h = st->halves[hi];
@@ -250,11 +252,11 @@ void on_block_error(self_ptr self, const state_ptr& st, int hi, int64_t step, in
   h.failed_over[b] = 1;
   // The old buffers may still be read by the first receiver: the slot gets new ones.
   h.slots[b] = copy_block(h.slots[b]);
-  const auto& dest = st->spillways[static_cast<std::size_t>(b) % st->spillways.size()];
+  const block_sink_actor dest = st->spillways[static_cast<std::size_t>(b) % st->spillways.size()];
   send_block(self, st, hi, b, dest, h.slots[b]);
 }
 
-void send_block(self_ptr self, const state_ptr& st, int hi, int32_t b, const caf::actor& dest, const block_msg& m) {
+void send_block(self_ptr self, const state_ptr& st, int hi, int32_t b, const block_sink_actor& dest, const block_msg& m) {
   const int64_t step = st->halves[hi].mb->step();
   st->meter.count("bytes_sent", static_cast<double>(m.wire_bytes()));
   self->request(dest, std::chrono::milliseconds(st->res->cfg.engine.expert_timeout_ms), block_atom::value, m)
@@ -367,10 +369,10 @@ void advance(self_ptr self, const state_ptr& st, int hi) {
     // A shard whose expert failed earlier in this step goes on to the spillway that stood in for
     // it (on_block_error): until the supervisor's replacement arrives the old actor is dead, and
     // a second failure of the block would give the whole step up.
-    const caf::actor& dest =
-        overflow                               ? st->spillways[static_cast<std::size_t>(layer) % n_spill]
-        : h.failed_over[static_cast<std::size_t>(b)] ? st->spillways[static_cast<std::size_t>(b) % n_spill]
-                                               : st->experts[static_cast<std::size_t>(b)];
+    const block_sink_actor dest =
+        overflow                                     ? block_sink_actor{st->spillways[static_cast<std::size_t>(layer) % n_spill]}
+        : h.failed_over[static_cast<std::size_t>(b)] ? block_sink_actor{st->spillways[static_cast<std::size_t>(b) % n_spill]}
+                                                     : st->experts[static_cast<std::size_t>(b)];
     send_block(self, st, hi, b, dest, m);
   }
 }
@@ -620,7 +622,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
   });
   self->send(self, report_atom::value);
   return {
-      [self, st](shards_atom, std::vector<caf::actor> experts, std::vector<caf::actor> spillways) {
+      [self, st](shards_atom, std::vector<block_sink_actor> experts, std::vector<spillway_actor_type> spillways) {
         st->experts = std::move(experts);
         st->spillways = std::move(spillways);
         for (const auto& s : st->spillways) self->send(s, hot_atom::value, st->hot);

@@ -20,7 +20,9 @@
 /// reported lost to their channels (logits_chunk::error); other streams go on.
 ///
 /// Messages:
-///   (shards_atom, experts, spillways)   the shard handles (at start and after a restart)
+///   (shards_atom, std::vector<block_sink_actor> experts, std::vector<spillway_actor_type> spillways)
+///                                       the shard handles, typed (actors/actor_types.hpp), at
+///                                       start and after a restart
 ///   (features_atom, feature_chunk)      from a channel (the sender is the channel actor)
 ///   (drop_atom, channel_id)             forget a channel's streams
 ///   (flush_atom), (report_atom)         timers

@@ -13,7 +13,7 @@
 /// overflow block that fails over after a rebalance dropped its expert: the half is aborted and
 /// its utterances report the error; nothing hangs).
 ///
-/// Messages:
+/// A typed, stateful actor (spillway_actor_type, actors/actor_types.hpp):
 ///   (block_atom, block_msg) -> reply_msg
 ///   (hot_atom, std::vector<uint8_t>)   replicated experts, u8 [n_layers, n_routed]
 ///   (report_atom)                      timer: report to the metrics actor (gauges replicas,
@@ -21,13 +21,34 @@
 
 #include <caf/all.hpp>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
+#include "actors/actor_meter.hpp"
+#include "actors/actor_types.hpp"
+#include "actors/block_runner.hpp"
 #include "actors/engine_resources.hpp"
 
 namespace sluice::actors {
 
-caf::behavior spillway_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res, int32_t index,
-                             caf::actor metrics);
+/// What a spillway keeps between messages (caf::stateful_actor's state).
+struct spillway_state {
+  std::shared_ptr<const engine_resources> res;
+  std::optional<block_runner> runner;
+  actor_meter meter;
+  caf::actor metrics;
+  int32_t index = 0;
+  int32_t n_shards = 0;
+  std::vector<uint8_t> replicated;  // u8 [n_layers, n_routed]: the batcher's hot set
+  std::vector<uint8_t> standin;     // u8 [n_shards]: shards this spillway has stood in for
+};
+
+using spillway_pointer = spillway_actor_type::stateful_pointer<spillway_state>;
+
+/// Spawn with sys.spawn(spillway_actor, resources, index, metrics) (metrics may be invalid).
+spillway_actor_type::behavior_type spillway_actor(spillway_pointer self, std::shared_ptr<const engine_resources> res,
+                                                  int32_t index, caf::actor metrics);
 
 }  // namespace sluice::actors

@@ -20,7 +20,8 @@ namespace {
 struct supervisor {
   std::shared_ptr<const engine_resources> res;
   caf::actor metrics;
-  std::vector<caf::actor> experts, spillways;
+  std::vector<expert_actor_type> experts;
+  std::vector<spillway_actor_type> spillways;
   caf::actor batcher;  // lane mode: lanes[0]
   // Lane mode ([engine] lanes > 0): the lanes, the channels each serves, each lane's queue wait.
   std::vector<caf::actor> lanes;
@@ -38,7 +39,7 @@ struct supervisor {
 using self_ptr = caf::event_based_actor*;
 using state_ptr = std::shared_ptr<supervisor>;
 
-caf::actor spawn_expert(self_ptr self, const state_ptr& st, int32_t shard) {
+expert_actor_type spawn_expert(self_ptr self, const state_ptr& st, int32_t shard) {
   auto a = st->res->cfg.engine.dedicated_expert_threads
                ? self->spawn<caf::detached>(expert_actor, st->res, shard, st->metrics)
                : self->spawn(expert_actor, st->res, shard, st->metrics);
@@ -46,16 +47,22 @@ caf::actor spawn_expert(self_ptr self, const state_ptr& st, int32_t shard) {
   return a;
 }
 
-caf::actor spawn_spillway(self_ptr self, const state_ptr& st, int32_t i) {
+spillway_actor_type spawn_spillway(self_ptr self, const state_ptr& st, int32_t i) {
   auto a = self->spawn(spillway_actor, st->res, i, st->metrics);
   self->monitor(a);
   return a;
 }
 
+// The shard handles as the batcher takes them: each expert as a block sink.
+void send_shards(self_ptr self, const state_ptr& st, const caf::actor& batcher) {
+  self->send(batcher, shards_atom::value, std::vector<block_sink_actor>(st->experts.begin(), st->experts.end()),
+             st->spillways);
+}
+
 caf::actor spawn_batcher(self_ptr self, const state_ptr& st) {
   auto a = self->spawn(batcher_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self));
   self->monitor(a);
-  self->send(a, shards_atom::value, st->experts, st->spillways);
+  send_shards(self, st, a);
   return a;
 }
 
@@ -140,7 +147,7 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         spdlog::warn("supervisor: expert/{} went down ({}); restarting it", s, self->system().render(dm.reason));
         st->experts[s] = spawn_expert(self, st, static_cast<int32_t>(s));
         st->meter.count("restarts");
-        self->send(st->batcher, shards_atom::value, st->experts, st->spillways);
+        send_shards(self, st, st->batcher);
         return;
       }
     for (std::size_t i = 0; i < st->spillways.size(); ++i)
@@ -148,7 +155,7 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         spdlog::warn("supervisor: spillway/{} went down ({}); restarting it", i, self->system().render(dm.reason));
         st->spillways[i] = spawn_spillway(self, st, static_cast<int32_t>(i));
         st->meter.count("restarts");
-        self->send(st->batcher, shards_atom::value, st->experts, st->spillways);
+        send_shards(self, st, st->batcher);
         return;
       }
     for (std::size_t i = 0; i < st->lanes.size(); ++i)

@@ -16,7 +16,8 @@
 /// Messages:
 ///   (open_atom, channel_request, caf::actor subscriber) -> open_reply
 ///   (drain_atom) -> bool            after every channel has drained; new channels refused
-///   (shards_atom) -> (std::vector<caf::actor> experts, spillways, caf::actor batcher)
+///   (shards_atom) -> (std::vector<expert_actor_type> experts, std::vector<spillway_actor_type>
+///                     spillways, caf::actor batcher)   (actors/actor_types.hpp)
 ///   (load_atom, double)             from the batcher or a lane: how long ready audio waits (ms)
 ///   (drained_atom, channel_id)      from a channel that has finished
 ///   (report_atom)                   timer

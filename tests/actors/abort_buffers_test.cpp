@@ -1,6 +1,6 @@
 // A micro-batch given up while an expert still holds its token blocks (issue 11, point 6): the
 // next step must not write into those blocks. Under the test coordinator a fake expert keeps
-// every block it is sent and answers with nothing (an error for the batcher, which gives the half
+// every block it is sent and answers with an error instead of a reply (the batcher gives the half
 // up); the probe then sends a second utterance, whose step sends new blocks. The first block's
 // rows must be as the expert received them.
 #include "tests/actors/engine_test_util.hpp"
@@ -21,11 +21,12 @@ struct held_blocks {
   std::vector<std::vector<float>> rows_then;  // copies of their rows when received
 };
 
-caf::behavior keeping_expert(caf::event_based_actor*, std::shared_ptr<held_blocks> held) {
+block_sink_actor::behavior_type keeping_expert(block_sink_actor::pointer, std::shared_ptr<held_blocks> held) {
   return {
-      [held](block_atom, block_msg& m) {
+      [held](block_atom, block_msg& m) -> caf::result<reply_msg> {
         held->rows_then.push_back(m.block->rows);
-        held->msgs.push_back(m);  // no reply_msg: the batcher's request fails
+        held->msgs.push_back(m);
+        return caf::make_error(caf::sec::runtime_error, "kept");  // no reply_msg: the request fails
       },
   };
 }
@@ -57,7 +58,7 @@ TEST_SUITE("aborted step buffers") {
     auto held = std::make_shared<held_blocks>();
     auto expert = sys.spawn(keeping_expert, held);
     auto batcher = sys.spawn(batcher_actor, res, caf::actor{}, caf::actor{});
-    caf::anon_send(batcher, shards_atom::value, std::vector<caf::actor>{expert}, std::vector<caf::actor>{});
+    caf::anon_send(batcher, shards_atom::value, std::vector<block_sink_actor>{expert}, std::vector<spillway_actor_type>{});
     const auto segs = test::call_segments();
     auto out = std::make_shared<std::vector<logits_chunk>>();
     auto p = sys.spawn(probe, batcher, std::vector<std::vector<float>>{res->fbank->compute(segs[0].samples),

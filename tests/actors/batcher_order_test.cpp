@@ -53,9 +53,9 @@ TEST_SUITE("batcher_order") {
     auto& sys = det.sys;
     auto& sched = det.sched;
 
-    std::vector<caf::actor> experts;
+    std::vector<block_sink_actor> experts;
     for (int32_t s = 0; s < res->placement.n_shards(); ++s) experts.push_back(sys.spawn(expert_actor, res, s, caf::actor{}));
-    std::vector<caf::actor> spill{sys.spawn(spillway_actor, res, 0, caf::actor{})};
+    std::vector<spillway_actor_type> spill{sys.spawn(spillway_actor, res, 0, caf::actor{})};
     auto batcher = sys.spawn(batcher_actor, res, caf::actor{}, caf::actor{});
     caf::anon_send(batcher, shards_atom::value, experts, spill);
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/actor_types.hpp"
 #include "actors/engine.hpp"
 #include "actors/engine_resources.hpp"
 #include "actors/messages.hpp"
@@ -162,13 +163,15 @@ inline actors::open_reply open_ok(actors::engine& e, caf::scoped_actor& self, ac
 
 // The supervisor's current expert, spillway and batcher handles.
 struct engine_handles {
-  std::vector<caf::actor> experts, spillways;
+  std::vector<actors::expert_actor_type> experts;
+  std::vector<actors::spillway_actor_type> spillways;
   caf::actor batcher;
 };
 inline engine_handles handles(actors::engine& e, caf::scoped_actor& self) {
   engine_handles h;
   self->request(e.supervisor(), std::chrono::seconds(10), actors::shards_atom::value)
-      .receive([&](std::vector<caf::actor>& ex, std::vector<caf::actor>& sp, caf::actor& b) {
+      .receive([&](std::vector<actors::expert_actor_type>& ex, std::vector<actors::spillway_actor_type>& sp,
+                   caf::actor& b) {
         h.experts = std::move(ex);
         h.spillways = std::move(sp);
         h.batcher = std::move(b);

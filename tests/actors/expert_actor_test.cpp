@@ -184,7 +184,8 @@ TEST_SUITE("expert_actor") {
     auto ex = sys_b.spawn(expert_actor_for, test::default_model(), lb.placement, 1, caf::actor{}, 1000, int64_t{0});
     auto port = sys_b.middleman().publish(ex, 0, "127.0.0.1");
     REQUIRE_MESSAGE(static_cast<bool>(port), (port ? std::string() : sys_b.render(port.error())));
-    auto remote = sys_a.middleman().remote_actor("127.0.0.1", *port);
+    // Typed on both sides: the remote handle's interface is checked against the published one.
+    auto remote = sys_a.middleman().remote_actor<expert_actor_type>("127.0.0.1", *port);
     REQUIRE_MESSAGE(static_cast<bool>(remote), (remote ? std::string() : sys_a.render(remote.error())));
     caf::scoped_actor self{sys_a};
     const auto want = direct(lb.blocks[1], lb.placement, 1);

@@ -44,7 +44,9 @@ TEST_SUITE("lane kill") {
     {
       auto asker = sys.spawn([&lane0, sup](caf::event_based_actor* self) {
         self->request(sup, caf::infinite, shards_atom::value)
-            .then([&lane0](std::vector<caf::actor>&, std::vector<caf::actor>&, caf::actor& l) { lane0 = l; });
+            .then([&lane0](std::vector<expert_actor_type>&, std::vector<spillway_actor_type>&, caf::actor& l) {
+              lane0 = l;
+            });
       });
       sched.run();
       REQUIRE(lane0);

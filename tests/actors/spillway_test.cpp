@@ -26,7 +26,7 @@ block_msg one_pair(const moe::acoustic_model& model, int32_t shard, int32_t expe
 }
 
 // Whether the spillway runs the block (true) or refuses it (false, with a reason naming "hold").
-bool runs(caf::scoped_actor& self, const caf::actor& spill, const block_msg& m) {
+bool runs(caf::scoped_actor& self, const spillway_actor_type& spill, const block_msg& m) {
   bool ok = false;
   self->request(spill, std::chrono::seconds(10), block_atom::value, m)
       .receive([&](reply_msg&) { ok = true; },

@@ -27,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/actor_types.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/engine_resources.hpp"
 #include "actors/expert_actor.hpp"
@@ -71,18 +72,22 @@ caf::behavior recorder(caf::event_based_actor*, std::shared_ptr<std::vector<logi
 }
 
 struct held_block {
-  caf::response_promise rp;
+  caf::typed_response_promise<reply_msg> rp;
   block_msg m;
 };
 
 // An expert that holds every block it is asked for (the request stays unanswered) until
-// `release`, then hands them to the real expert actor `real`, which answers the batcher.
-caf::behavior holding_expert(caf::event_based_actor* self, caf::actor real, std::shared_ptr<std::vector<held_block>> held,
-                             std::shared_ptr<std::vector<block_msg>> seen) {
+// `release`, then hands them to the real expert actor `real`, which answers the batcher. Typed:
+// a block sink (what the batcher takes as a shard) that also takes `release`.
+using holding_expert_type = block_sink_actor::extend<caf::reacts_to<release_atom>>;
+
+holding_expert_type::behavior_type holding_expert(holding_expert_type::pointer self, expert_actor_type real,
+                                                  std::shared_ptr<std::vector<held_block>> held,
+                                                  std::shared_ptr<std::vector<block_msg>> seen) {
   return {
       [=](block_atom, block_msg& m) {
         seen->push_back(m);
-        auto rp = self->make_response_promise();
+        auto rp = self->make_response_promise<reply_msg>();
         held->push_back({rp, m});
         return rp;
       },
@@ -93,7 +98,8 @@ caf::behavior holding_expert(caf::event_based_actor* self, caf::actor real, std:
   };
 }
 
-bool has_mail(const caf::actor& a) {
+template <class Handle>
+bool has_mail(const Handle& a) {
   return caf::actor_cast<caf::abstract_actor*>(a)->peek_at_next_mailbox_element() != nullptr;
 }
 
@@ -128,30 +134,30 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
     return std::vector<float>(c.samples.begin() + s.start_sample, c.samples.begin() + s.end_sample);
   }
 
-  std::vector<caf::actor> spawn_experts() {
-    std::vector<caf::actor> out;
+  std::vector<expert_actor_type> spawn_experts() {
+    std::vector<expert_actor_type> out;
     for (int32_t s = 0; s < res->placement.n_shards(); ++s) out.push_back(sys.spawn(expert_actor, res, s, caf::actor{}));
     return out;
   }
 
-  caf::actor spawn_batcher(const std::vector<caf::actor>& experts) {
+  caf::actor spawn_batcher(const std::vector<block_sink_actor>& experts) {
     auto b = sys.spawn(batcher_actor, res, caf::actor{}, caf::actor{});
     sched.run();  // its first report (to nobody: no metrics actor)
-    caf::anon_send(b, shards_atom::value, experts, std::vector<caf::actor>{});
-    expect((shards_atom, std::vector<caf::actor>, std::vector<caf::actor>), from(_).to(b));
+    caf::anon_send(b, shards_atom::value, experts, std::vector<spillway_actor_type>{});
+    expect((shards_atom, std::vector<block_sink_actor>, std::vector<spillway_actor_type>), from(_).to(b));
     return b;
   }
 
   // Two shards' experts, a batcher with them, and two channels (recorders) a and b, started.
   struct two_channels {
-    std::vector<caf::actor> experts;
+    std::vector<block_sink_actor> experts;
     caf::actor batcher, chan_a, chan_b;
     std::shared_ptr<std::vector<logits_chunk>> got_a = std::make_shared<std::vector<logits_chunk>>();
     std::shared_ptr<std::vector<logits_chunk>> got_b = std::make_shared<std::vector<logits_chunk>>();
   };
   two_channels start_two_channels() {
     two_channels t;
-    t.experts = spawn_experts();
+    for (const auto& e : spawn_experts()) t.experts.emplace_back(e);
     CAF_REQUIRE_EQUAL(t.experts.size(), 2u);
     t.batcher = spawn_batcher(t.experts);
     t.chan_a = sys.spawn(recorder, t.got_a);
@@ -176,11 +182,11 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
   // the batcher, all of this layer), then each reply at the batcher; no expert is sent anything
   // until the layer's last reply is in, and while another layer's blocks are out no logits go to
   // the `quiet` channels. Returns the layers seen.
-  int run_step_layers(const caf::actor& batcher, const std::vector<caf::actor>& experts,
+  int run_step_layers(const caf::actor& batcher, const std::vector<block_sink_actor>& experts,
                       const std::vector<caf::actor>& quiet) {
     int layers = 0;
     for (;;) {
-      std::vector<caf::actor> asked;
+      std::vector<block_sink_actor> asked;
       for (const auto& e : experts)
         if (has_mail(e)) {
           auto block = std::get<1>(extract<block_atom, block_msg>(e));
@@ -331,7 +337,8 @@ CAF_TEST(a step given up while an expert holds a block reports the utterance los
   expect((block_atom, block_msg), from(batcher).to(real[1]));
   expect((reply_msg), from(real[1]).to(batcher));
   disallow((logits_atom, logits_chunk), from(batcher).to(chan));
-  for (const auto& e : {real[0], holder}) disallow((block_atom, block_msg), from(batcher).to(e));
+  for (const auto& e : {block_sink_actor{real[0]}, block_sink_actor{holder}})
+    disallow((block_atom, block_msg), from(batcher).to(e));
   CAF_CHECK(!sched.has_job());
   CAF_CHECK_EQUAL(got->size(), 1u);
 
@@ -347,7 +354,8 @@ CAF_TEST(a step given up while an expert holds a block reports the utterance los
   CAF_CHECK((*seen)[1].reply.get() != (*seen)[0].reply.get());
 
   for (const auto& a : real) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  for (const auto& a : {holder, batcher, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(holder, caf::exit_reason::user_shutdown);
+  for (const auto& a : {batcher, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   sched.run();
 }
 
@@ -367,7 +375,9 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   caf::actor lane0;
   auto asker = sys.spawn([&lane0, sup](caf::event_based_actor* self) {
     self->request(sup, caf::infinite, shards_atom::value)
-        .then([&lane0](std::vector<caf::actor>&, std::vector<caf::actor>&, caf::actor& l) { lane0 = l; });
+        .then([&lane0](std::vector<expert_actor_type>&, std::vector<spillway_actor_type>&, caf::actor& l) {
+          lane0 = l;
+        });
   });
   sched.run();
   CAF_REQUIRE(lane0 != nullptr);

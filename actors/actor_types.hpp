@@ -1,0 +1,30 @@
+#pragma once
+/// Typed interfaces (caf::typed_actor) of the actors that run token blocks, so the compiler
+/// checks every message sent to them and every handler of their replies: a block sent with the
+/// wrong payload, or a reply taken as the wrong type, does not build.
+///
+///   block_sink_actor     (block_atom, block_msg) -> reply_msg: what the batcher sends a layer's
+///                        block to (an expert shard, or a spillway standing in for one)
+///   expert_actor_type    a block sink, plus its own report timer
+///   spillway_actor_type  a block sink, plus the replicated (hot) expert set and its report timer
+///
+/// An expert_actor_type or spillway_actor_type handle converts to a block_sink_actor (a
+/// subset of its interface); the other way does not compile.
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "actors/messages.hpp"
+
+namespace sluice::actors {
+
+using block_sink_actor = caf::typed_actor<caf::replies_to<block_atom, block_msg>::with<reply_msg>>;
+
+using expert_actor_type = block_sink_actor::extend<caf::reacts_to<report_atom>>;
+
+using spillway_actor_type =
+    block_sink_actor::extend<caf::reacts_to<hot_atom, std::vector<uint8_t>>, caf::reacts_to<report_atom>>;
+
+}  // namespace sluice::actors
