@@ -14,6 +14,7 @@ build_pkgs=(
   libsofia-sip-ua-dev libspandsp-dev  # net/sip: the SIP stack; G.722 and G.711 loss concealment
   libxml2-dev  # net/sip: SIPREC recording metadata
   libsentencepiece-dev  # moe: word-piece models' tokenizer (the model directory's pieces.model)
+  libfftw3-dev  # dsp: the real FFT (VAD spectrum, fbank)
 )
 # Tools the test suite uses to make real audio at test time.
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican
