@@ -708,9 +708,12 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
           rebalance(self, st);
           st->last_rebalance = now;
         }
+        // How long ready live audio waits: what admission looks at (supervisor). Offline streams
+        // are left out: with live_priority they wait behind live ones on purpose, and a long
+        // file queue must not refuse new live channels.
         double oldest = 0;
         for (const auto& [k, e] : st->streams)
-          if (e.waiting && !e.in_step) oldest = std::max(oldest, ms_since(e.ready_since, now));
+          if (e.waiting && !e.in_step && !e.offline) oldest = std::max(oldest, ms_since(e.ready_since, now));
         int64_t growths = st->pool_growths;
         for (const auto& h : st->halves) growths += h.mb->growths();
         st->meter.gauge("buffer_growths", static_cast<double>(growths));

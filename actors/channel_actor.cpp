@@ -256,7 +256,7 @@ void feed(self_ptr self, const state_ptr& st, int64_t to, bool last) {
     frames = st->fbank.accept(std::span<const float>(st->history).subspan(a, b - a));
     st->fed = to;
   }
-  if (!frames.empty() || last) send_features(self, st, st->open, std::move(frames), last);
+  if (!frames.empty() || last) send_features(self, st, st->open, std::move(frames), last, st->pipe->offline);
 }
 
 void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x16, bool end_of_stream) {
@@ -347,7 +347,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
     // Final latency is a live figure: a segment's "latency" is only its wait behind other work.
-    if (!u.offline) st->meter.histogram(latency_key::final_result).add(ms_between(u.ended, now));
+    if (!u.offline && !st->pipe->offline) st->meter.histogram(latency_key::final_result).add(ms_between(u.ended, now));
     st->meter.count("finals");
     maybe_drained(self, st);
     return;
@@ -377,8 +377,11 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
                                               actor_meter("channel/" + std::to_string(id), "channel")});
   st->tenant = std::move(tenant);
   if (st->pipe->offline && res->cfg.engine.offline_nice > 0) {
-    // The supervisor spawned this offline channel detached: the thread running it is its own.
-    if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), res->cfg.engine.offline_nice) != 0)
+    // Only a detached actor's thread is its own (the supervisor spawns offline channels so): a
+    // channel on the shared scheduler must not lower a thread other actors run on.
+    if (!self->getf(caf::abstract_actor::is_detached_flag))
+      st->meter.count("nice_skipped");
+    else if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), res->cfg.engine.offline_nice) != 0)
       st->meter.count("nice_failed");
   }
   if (st->metrics) self->delayed_send(self, std::chrono::milliseconds(res->cfg.engine.report_ms), report_atom::value);
@@ -422,6 +425,7 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
           return;
         }
         st->utterances[u].end_sample = start_sample + static_cast<int64_t>(x16.size());
+        // A segment is a whole utterance given at once: offline work whatever the request said.
         st->utterances[u].offline = true;
         send_features(self, st, u, st->res->fbank->compute(x16), true, /*offline=*/true);
         st->meter.count("audio_ms", static_cast<double>(x16.size()) / samples_per_ms);

@@ -7,7 +7,10 @@
 
 namespace sluice::config {
 
-/// [engine]: the actor engine (actors/): batching, expert shards, spillway, admission.
+/// [engine]: the actor engine (actors/): batching, lanes, expert shards, spillway, admission.
+/// overlap, expert_shards, dedicated_expert_threads, spillways, capacity_factor, overflow,
+/// hot_replicas, rebalance_ms, fp8_dispatch and expert_timeout_ms apply to the batcher with
+/// expert actors (lanes = 0) only.
 struct engine_config {
   /// How long the batcher gathers feature chunks before it starts a micro-batch (ms).
   int batch_window_ms = 30;
@@ -35,9 +38,10 @@ struct engine_config {
   /// Live streams first: a micro-batch takes every waiting live stream before any offline one
   /// (file and upload segments), which only fill what is left of token_budget.
   bool live_priority = true;
-  /// Offline channels (files, uploads) each run on a thread of their own at this nice value, so
-  /// their fbank and decoding yield the CPU to live channels and lanes (0: on the shared
-  /// scheduler, like live ones).
+  /// Offline channels (files, uploads) each run on a thread of their own at this nice value: under
+  /// contention each gets a lower CPU weight than live channels and lanes (nice 10: about a
+  /// tenth of a nice-0 thread's; many of them together still take a real share). 0: on the
+  /// shared scheduler, like live ones. Upload decoding and VAD still run at normal priority.
   int offline_nice = 10;
   /// Expert actors; the routed experts of every layer are split over them in contiguous runs.
   int expert_shards = 2;
@@ -61,7 +65,8 @@ struct engine_config {
   int expert_timeout_ms = 2000;
   /// Channels admitted at once; past it, new channels are refused with the reason.
   int max_channels = 256;
-  /// New channels are refused while ready audio waits longer than this for the batcher (ms).
+  /// New channels are refused while ready live audio waits longer than this for the batcher or a
+  /// lane (ms; offline streams wait behind live ones on purpose and are not counted).
   int max_queue_wait_ms = 500;
   /// How often every actor reports its figures to the metrics actor (ms).
   int report_ms = 500;

@@ -1,8 +1,11 @@
 // The start-up probe measures real recognizer steps on this machine's cores and the plan built
 // from it is a CPU plan with every expert local; a zero budget skips the probe (nominal plan).
 #include "tests/actors/engine_test_util.hpp"
+#include "tests/common/poll_until.hpp"
 
 #include <cmath>
+#include <set>
+#include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -59,5 +62,19 @@ TEST_SUITE("placement probe") {
     auto e = engine::start(test::resources(cfg));
     CHECK(e->placement().n_lanes() >= 1);
     CHECK(e->lanes() == 0);
+    // The metrics actor lists who reports: the batcher and each expert actor, no lane.
+    nlohmann::json snap;
+    const auto names = [&] {
+      std::set<std::string> out;
+      snap = nlohmann::json::parse(e->fresh_snapshot(), nullptr, false);
+      if (!snap.is_discarded())
+        for (const auto& a : snap["actors"]) out.insert(a["name"].get<std::string>());
+      return out;
+    };
+    REQUIRE(test::poll_until([&] {
+      const auto n = names();
+      return n.count("batcher") == 1 && n.count("expert/0") == 1;
+    }));
+    CHECK(names().count("lane/0") == 0);
   }
 }
