@@ -4,13 +4,15 @@ forward of the same model on the same audio and cores, in one run (issue 11's ta
 
   /usr/bin/python3 tools/bench/scaling_bench.py --sluice build/release/tools/sluice \
       [--model models/default] [--audio tests/data/sample_call_8k_mulaw_stereo.wav] \
-      [--copies 16] [--runs 3] [--cores 1,2] [--no-torch] [--json FILE]
+      [--copies 16] [--runs 3] [--cores 1,2] [--no-torch] [--set section.key=value ...] [--json FILE]
 
 For each core count C: `sluice transcribe` of --copies copies of the call (symlinks in a
 scratch folder), pinned to cores 0..C-1 (taskset) with [engine] lanes = C and C scheduler
 threads: the whole job (decode, VAD, fbank, model, lexicon decoding, post-processing). Wall time,
 CPU time (the child's rusage) and so CPU use in % of one core; x real time = call seconds x
-copies / wall. min and median over --runs.
+copies / wall. min and median over --runs. Start-up (model, LM and lexicon loading, the
+placement probe: [engine] placement_probe_ms) is in the wall time: few copies understate the
+steady speed. --set passes config overrides to sluice (repeatable).
 
 The reference, unless --no-torch: tools/bench/moe_bench_torch.py (the same weights in
 tools/train/model.py, PyTorch eager, torch.set_num_threads(C), pinned the same way), the model's
@@ -69,6 +71,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cores", default="1,2")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--json")
     args = ap.parse_args()
     cores = [int(c) for c in args.cores.split(",")]
@@ -77,7 +80,7 @@ def main() -> None:
     call_s = call_seconds(args.sluice, args.audio)
     segs = segment_lengths(args.sluice, args.audio)
     audio_s = call_s * args.copies
-    report = {"audio": args.audio, "copies": args.copies, "call_s": call_s, "segments_per_copy": len(segs),
+    report = {"audio": args.audio, "copies": args.copies, "set": args.set, "call_s": call_s, "segments_per_copy": len(segs),
               "segment_s_mean": statistics.mean(segs), "runs": args.runs, "cores": {}}
     print(f"{args.copies} copies of {args.audio} ({call_s:.1f} s each, {len(segs)} segments, "
           f"{sum(segs):.1f} s of them); min/median of {args.runs} runs")
@@ -92,7 +95,8 @@ def main() -> None:
         for c in cores:
             pin = ["taskset", "-c", f"0-{c - 1}"]
             cmd = pin + [args.sluice, f"--model.dir={args.model}", f"--engine.lanes={c}",
-                         f"--engine.scheduler_threads={c}", "transcribe", "--format", "json"] + files
+                         f"--engine.scheduler_threads={c}"] + [f"--{kv}" for kv in args.set] + \
+                  ["transcribe", "--format", "json"] + files
             runs = [timed(cmd) for _ in range(args.runs)]
             walls = [w for w, _ in runs]
             cpu_share = statistics.median([cpu / w for w, cpu in runs])
