@@ -100,4 +100,15 @@ class actor_meter {
   std::vector<latency_histogram> hists_;
 };
 
+/// Per (layer, expert) pair counts, i64 [n_layers, n_experts], as counters named
+/// "pairs/<layer>/<expert>" (only the non-zero ones, so a report stays small): what expert
+/// actors and lanes report and the dashboard's load heatmap and /metrics read.
+inline void add_pair_counts(actor_meter& meter, const std::vector<int64_t>& pairs, int64_t n_experts) {
+  for (std::size_t i = 0; i < pairs.size(); ++i)
+    if (pairs[i] != 0)
+      meter.count("pairs/" + std::to_string(static_cast<int64_t>(i) / n_experts) + "/" +
+                      std::to_string(static_cast<int64_t>(i) % n_experts),
+                  static_cast<double>(pairs[i]));
+}
+
 }  // namespace sluice::actors

@@ -723,14 +723,8 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
         int64_t hot = 0;
         for (auto v : st->hot) hot += v;
         st->meter.gauge("replicated_experts", static_cast<double>(hot));
-        const int64_t n_routed = st->res->model->arch().n_routed;
-        for (std::size_t i = 0; i < st->lane_pairs.size(); ++i)
-          if (st->lane_pairs[i] != 0) {
-            st->meter.count("pairs/" + std::to_string(static_cast<int64_t>(i) / n_routed) + "/" +
-                                std::to_string(static_cast<int64_t>(i) % n_routed),
-                            static_cast<double>(st->lane_pairs[i]));
-            st->lane_pairs[i] = 0;
-          }
+        add_pair_counts(st->meter, st->lane_pairs, st->res->model->arch().n_routed);
+        std::fill(st->lane_pairs.begin(), st->lane_pairs.end(), 0);
         if (st->supervisor) self->send(st->supervisor, load_atom::value, oldest);
         if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);

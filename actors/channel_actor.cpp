@@ -45,7 +45,9 @@ struct utterance {
   std::deque<std::pair<int64_t, clock::time_point>> sent;  // (fbank frames sent so far, when)
   clock::time_point ended{};                                // when the last features went out
   bool features_done = false;
-  bool offline = false;  // a whole segment (file, upload): no final latency is recorded for it
+  // Offline work (its channel's request said so, or a whole segment): its features yield to
+  // live streams in the lanes, and no final latency is recorded for it.
+  bool offline = false;
   std::optional<transcript_event> final_event;  // held until every earlier utterance's final is out
 };
 
@@ -229,12 +231,12 @@ int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample,
   }
   auto& u = st->utterances[id];
   u.start_sample = start_sample;
+  u.offline = st->pipe->offline;
   u.decoder.emplace(std::move(*dec));
   return id;
 }
 
-void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<float> frames, bool last,
-                   bool offline = false) {
+void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<float> frames, bool last) {
   auto& u = st->utterances.at(id);
   const auto n_mels = static_cast<int64_t>(st->fbank.num_mels());
   u.fbank_frames_sent += static_cast<int64_t>(frames.size()) / n_mels;
@@ -244,7 +246,7 @@ void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<f
     u.features_done = true;
     u.ended = now;
   }
-  self->send(st->batcher, features_atom::value, feature_chunk{st->id, id, std::move(frames), last, offline});
+  self->send(st->batcher, features_atom::value, feature_chunk{st->id, id, std::move(frames), last, u.offline});
 }
 
 // Feeds the open utterance's samples [fed, to) from the history.
@@ -256,7 +258,7 @@ void feed(self_ptr self, const state_ptr& st, int64_t to, bool last) {
     frames = st->fbank.accept(std::span<const float>(st->history).subspan(a, b - a));
     st->fed = to;
   }
-  if (!frames.empty() || last) send_features(self, st, st->open, std::move(frames), last, st->pipe->offline);
+  if (!frames.empty() || last) send_features(self, st, st->open, std::move(frames), last);
 }
 
 void on_samples(self_ptr self, const state_ptr& st, const std::vector<float>& x16, bool end_of_stream) {
@@ -347,7 +349,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
     // Final latency is a live figure: a segment's "latency" is only its wait behind other work.
-    if (!u.offline && !st->pipe->offline) st->meter.histogram(latency_key::final_result).add(ms_between(u.ended, now));
+    if (!u.offline) st->meter.histogram(latency_key::final_result).add(ms_between(u.ended, now));
     st->meter.count("finals");
     maybe_drained(self, st);
     return;
@@ -427,7 +429,7 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
         st->utterances[u].end_sample = start_sample + static_cast<int64_t>(x16.size());
         // A segment is a whole utterance given at once: offline work whatever the request said.
         st->utterances[u].offline = true;
-        send_features(self, st, u, st->res->fbank->compute(x16), true, /*offline=*/true);
+        send_features(self, st, u, st->res->fbank->compute(x16), true);
         st->meter.count("audio_ms", static_cast<double>(x16.size()) / samples_per_ms);
       },
       [self, st](end_atom) {

@@ -6,20 +6,6 @@
 
 namespace sluice::actors {
 
-namespace {
-
-// Per (layer, expert) pair counts go out as counters named "pairs/<layer>/<expert>" only when
-// non-zero, so a report stays small.
-void add_pair_counts(actor_meter& meter, const std::vector<int64_t>& pairs, int64_t n_experts) {
-  for (std::size_t i = 0; i < pairs.size(); ++i)
-    if (pairs[i] != 0)
-      meter.count("pairs/" + std::to_string(static_cast<int64_t>(i) / n_experts) + "/" +
-                      std::to_string(static_cast<int64_t>(i) % n_experts),
-                  static_cast<double>(pairs[i]));
-}
-
-}  // namespace
-
 expert_actor_type::behavior_type expert_actor_for(expert_pointer self, std::shared_ptr<const moe::acoustic_model> model,
                                                   moe::expert_placement placement, int32_t shard, caf::actor metrics,
                                                   int report_ms, int64_t preallocate_pairs) {
