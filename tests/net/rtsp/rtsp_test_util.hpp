@@ -29,6 +29,7 @@
 #include "net/calls/call_registry.hpp"
 #include "net/rtsp/rtsp_service.hpp"
 #include "tests/common/audio_tools.hpp"
+#include "tests/common/free_ports.hpp"
 #include "tests/common/poll_until.hpp"
 #include "tests/common/word_errors.hpp"
 
@@ -45,15 +46,6 @@ inline std::shared_ptr<const moe::acoustic_model> rtsp_model() {
 
 /// Whether `tool` runs here (a peer missing at test time is a visible skip, not a pass).
 inline bool have_tool(const std::string& check) { return std::system((check + " >/dev/null 2>&1").c_str()) == 0; }
-
-/// An even base of `n` ports that were free for UDP a moment ago.
-inline int free_udp_base(int n) {
-  asio::io_context ioc;
-  asio::ip::udp::socket u(ioc, asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  int base = u.local_endpoint().port() & ~1;
-  if (base + n > 65535) base -= 2 * n;
-  return base;
-}
 
 /// A TCP port free on 127.0.0.1 a moment ago.
 inline uint16_t free_tcp_port() {
@@ -82,7 +74,7 @@ struct rtsp_served {
     engine = actors::engine::start(*res);
     if (cfg.port == config::rtsp_config{}.port) cfg.port = 0;
     if (cfg.rtp_port_min == config::rtsp_config{}.rtp_port_min) {
-      cfg.rtp_port_min = free_udp_base(32);
+      cfg.rtp_port_min = free_rtp_base(32);
       cfg.rtp_port_max = cfg.rtp_port_min + 31;
     }
     auto s = net::rtsp::rtsp_service::start(*engine, calls, cfg, std::move(authenticate), std::move(failures));

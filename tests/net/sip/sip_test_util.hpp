@@ -24,6 +24,7 @@
 #include "net/calls/call_registry.hpp"
 #include "net/sip/sip_service.hpp"
 #include "tests/common/audio_tools.hpp"
+#include "tests/common/free_ports.hpp"
 #include "tests/common/poll_until.hpp"
 #include "tests/common/word_errors.hpp"
 
@@ -51,15 +52,6 @@ inline uint16_t free_sip_port() {
   }
   FAIL("no free port");
   return 0;
-}
-
-/// An even base of `n` ports that were free for UDP a moment ago (RTP pool for one test).
-inline int free_rtp_base(int n) {
-  asio::io_context ioc;
-  asio::ip::udp::socket u(ioc, asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  int base = u.local_endpoint().port() & ~1;
-  if (base + n > 65535) base -= 2 * n;
-  return base;
 }
 
 struct sip_served {
