@@ -12,6 +12,7 @@
 
 #include "actors/actor_meter.hpp"
 #include "actors/actor_types.hpp"
+#include "actors/cpu_affinity.hpp"
 #include "moe/block_codec.hpp"
 #include "moe/local_experts.hpp"
 #include "moe/micro_batch.hpp"
@@ -740,7 +741,17 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
 }
 
 caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                         caf::actor metrics, caf::actor supervisor, int32_t index) {
+                         caf::actor metrics, caf::actor supervisor, int32_t index, int32_t cpu) {
+  // A detached actor is initialised on its own thread: what is set here holds for the lane's life.
+  if (self->getf(caf::abstract_actor::is_detached_flag)) {
+    name_current_thread("sluice-lane-" + std::to_string(index));
+    if (cpu >= 0) {
+      if (const auto why = pin_current_thread(cpu); !why.empty())
+        spdlog::warn("lane {}: not pinned to cpu {}: {}", index, cpu, why);
+      else
+        spdlog::debug("lane {}: pinned to cpu {}", index, cpu);
+    }
+  }
   return batcher_behavior(self, std::move(res), std::move(metrics), std::move(supervisor), index);
 }
 

@@ -42,7 +42,10 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
 /// channels, but runs every routed expert itself, right after each layer's dense part
 /// (moe::local_experts), in one micro-batch per step (no halves, no token blocks, no shards
 /// message needed). Results equal the batcher's. Reports as "lane/<index>", kind "batcher".
+/// Spawned detached (its own thread), it names that thread "sluice-lane-<index>" and pins it to
+/// `cpu` when `cpu` >= 0 ([engine] pin_lanes, actors/cpu_affinity.hpp's lane_cpu); a pin the OS
+/// refuses is a warning and the lane runs unpinned.
 caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                         caf::actor metrics, caf::actor supervisor, int32_t index);
+                         caf::actor metrics, caf::actor supervisor, int32_t index, int32_t cpu);
 
 }  // namespace sluice::actors

@@ -1,5 +1,7 @@
 #include "actors/channel_actor.hpp"
 
+#include "actors/cpu_affinity.hpp"
+
 #include <chrono>
 #include <deque>
 #include <limits>
@@ -383,7 +385,7 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
     // channel on the shared scheduler must not lower a thread other actors run on.
     if (!self->getf(caf::abstract_actor::is_detached_flag))
       st->meter.count("nice_skipped");
-    else if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), res->cfg.engine.offline_nice) != 0)
+    else if (name_current_thread("sluice-offline"); setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), res->cfg.engine.offline_nice) != 0)
       st->meter.count("nice_failed");
   }
   if (st->metrics) self->delayed_send(self, std::chrono::milliseconds(res->cfg.engine.report_ms), report_atom::value);

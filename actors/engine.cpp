@@ -14,9 +14,11 @@ namespace {
 constexpr auto abort_wait = std::chrono::seconds(5);
 
 // The plan from the start-up benchmark; should the probe measure nothing (every step failed),
-// the nominal plan, with a warning.
+// the nominal plan, with a warning. With an explicit lane count ([engine] lanes >= 0) the plan
+// chooses nothing on one CPU, so the probe is skipped (its budget is start-up time of every
+// `sluice transcribe`) and the plan is the nominal one.
 moe::placement_plan choose_placement(const engine_resources& res) {
-  const std::chrono::milliseconds budget(res.cfg.engine.placement_probe_ms);
+  const std::chrono::milliseconds budget(res.cfg.engine.lanes < 0 ? res.cfg.engine.placement_probe_ms : 0);
   if (auto plan = plan_this_machine(*res.recognizer, budget)) return std::move(*plan);
   else spdlog::warn("placement: the probe failed ({}); using the nominal plan", plan.error().message);
   return *plan_this_machine(*res.recognizer, std::chrono::milliseconds(0));

@@ -1,5 +1,7 @@
 #include "actors/placement_probe.hpp"
 
+#include "actors/cpu_affinity.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <latch>
@@ -95,7 +97,8 @@ moe::device_speed probe_cpu(const moe::recognizer_resources& res, int units, std
 }
 
 result<moe::placement_plan> plan_this_machine(const moe::recognizer_resources& res, std::chrono::milliseconds budget) {
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // The CPUs this process may use (a taskset or a container's cpuset), not all of the machine's.
+  const int cores = static_cast<int>(allowed_cpus().size());
   const auto n_routed = res.model->arch().n_routed;
   if (budget.count() <= 0) {
     auto plan = moe::plan_placement({{"cpu", "cpu", cores, 1.0, static_cast<double>(cores)}}, n_routed);

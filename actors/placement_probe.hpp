@@ -20,7 +20,7 @@ namespace sluice::actors {
 /// models.
 moe::device_speed probe_cpu(const moe::recognizer_resources& res, int units, std::chrono::milliseconds budget);
 
-/// The plan for this machine (a CPU of std::thread::hardware_concurrency() cores): measured
+/// The plan for this machine (a CPU of as many cores as this process may use: allowed_cpus()): measured
 /// when `budget` > 0, else nominal (every core a lane of speed 1, measured = false).
 result<moe::placement_plan> plan_this_machine(const moe::recognizer_resources& res, std::chrono::milliseconds budget);
 

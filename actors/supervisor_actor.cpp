@@ -10,6 +10,7 @@
 #include "actors/actor_meter.hpp"
 #include "actors/batcher_actor.hpp"
 #include "actors/channel_actor.hpp"
+#include "actors/cpu_affinity.hpp"
 #include "actors/expert_actor.hpp"
 #include "actors/spillway_actor.hpp"
 
@@ -69,12 +70,16 @@ caf::actor spawn_batcher(self_ptr self, const state_ptr& st) {
 // Each lane on its own thread: lanes are the engine's compute, one per core. Under CAF's
 // deterministic test coordinator (tests/actors/lane_kill_test.cpp) a lane is a scheduled actor
 // like every other, so that the test decides the order of every message.
-caf::actor spawn_lane(self_ptr self, const state_ptr& st, std::size_t i) {
+// With [engine] pin_lanes and one lane per allowed core, lane i is pinned to the i-th core (a
+// restarted lane to the same one).
+caf::actor spawn_lane(self_ptr self, const state_ptr& st, std::size_t i, std::size_t lanes) {
   const bool deterministic = dynamic_cast<caf::scheduler::test_coordinator*>(&self->system().scheduler()) != nullptr;
+  const auto cpu = static_cast<int32_t>(
+      st->res->cfg.engine.pin_lanes ? lane_cpu(static_cast<int>(i), static_cast<int>(lanes), allowed_cpus()) : -1);
   auto a = deterministic ? self->spawn(lane_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self),
-                                       static_cast<int32_t>(i))
+                                       static_cast<int32_t>(i), int32_t{-1})
                          : self->spawn<caf::detached>(lane_actor, st->res, st->metrics,
-                                                      caf::actor_cast<caf::actor>(self), static_cast<int32_t>(i));
+                                                      caf::actor_cast<caf::actor>(self), static_cast<int32_t>(i), cpu);
   self->monitor(a);
   return a;
 }
@@ -120,7 +125,7 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
   st->metrics = metrics;
   if (lanes > 0) {
     const auto k = static_cast<std::size_t>(lanes);
-    for (std::size_t i = 0; i < k; ++i) st->lanes.push_back(spawn_lane(self, st, i));
+    for (std::size_t i = 0; i < k; ++i) st->lanes.push_back(spawn_lane(self, st, i, k));
     st->lane_channels.assign(k, 0);
     st->lane_wait_ms.assign(k, 0.0);
     st->batcher = st->lanes.front();
@@ -162,7 +167,7 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
       if (st->lanes[i].address() == dm.source) {
         if (st->draining && !failed) return;
         spdlog::warn("supervisor: lane/{} went down ({}); restarting it", i, self->system().render(dm.reason));
-        st->lanes[i] = spawn_lane(self, st, i);
+        st->lanes[i] = spawn_lane(self, st, i, st->lanes.size());
         if (i == 0) st->batcher = st->lanes[0];
         st->meter.count("restarts");
         for (const auto& [id, k] : st->lane_of)

@@ -32,8 +32,13 @@ struct engine_config {
   /// (placement_probe_ms; a lane per core on one CPU). 0: one batcher with expert actors and
   /// spillways (expert_shards; for experts placed on other devices or processes).
   int lanes = -1;
+  /// Pin each lane's thread to a core of its own when there is exactly one lane per core this
+  /// process may use (its CPU affinity: taskset, a container's cpuset); with fewer or more lanes
+  /// than cores, or where the OS has no thread affinity, lanes are not pinned.
+  bool pin_lanes = true;
   /// The start-up benchmark of the CPU that the placement plan (lanes, expert placement,
   /// GET /v1/placement) is chosen from, in ms all told; 0 skips it (nominal plan: a lane per core).
+  /// It runs only when lanes = -1: an explicit lane count needs no plan to choose one.
   int placement_probe_ms = 300;
   /// Live streams first: a micro-batch takes every waiting live stream before any offline one
   /// (file and upload segments), which only fill what is left of token_budget.
@@ -84,8 +89,9 @@ struct engine_config {
     v("overlap", overlap, any_bool{}, "split micro-batches in two halves whose dense and expert work overlap");
     v("lanes", lanes, range{-1, 1024},
       "lanes running dense layers and all experts locally (-1: the placement plan's count; 0: batcher + expert actors)");
+    v("pin_lanes", pin_lanes, any_bool{}, "pin each lane's thread to its own core when there is one lane per allowed core");
     v("placement_probe_ms", placement_probe_ms, range{0, 1000},
-      "start-up CPU benchmark choosing the placement plan (ms; 0: skip, a lane per core)");
+      "start-up CPU benchmark choosing the placement plan when lanes = -1 (ms; 0: skip, a lane per core)");
     v("live_priority", live_priority, any_bool{},
       "micro-batches take live streams before offline ones (files, uploads)");
     v("offline_nice", offline_nice, range{0, 19},

@@ -3,6 +3,8 @@
 #include "tests/actors/engine_test_util.hpp"
 #include "tests/common/poll_until.hpp"
 
+#include <sched.h>
+
 #include <cmath>
 #include <set>
 #include <string>
@@ -37,7 +39,10 @@ TEST_SUITE("placement probe") {
     auto res = test::resources(test::base_config());
     auto plan = plan_this_machine(*res->recognizer, std::chrono::milliseconds(0));
     REQUIRE(plan.has_value());
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    cpu_set_t allowed;  // the cores this process may use (the machine's unless a taskset or cpuset says less)
+    CPU_ZERO(&allowed);
+    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    const int cores = CPU_COUNT(&allowed);
     CHECK_FALSE(plan->measured);
     CHECK(plan->n_lanes() == cores);
     const auto j = nlohmann::json::parse(placement_json(*plan));

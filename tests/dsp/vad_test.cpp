@@ -6,6 +6,7 @@
 #include <numbers>
 #include <sstream>
 #include <string>
+#include <random>
 #include <vector>
 
 #include "dsp/vad.hpp"
@@ -121,6 +122,34 @@ TEST_SUITE("vad") {
     spectrum->analyze(std::span<const float>(brown).subspan(scene_rate / 2, vad_spectrum::window_samples));
     CHECK(whitened_flatness_db(spectrum->speech_band(), shape) > -4.5f);
     CHECK(band_energy_db(std::vector<float>(8, 0.0f)) == energy_floor_db);
+  }
+
+  TEST_CASE("whitened flatness is 10 log10 of the geometric over the arithmetic mean of the ratios, over 24 decades") {
+    // Against the textbook form (a log per bin, in long double) on spectra from 1e-12 to 1e4 over
+    // noise shapes from 0 to 1e2, and against the closed form for one peak over a flat floor.
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> decade(-12.0, 4.0), shape_decade(-12.0, 2.0);
+    for (const std::size_t n : {1u, 7u, 8u, 9u, 63u, 200u}) {
+      std::vector<float> power(n), shape(n);
+      for (std::size_t k = 0; k < n; ++k) {
+        power[k] = static_cast<float>(std::pow(10.0, decade(rng)));
+        shape[k] = k % 5 == 0 ? 0.0f : static_cast<float>(std::pow(10.0, shape_decade(rng)));
+      }
+      long double sum_log = 0, sum = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        const long double r = (static_cast<long double>(power[k]) + 1e-10L) / (static_cast<long double>(shape[k]) + 1e-10L);
+        sum_log += std::log(r);
+        sum += r;
+      }
+      const double want = std::min(0.0, static_cast<double>(10.0L * (sum_log / n - std::log(sum / n)) / std::log(10.0L)));
+      CHECK(whitened_flatness_db(power, shape) == doctest::Approx(want).epsilon(1e-5));
+    }
+    // One bin 1000x its floor, 31 at their floor: 10 log10(1000^(1/32) / ((1000 + 31) / 32)).
+    std::vector<float> floor_shape(32, 1e-3f), peak(32, 1e-3f);
+    peak[5] = 1.0f;
+    const double closed = 10.0 * (std::log10(1000.0) / 32.0 - std::log10((1000.0 + 31.0) / 32.0));
+    CHECK(whitened_flatness_db(peak, floor_shape) == doctest::Approx(closed).epsilon(1e-5));
+    CHECK(whitened_flatness_db(floor_shape, floor_shape) == doctest::Approx(0.0).epsilon(1e-6));
   }
 
   TEST_CASE("an invalid config is an error value") {

@@ -2,6 +2,8 @@
 // expert placement the engine chose at start (and runs: engine::lanes() with lanes = -1).
 #include "tests/net/net_test_util.hpp"
 
+#include <sched.h>
+
 #include <thread>
 
 using namespace sluice;
@@ -25,7 +27,10 @@ TEST_SUITE("placement endpoint") {
     REQUIRE(j["devices"].size() == 1);
     const auto& cpu = j["devices"][0];
     CHECK(cpu["kind"] == "cpu");
-    CHECK(cpu["units"].get<int>() == static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    cpu_set_t allowed;  // the cores this process may use
+    CPU_ZERO(&allowed);
+    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    CHECK(cpu["units"].get<int>() == CPU_COUNT(&allowed));
     CHECK(cpu["experts_per_layer"].get<int>() == s.engine->resources().model->arch().n_routed);
     REQUIRE(j["lane_plan"].size() == static_cast<std::size_t>(plan.n_lanes()));
     double shares = 0;

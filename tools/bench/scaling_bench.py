@@ -10,9 +10,10 @@ For each core count C: `sluice transcribe` of --copies copies of the call (symli
 scratch folder), pinned to cores 0..C-1 (taskset) with [engine] lanes = C and C scheduler
 threads: the whole job (decode, VAD, fbank, model, lexicon decoding, post-processing). Wall time,
 CPU time (the child's rusage) and so CPU use in % of one core; x real time = call seconds x
-copies / wall. min and median over --runs. Start-up (model, LM and lexicon loading, the
-placement probe: [engine] placement_probe_ms) is in the wall time: few copies understate the
-steady speed. --set passes config overrides to sluice (repeatable).
+copies / wall. min and median over --runs. Start-up (model, LM and lexicon loading; not the
+placement probe, which an explicit lane count skips) is in the wall time: few copies understate
+the steady speed. With one lane per allowed core, lanes are pinned ([engine] pin_lanes; --set
+engine.pin_lanes=false to compare). --set passes config overrides to sluice (repeatable).
 
 The reference, unless --no-torch: tools/bench/moe_bench_torch.py (the same weights in
 tools/train/model.py, PyTorch eager, torch.set_num_threads(C), pinned the same way), the model's

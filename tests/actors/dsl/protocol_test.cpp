@@ -439,7 +439,7 @@ CAF_TEST(with live priority a live stream goes into a full step before an older 
     conf.engine.live_priority = priority;
     auto r = engine_resources::create(conf, res->model);
     CAF_REQUIRE(r.has_value());
-    auto lane = sys.spawn(lane_actor, *r, caf::actor{}, caf::actor{}, 0);
+    auto lane = sys.spawn(lane_actor, *r, caf::actor{}, caf::actor{}, 0, -1);
     auto got_a = std::make_shared<std::vector<logits_chunk>>();
     auto got_b = std::make_shared<std::vector<logits_chunk>>();
     auto chan_a = sys.spawn(recorder, got_a);
