@@ -84,7 +84,7 @@ TEST_SUITE("lane pinning") {
     CHECK(allowed_cpus() == cpus);
   }
 
-  TEST_CASE("lane_cpu: with one lane per allowed core, lane i gets the i-th core; otherwise none is pinned") {
+  TEST_CASE("lane_cpu: with one lane per allowed core, lane i gets the i-th core, otherwise none is pinned") {
     const std::vector<int> cpus{2, 3, 6, 7};
     CHECK(lane_cpu(0, 4, cpus) == 2);
     CHECK(lane_cpu(2, 4, cpus) == 6);

@@ -42,7 +42,7 @@ std::unique_ptr<engine> start(int nice) {
 }  // namespace
 
 TEST_SUITE("offline nice") {
-  TEST_CASE("an offline channel runs on its own thread at offline_nice; a live one does not get one") {
+  TEST_CASE("an offline channel runs on its own thread at offline_nice, a live one does not get one") {
     auto e = start(10);
     caf::scoped_actor self{e->system()};
     channel_request live;
