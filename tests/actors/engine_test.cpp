@@ -466,9 +466,13 @@ TEST_SUITE("engine") {
     CHECK(res.finals[b.channel][0].text == reference().texts.front());
   }
 
-  TEST_CASE("steady state: a repeated workload grows no buffer in the batcher or the expert actors") {
+  TEST_CASE("steady state: a repeated workload grows no buffer in the batcher and expert actors, nor in a lane") {
+   // lanes = 0: the batcher with expert actors (FP8 blocks); lanes = 1: one lane, whose local
+   // experts' block and reply live in its micro-batch's workspace, so its gauge counts them too.
+   for (const int lanes : {0, 1}) {
+    CAPTURE(lanes);
     auto cfg = test::base_config();
-    cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
+    cfg.engine.lanes = lanes;
     cfg.engine.fp8_dispatch = true;
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
@@ -485,20 +489,26 @@ TEST_SUITE("engine") {
     };
     const auto s1 = pass();
     const auto s2 = pass();
-    for (const std::string actor : {"batcher", "expert/0", "expert/1"}) {
+    const auto actors = lanes == 0 ? std::vector<std::string>{"batcher", "expert/0", "expert/1"}
+                                   : std::vector<std::string>{"lane/0"};
+    for (const auto& actor : actors) {
       CAPTURE(actor);
       const double g1 = gauge_of(s1, actor, "buffer_growths"), g2 = gauge_of(s2, actor, "buffer_growths");
       CHECK(g1 > 0);  // the first pass did allocate
       CHECK(g2 == g1);
     }
+   }
   }
 
-  TEST_CASE("[engine] preallocate: no buffer of the batcher, experts or spillway grows after start-up") {
+  TEST_CASE("[engine] preallocate: no buffer of the batcher, experts, spillway or a lane grows after start-up") {
     const auto& ref = reference();
+    // lanes = 0: the batcher with expert actors and a spillway; lanes = 1: one lane.
+    for (const int lanes : {0, 1})
     for (bool preallocate : {true, false}) {
+      CAPTURE(lanes);
       CAPTURE(preallocate);
       auto cfg = test::base_config();
-      cfg.engine.lanes = 0;  // the batcher with expert actors and spillways (the default runs lanes)
+      cfg.engine.lanes = lanes;
       cfg.engine.preallocate = preallocate;
       // A small budget, so steps reach the largest one preallocation sizes for: max(16 tokens,
       // one stream's 4 chunks of 16 frames), the first stream taken even over the budget.
@@ -508,7 +518,8 @@ TEST_SUITE("engine") {
       cfg.engine.expert_timeout_ms = 600000;
       auto e = engine::start(test::resources(cfg));
       caf::scoped_actor self{e->system()};
-      const std::vector<std::string> actors{"batcher", "expert/0", "expert/1", "spillway/0"};
+      const auto actors = lanes == 0 ? std::vector<std::string>{"batcher", "expert/0", "expert/1", "spillway/0"}
+                                     : std::vector<std::string>{"lane/0"};
       const auto s0 = snapshot_with(*e, actors, "buffer_growths");
       // Every segment at once on its own channel (the widest steps), then one at a time.
       for (const auto& s : ref.segments) {
@@ -537,7 +548,7 @@ TEST_SUITE("engine") {
       }
       // Without preallocation the same traffic does grow buffers: the gauges see growth.
       if (!preallocate) CHECK(grown > 0);
-      MESSAGE("preallocate " << preallocate << ": buffer growths after start-up " << grown);
+      MESSAGE("lanes " << lanes << ", preallocate " << preallocate << ": buffer growths after start-up " << grown);
     }
   }
 }
