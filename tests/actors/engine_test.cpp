@@ -351,6 +351,11 @@ TEST_SUITE("engine") {
   }
 
   TEST_CASE("live path: 8 kHz PCM16 in 20 ms packets -> endpointed utterances, partials before finals") {
+   // Fed the same packets, a channel opened as offline (channel_request::offline, as file jobs
+   // are) gives the same finals, and its utterances stay out of the live final-latency histogram.
+   std::vector<std::string> live_texts;
+   for (const bool offline : {false, true}) {
+    CAPTURE(offline);
     auto cfg = test::base_config();
     auto e = engine::start(test::resources(cfg));
     caf::scoped_actor self{e->system()};
@@ -362,6 +367,7 @@ TEST_SUITE("engine") {
     channel_request req;
     req.sample_rate = 8000;
     req.codec = "pcm_s16le";
+    req.offline = offline;
     auto a = test::open_ok(*e, self, req);
     constexpr std::size_t packet = 160;  // 20 ms at 8 kHz
     for (std::size_t i = 0; i < x.size(); i += packet) {
@@ -401,7 +407,12 @@ TEST_SUITE("engine") {
     }
     const auto snap = snapshot_after_reports(*e);
     CHECK(snap["kinds"]["channel"]["latency"]["final_latency_ms"]["count"].get<int64_t>() ==
-          static_cast<int64_t>(finals.size()));
+          (offline ? 0 : static_cast<int64_t>(finals.size())));
+    std::vector<std::string> texts;
+    for (const auto& f : finals) texts.push_back(f.text);
+    if (!offline) live_texts = texts;
+    else CHECK(texts == live_texts);
+   }
   }
 
   TEST_CASE("bad input gets a clear error and the channel goes on, bad requests are refused") {
