@@ -7,6 +7,8 @@
 ///                        block to (an expert shard, or a spillway standing in for one)
 ///   expert_actor_type    a block sink, plus its own report timer
 ///   spillway_actor_type  a block sink, plus the replicated (hot) expert set and its report timer
+///   metrics_actor_type   takes every actor's actor_report, answers snapshot_atom with the
+///                        snapshot JSON, plus its own publish timer (report_atom)
 ///
 /// An expert_actor_type or spillway_actor_type handle converts to a block_sink_actor (a
 /// subset of its interface); the other way does not compile.
@@ -14,6 +16,7 @@
 #include <caf/all.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "actors/messages.hpp"
@@ -26,5 +29,8 @@ using expert_actor_type = block_sink_actor::extend<caf::reacts_to<report_atom>>;
 
 using spillway_actor_type =
     block_sink_actor::extend<caf::reacts_to<hot_atom, std::vector<uint8_t>>, caf::reacts_to<report_atom>>;
+
+using metrics_actor_type = caf::typed_actor<caf::reacts_to<actor_report>, caf::replies_to<snapshot_atom>::with<std::string>,
+                                            caf::reacts_to<report_atom>>;
 
 }  // namespace sluice::actors

@@ -58,7 +58,8 @@ struct half {
 
 struct batcher {
   std::shared_ptr<const engine_resources> res;
-  caf::actor metrics, supervisor;
+  metrics_actor_type metrics;
+  caf::actor supervisor;
   std::vector<block_sink_actor> experts;  // by shard
   std::vector<spillway_actor_type> spillways;
   // Lane mode: every routed expert runs here, right after the dense part (no expert actors).
@@ -576,7 +577,7 @@ void rebalance(self_ptr self, const state_ptr& st) {
 namespace {
 
 caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                               caf::actor metrics, caf::actor supervisor, int32_t lane) {
+                               metrics_actor_type metrics, caf::actor supervisor, int32_t lane) {
   auto st = std::make_shared<batcher>();
   if (lane >= 0) {
     st->local.emplace(*res->model, res->compute);
@@ -736,12 +737,12 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
 }  // namespace
 
 caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                            caf::actor metrics, caf::actor supervisor) {
+                            metrics_actor_type metrics, caf::actor supervisor) {
   return batcher_behavior(self, std::move(res), std::move(metrics), std::move(supervisor), -1);
 }
 
 caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                         caf::actor metrics, caf::actor supervisor, int32_t index, int32_t cpu) {
+                         metrics_actor_type metrics, caf::actor supervisor, int32_t index, int32_t cpu) {
   // A detached actor is initialised on its own thread: what is set here holds for the lane's life.
   if (self->getf(caf::abstract_actor::is_detached_flag)) {
     name_current_thread("sluice-lane-" + std::to_string(index));

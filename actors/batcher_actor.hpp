@@ -31,12 +31,13 @@
 
 #include <memory>
 
+#include "actors/actor_types.hpp"
 #include "actors/engine_resources.hpp"
 
 namespace sluice::actors {
 
 caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                            caf::actor metrics, caf::actor supervisor);
+                            metrics_actor_type metrics, caf::actor supervisor);
 
 /// The same actor as lane `index` ([engine] lanes > 0): it speaks the same protocol to its
 /// channels, but runs every routed expert itself, right after each layer's dense part
@@ -46,6 +47,6 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
 /// `cpu` when `cpu` >= 0 ([engine] pin_lanes, actors/cpu_affinity.hpp's lane_cpu); a pin the OS
 /// refuses is a warning and the lane runs unpinned.
 caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                         caf::actor metrics, caf::actor supervisor, int32_t index, int32_t cpu);
+                         metrics_actor_type metrics, caf::actor supervisor, int32_t index, int32_t cpu);
 
 }  // namespace sluice::actors

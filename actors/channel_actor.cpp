@@ -58,7 +58,9 @@ struct channel {
   channel_id id = 0;
   std::shared_ptr<channel_pipeline> pipe;
   bool partials = true;
-  caf::actor subscriber, batcher, metrics, supervisor;
+  caf::actor subscriber, batcher;
+  metrics_actor_type metrics;
+  caf::actor supervisor;
   dsp::streaming_fbank fbank;
   std::map<int64_t, utterance> utterances;  // in flight
   int64_t next_utterance = 0;
@@ -373,7 +375,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
 
 caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
-                            std::string tenant, caf::actor subscriber, caf::actor batcher, caf::actor metrics,
+                            std::string tenant, caf::actor subscriber, caf::actor batcher, metrics_actor_type metrics,
                             caf::actor supervisor) {
   auto st = std::make_shared<channel>(channel{res, id, std::move(pipeline), partials, std::move(subscriber),
                                               std::move(batcher), std::move(metrics), std::move(supervisor),

@@ -30,6 +30,7 @@
 
 #include <memory>
 
+#include "actors/actor_types.hpp"
 #include "actors/channel_pipeline.hpp"
 #include "actors/engine_resources.hpp"
 
@@ -37,7 +38,7 @@ namespace sluice::actors {
 
 caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
-                            std::string tenant, caf::actor subscriber, caf::actor batcher, caf::actor metrics,
+                            std::string tenant, caf::actor subscriber, caf::actor batcher, metrics_actor_type metrics,
                             caf::actor supervisor);
 
 }  // namespace sluice::actors

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/actor_types.hpp"
 #include "actors/engine_resources.hpp"
 #include "actors/messages.hpp"
 #include "actors/snapshot_board.hpp"
@@ -46,7 +47,7 @@ class engine {
 
   caf::actor_system& system() { return system_; }
   caf::actor supervisor() const { return supervisor_; }
-  caf::actor metrics() const { return metrics_; }
+  metrics_actor_type metrics() const { return metrics_; }
   /// Rereads the tenant directory now (as the watcher does every postproc.tenants_poll_ms);
   /// returns how many files failed (-1: the watcher did not answer). Blocks.
   int64_t reload_tenants();
@@ -68,7 +69,8 @@ class engine {
   moe::placement_plan plan_;
   int lanes_ = 0;
   std::shared_ptr<snapshot_board> board_ = std::make_shared<snapshot_board>();
-  caf::actor metrics_, supervisor_, tenant_watcher_;
+  metrics_actor_type metrics_;
+  caf::actor supervisor_, tenant_watcher_;
   std::unique_ptr<upload_queue> uploads_;
   bool drained_ = false;
 };

@@ -7,7 +7,7 @@
 namespace sluice::actors {
 
 expert_actor_type::behavior_type expert_actor_for(expert_pointer self, std::shared_ptr<const moe::acoustic_model> model,
-                                                  moe::expert_placement placement, int32_t shard, caf::actor metrics,
+                                                  moe::expert_placement placement, int32_t shard, metrics_actor_type metrics,
                                                   int report_ms, int64_t preallocate_pairs) {
   auto created = moe::expert_shard::create(*model, placement, shard);
   if (!created) {
@@ -52,7 +52,7 @@ expert_actor_type::behavior_type expert_actor_for(expert_pointer self, std::shar
 }
 
 expert_actor_type::behavior_type expert_actor(expert_pointer self, std::shared_ptr<const engine_resources> res,
-                                              int32_t shard, caf::actor metrics) {
+                                              int32_t shard, metrics_actor_type metrics) {
   // A block holds at most a step's pairs (capacity bounds it only under the spill policies).
   const int64_t pairs = res->cfg.engine.preallocate ? res->largest_block_pairs() : 0;
   return expert_actor_for(self, res->model, res->placement, shard, std::move(metrics), res->cfg.engine.report_ms,

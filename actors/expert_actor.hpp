@@ -26,7 +26,7 @@ struct expert_state {
   std::shared_ptr<const moe::acoustic_model> model;  // keeps the weights alive
   std::optional<block_runner> runner;
   actor_meter meter;
-  caf::actor metrics;
+  metrics_actor_type metrics;
   int report_ms = 0;
   int64_t last_bytes_in = 0, last_bytes_out = 0, last_blocks = 0;
 };
@@ -35,12 +35,12 @@ using expert_pointer = expert_actor_type::stateful_pointer<expert_state>;
 
 /// Spawn with sys.spawn(expert_actor, resources, shard, metrics) (metrics may be invalid).
 expert_actor_type::behavior_type expert_actor(expert_pointer self, std::shared_ptr<const engine_resources> res,
-                                              int32_t shard, caf::actor metrics);
+                                              int32_t shard, metrics_actor_type metrics);
 
 /// The same actor for a shard of an arbitrary placement (tests, remote shards);
 /// `preallocate_pairs` > 0: its workspace is committed for blocks of that many pairs.
 expert_actor_type::behavior_type expert_actor_for(expert_pointer self, std::shared_ptr<const moe::acoustic_model> model,
-                                                  moe::expert_placement placement, int32_t shard, caf::actor metrics,
+                                                  moe::expert_placement placement, int32_t shard, metrics_actor_type metrics,
                                                   int report_ms, int64_t preallocate_pairs);
 
 }  // namespace sluice::actors

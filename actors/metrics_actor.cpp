@@ -119,8 +119,8 @@ std::string snapshot(const metrics& m) {
 
 }  // namespace
 
-caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_name,
-                            std::shared_ptr<snapshot_board> board, int publish_ms) {
+metrics_actor_type::behavior_type metrics_actor(metrics_actor_type::pointer self, std::string engine_name,
+                                                std::shared_ptr<snapshot_board> board, int publish_ms) {
   auto st = std::make_shared<metrics>();
   st->engine_name = std::move(engine_name);
   for (const auto& [kind, key] : engine_latencies)  // exported with zero counts from the start
@@ -153,7 +153,7 @@ caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_nam
         for (std::size_t i = 0; i < r.keys.size() && i < r.counts.size(); ++i) rec.counters[r.keys[i]] += r.counts[i];
         for (std::size_t i = 0; i < r.gauge_keys.size() && i < r.gauges.size(); ++i) rec.gauges[r.gauge_keys[i]] = r.gauges[i];
       },
-      [st, board](snapshot_atom) {
+      [st, board](snapshot_atom) -> std::string {
         auto s = snapshot(*st);
         board->publish(s);
         return s;

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/actor_types.hpp"
 #include "actors/snapshot_board.hpp"
 
 namespace sluice::actors {
@@ -24,7 +25,8 @@ namespace sluice::actors {
 /// `engine_name` names the engine in every snapshot. (It is also why the function takes an
 /// argument at all: CAF 0.17 dereferences a null argument tuple when spawning a function that
 /// takes only `self`, which UBSan reports.)
-caf::behavior metrics_actor(caf::event_based_actor* self, std::string engine_name,
-                            std::shared_ptr<snapshot_board> board, int publish_ms);
+/// A typed actor (metrics_actor_type): what it takes and answers is checked by the compiler.
+metrics_actor_type::behavior_type metrics_actor(metrics_actor_type::pointer self, std::string engine_name,
+                                                std::shared_ptr<snapshot_board> board, int publish_ms);
 
 }  // namespace sluice::actors

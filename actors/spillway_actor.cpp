@@ -30,7 +30,7 @@ result<void> reshard(spillway_state& st) {
 }  // namespace
 
 spillway_actor_type::behavior_type spillway_actor(spillway_pointer self, std::shared_ptr<const engine_resources> res,
-                                                  int32_t index, caf::actor metrics) {
+                                                  int32_t index, metrics_actor_type metrics) {
   const auto& arch = res->model->arch();
   const auto n_experts = static_cast<std::size_t>(int64_t{arch.n_layers} * arch.n_routed);
   // Holding nothing until the batcher announces its hot set (an all-zero mask always fits).

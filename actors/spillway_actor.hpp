@@ -38,7 +38,7 @@ struct spillway_state {
   std::shared_ptr<const engine_resources> res;
   std::optional<block_runner> runner;
   actor_meter meter;
-  caf::actor metrics;
+  metrics_actor_type metrics;
   int32_t index = 0;
   int32_t n_shards = 0;
   std::vector<uint8_t> replicated;  // u8 [n_layers, n_routed]: the batcher's hot set
@@ -49,6 +49,6 @@ using spillway_pointer = spillway_actor_type::stateful_pointer<spillway_state>;
 
 /// Spawn with sys.spawn(spillway_actor, resources, index, metrics) (metrics may be invalid).
 spillway_actor_type::behavior_type spillway_actor(spillway_pointer self, std::shared_ptr<const engine_resources> res,
-                                                  int32_t index, caf::actor metrics);
+                                                  int32_t index, metrics_actor_type metrics);
 
 }  // namespace sluice::actors

@@ -20,7 +20,7 @@ namespace {
 
 struct supervisor {
   std::shared_ptr<const engine_resources> res;
-  caf::actor metrics;
+  metrics_actor_type metrics;
   std::vector<expert_actor_type> experts;
   std::vector<spillway_actor_type> spillways;
   caf::actor batcher;  // lane mode: lanes[0]
@@ -119,7 +119,7 @@ void release_channel(self_ptr self, const state_ptr& st, channel_id id) {
 }  // namespace
 
 caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                               caf::actor metrics, int lanes) {
+                               metrics_actor_type metrics, int lanes) {
   auto st = std::make_shared<supervisor>();
   st->res = res;
   st->metrics = metrics;

@@ -26,11 +26,12 @@
 
 #include <memory>
 
+#include "actors/actor_types.hpp"
 #include "actors/engine_resources.hpp"
 
 namespace sluice::actors {
 
 caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                               caf::actor metrics, int lanes);
+                               metrics_actor_type metrics, int lanes);
 
 }  // namespace sluice::actors

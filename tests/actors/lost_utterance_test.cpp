@@ -62,7 +62,7 @@ TEST_SUITE("lost utterances") {
     caf::scoped_actor self{sys};
     auto batcher = sys.spawn(failing_batcher);
     auto ch = sys.spawn(channel_actor, res, channel_id{7}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
-                        std::string{}, caf::actor_cast<caf::actor>(self), batcher, caf::actor{}, caf::actor{});
+                        std::string{}, caf::actor_cast<caf::actor>(self), batcher, metrics_actor_type{}, caf::actor{});
     const auto segs = test::call_segments();
     REQUIRE(segs.size() >= 2);
     self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);
@@ -96,7 +96,7 @@ TEST_SUITE("lost utterances") {
     test::deterministic_system det;
     auto& sys = det.sys;
     auto& sched = det.sched;
-    auto batcher = sys.spawn(batcher_actor, std::shared_ptr<const engine_resources>(doctored), caf::actor{}, caf::actor{});
+    auto batcher = sys.spawn(batcher_actor, std::shared_ptr<const engine_resources>(doctored), metrics_actor_type{}, caf::actor{});
     const auto segs = test::call_segments();
     auto out = std::make_shared<std::vector<logits_chunk>>();
     auto p = sys.spawn(probe, batcher, good->fbank->compute(segs[0].samples), out);
@@ -127,7 +127,7 @@ TEST_SUITE("lost utterances") {
     caf::scoped_actor self{sys};
     // No batcher: the utterance must not get as far as sending features.
     auto ch = sys.spawn(channel_actor, res, channel_id{5}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
-                        std::string{}, caf::actor_cast<caf::actor>(self), caf::actor{}, caf::actor{}, caf::actor{});
+                        std::string{}, caf::actor_cast<caf::actor>(self), caf::actor{}, metrics_actor_type{}, caf::actor{});
     const auto segs = test::call_segments();
     self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);
     self->send(ch, end_atom::value);

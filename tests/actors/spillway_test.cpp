@@ -74,7 +74,7 @@ TEST_SUITE("spillway") {
     engine_system_config sys_cfg(1);
     caf::actor_system sys{sys_cfg};
     caf::scoped_actor self{sys};
-    auto spill = sys.spawn(spillway_actor, res, 0, caf::actor_cast<caf::actor>(self));
+    auto spill = sys.spawn(spillway_actor, res, 0, caf::actor_cast<metrics_actor_type>(self));
 
     // Before any hot set: it holds nothing, so an overflow block is refused.
     CHECK_FALSE(runs(self, spill, one_pair(model, n_shards, of_shard1)));

@@ -136,12 +136,12 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
 
   std::vector<expert_actor_type> spawn_experts() {
     std::vector<expert_actor_type> out;
-    for (int32_t s = 0; s < res->placement.n_shards(); ++s) out.push_back(sys.spawn(expert_actor, res, s, caf::actor{}));
+    for (int32_t s = 0; s < res->placement.n_shards(); ++s) out.push_back(sys.spawn(expert_actor, res, s, metrics_actor_type{}));
     return out;
   }
 
   caf::actor spawn_batcher(const std::vector<block_sink_actor>& experts) {
-    auto b = sys.spawn(batcher_actor, res, caf::actor{}, caf::actor{});
+    auto b = sys.spawn(batcher_actor, res, metrics_actor_type{}, caf::actor{});
     sched.run();  // its first report (to nobody: no metrics actor)
     caf::anon_send(b, shards_atom::value, experts, std::vector<spillway_actor_type>{});
     expect((shards_atom, std::vector<block_sink_actor>, std::vector<spillway_actor_type>), from(_).to(b));
@@ -364,7 +364,7 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   auto r = engine_resources::create(conf, res->model);
   CAF_REQUIRE(r.has_value());
   res = *r;
-  auto sup = sys.spawn(supervisor_actor, res, caf::actor{}, 2);
+  auto sup = sys.spawn(supervisor_actor, res, metrics_actor_type{}, 2);
   auto log = std::make_shared<test::subscriber_log>();
   auto sub = sys.spawn(test::opening_subscriber, sup, 2, log);
   anon_send(sub, test::go_atom::value);
@@ -439,7 +439,7 @@ CAF_TEST(with live priority a live stream goes into a full step before an older 
     conf.engine.live_priority = priority;
     auto r = engine_resources::create(conf, res->model);
     CAF_REQUIRE(r.has_value());
-    auto lane = sys.spawn(lane_actor, *r, caf::actor{}, caf::actor{}, 0, -1);
+    auto lane = sys.spawn(lane_actor, *r, metrics_actor_type{}, caf::actor{}, 0, -1);
     auto got_a = std::make_shared<std::vector<logits_chunk>>();
     auto got_b = std::make_shared<std::vector<logits_chunk>>();
     auto chan_a = sys.spawn(recorder, got_a);
