@@ -745,13 +745,14 @@ caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const eng
                          metrics_actor_type metrics, caf::actor supervisor, int32_t index, int32_t cpu) {
   // A detached actor is initialised on its own thread: what is set here holds for the lane's life.
   if (self->getf(caf::abstract_actor::is_detached_flag)) {
-    name_current_thread("sluice-lane-" + std::to_string(index));
     if (cpu >= 0) {
       if (const auto why = pin_current_thread(cpu); !why.empty())
         spdlog::warn("lane {}: not pinned to cpu {}: {}", index, cpu, why);
       else
         spdlog::debug("lane {}: pinned to cpu {}", index, cpu);
     }
+    // Named last: whoever finds the name finds the thread already pinned.
+    name_current_thread("sluice-lane-" + std::to_string(index));
   }
   return batcher_behavior(self, std::move(res), std::move(metrics), std::move(supervisor), index);
 }

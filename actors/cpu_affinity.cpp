@@ -1,5 +1,6 @@
 #include "actors/cpu_affinity.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #if defined(__linux__)

@@ -34,8 +34,10 @@ struct engine_config {
   int lanes = -1;
   /// Pin each lane's thread to a core of its own when there is exactly one lane per core this
   /// process may use (its CPU affinity: taskset, a container's cpuset); with fewer or more lanes
-  /// than cores, or where the OS has no thread affinity, lanes are not pinned.
-  bool pin_lanes = true;
+  /// than cores, or where the OS has no thread affinity, lanes are not pinned. Off by default:
+  /// two engines on one host would pin their lanes to the same cores, and on 2 cores pinning
+  /// measured no gain (README); turn it on where one engine owns its cores.
+  bool pin_lanes = false;
   /// The start-up benchmark of the CPU that the placement plan (lanes, expert placement,
   /// GET /v1/placement) is chosen from, in ms all told; 0 skips it (nominal plan: a lane per core).
   /// It runs only when lanes = -1: an explicit lane count needs no plan to choose one.

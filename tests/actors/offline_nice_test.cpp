@@ -6,6 +6,7 @@
 #include "tests/common/poll_until.hpp"
 
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
@@ -33,6 +34,16 @@ std::vector<int> nice_of_threads(const std::string& name) {
   return out;
 }
 
+std::size_t threads_now() {
+  return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                                std::filesystem::directory_iterator{}));
+}
+
+// Waits until channel `id` has reported to the metrics actor (it ran, on whatever thread).
+bool reported(engine& e, channel_id id) {
+  return test::poll_until([&] { return e.snapshot().find("\"channel/" + std::to_string(id) + "\"") != std::string::npos; });
+}
+
 std::unique_ptr<engine> start(int nice) {
   auto cfg = test::base_config();
   cfg.engine.lanes = 1;
@@ -45,32 +56,41 @@ TEST_SUITE("offline nice") {
   TEST_CASE("an offline channel runs on its own thread at offline_nice, a live one does not get one") {
     auto e = start(10);
     caf::scoped_actor self{e->system()};
+    // A first live channel: once it has reported, the supervisor and its lanes are all up.
+    auto warm = e->open(channel_request{}, caf::actor_cast<caf::actor>(self));
+    REQUIRE(warm.ok);
+    REQUIRE(reported(*e, warm.channel));
+    const auto before = threads_now();
     channel_request live;
     auto l = e->open(live, caf::actor_cast<caf::actor>(self));
     REQUIRE(l.ok);
+    REQUIRE(reported(*e, l.channel));
+    CHECK(threads_now() == before);  // the live channel runs on the shared scheduler
     channel_request file;
     file.offline = true;
     auto f = e->open(file, caf::actor_cast<caf::actor>(self));
     REQUIRE(f.ok);
     REQUIRE(test::poll_until([&] { return nice_of_threads("sluice-offline").size() == 1; }));
     CHECK(nice_of_threads("sluice-offline") == std::vector<int>{10});
-    // The live channel added no thread of that name (it runs on the shared scheduler).
-    for (auto* h : {&l, &f}) self->send(h->handle, end_atom::value);
-    l = {};
-    f = {};  // no handle outlives the engine
+    CHECK(threads_now() == before + 1);  // the offline channel's own thread, and only it
+    for (auto* h : {&warm, &l, &f}) self->send(h->handle, end_atom::value);
   }
 
   TEST_CASE("offline_nice = 0: an offline channel stays on the shared scheduler, with no thread of its own") {
     auto e = start(0);
     caf::scoped_actor self{e->system()};
+    auto warm = e->open(channel_request{}, caf::actor_cast<caf::actor>(self));
+    REQUIRE(warm.ok);
+    REQUIRE(reported(*e, warm.channel));
+    const auto before = threads_now();
     channel_request file;
     file.offline = true;
     auto f = e->open(file, caf::actor_cast<caf::actor>(self));
     REQUIRE(f.ok);
-    // Its first report says it started (the actor ran), and still no thread carries its name.
-    REQUIRE(test::poll_until([&] { return e->snapshot().find("channel/" + std::to_string(f.channel)) != std::string::npos; }));
+    // Its first report says it started (the actor ran): no thread was added for it.
+    REQUIRE(reported(*e, f.channel));
+    CHECK(threads_now() == before);
     CHECK(nice_of_threads("sluice-offline").empty());
-    self->send(f.handle, end_atom::value);
-    f = {};
+    for (auto* h : {&warm, &f}) self->send(h->handle, end_atom::value);
   }
 }

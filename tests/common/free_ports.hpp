@@ -15,20 +15,23 @@
 namespace sluice::test {
 
 /// An even base of `n` consecutive ports, each free for UDP and TCP now, for RTP (a pool or a
-/// peer's media ports). Taken below the kernel's ephemeral range (ip_local_port_range), so that
-/// no socket bound to port 0 (a SIP listener, a client) can later be given one of them, and never
-/// overlapping a range this process handed out before (a test's pool and its peer's ports).
+/// peer's media ports). Taken outside the kernel's ephemeral range (ip_local_port_range: below
+/// it, or above it when too little is below), so that no socket bound to port 0 (a SIP listener,
+/// a client) can later be given one of them, and never overlapping a range this process handed
+/// out before (a test's pool and its peer's ports).
 inline int free_rtp_base(int n) {
   static std::mutex m;
   static std::vector<std::pair<int, int>> given;
   static std::mt19937 rng{std::random_device{}()};
-  int eph_low = 32768;
+  int eph_low = 32768, eph_high = 60999;
   {
     std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
-    int lo = 0;
-    if (in >> lo && lo > 12000) eph_low = lo;
+    int lo = 0, hi = 0;
+    if (in >> lo >> hi && lo <= hi) eph_low = lo, eph_high = hi;
   }
-  const int low = 10000, high = eph_low - n - 2;
+  int low = 10000, high = eph_low - n - 2;
+  if (high - low < 2000) low = eph_high + 2, high = 65535 - n - 1;
+  if (high - low < 2000) FAIL("no room outside the ephemeral ports " << eph_low << "-" << eph_high);
   std::lock_guard lk(m);
   boost::asio::io_context ioc;
   const auto lo = boost::asio::ip::make_address("127.0.0.1");

@@ -12,8 +12,8 @@ threads: the whole job (decode, VAD, fbank, model, lexicon decoding, post-proces
 CPU time (the child's rusage) and so CPU use in % of one core; x real time = call seconds x
 copies / wall. min and median over --runs. Start-up (model, LM and lexicon loading; not the
 placement probe, which an explicit lane count skips) is in the wall time: few copies understate
-the steady speed. With one lane per allowed core, lanes are pinned ([engine] pin_lanes; --set
-engine.pin_lanes=false to compare). --set passes config overrides to sluice (repeatable).
+the steady speed. Lanes are not pinned unless --set engine.pin_lanes=true (one lane per allowed
+core is then pinned to it). --set passes config overrides to sluice (repeatable).
 
 The reference, unless --no-torch: tools/bench/moe_bench_torch.py (the same weights in
 tools/train/model.py, PyTorch eager, torch.set_num_threads(C), pinned the same way), the model's
