@@ -385,12 +385,14 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
   if (st->pipe->offline && res->cfg.engine.offline_nice > 0) {
     // Only a detached actor's thread is its own (the supervisor spawns offline channels so): a
     // channel on the shared scheduler must not lower a thread other actors run on.
-    if (!self->getf(caf::abstract_actor::is_detached_flag))
+    if (!self->getf(caf::abstract_actor::is_detached_flag)) {
       st->meter.count("nice_skipped");
-    else if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), res->cfg.engine.offline_nice) != 0)
-      st->meter.count("nice_failed");
-    // Named after the renice: whoever finds the name finds the thread's final nice value.
-    if (self->getf(caf::abstract_actor::is_detached_flag)) name_current_thread("sluice-offline");
+    } else {
+      if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), res->cfg.engine.offline_nice) != 0)
+        st->meter.count("nice_failed");
+      // Named after the renice: whoever finds the name finds the thread's final nice value.
+      name_current_thread("sluice-offline");
+    }
   }
   if (st->metrics) self->delayed_send(self, std::chrono::milliseconds(res->cfg.engine.report_ms), report_atom::value);
   auto samples_in = [self, st](const std::vector<float>& x) {

@@ -4,11 +4,11 @@
 // sched_getaffinity of that thread), and the process's cores from /proc/self/status.
 #include "tests/actors/engine_test_util.hpp"
 #include "tests/common/poll_until.hpp"
+#include "tests/common/proc_threads.hpp"
 
 #include <pthread.h>
 #include <sched.h>
 
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -53,13 +53,8 @@ std::vector<int> process_cpus() {
 // Threads of this process named sluice-lane-<i>, by i.
 std::map<int, pid_t> lane_threads() {
   std::map<int, pid_t> out;
-  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream in(t.path() / "comm");
-    std::string name;
-    std::getline(in, name);
-    if (name.rfind("sluice-lane-", 0) == 0)
-      out[std::stoi(name.substr(12))] = static_cast<pid_t>(std::stoi(t.path().filename().string()));
-  }
+  for (const auto& t : test::threads_of_this_process())
+    if (t.name.rfind("sluice-lane-", 0) == 0) out[std::stoi(t.name.substr(12))] = t.tid;
   return out;
 }
 

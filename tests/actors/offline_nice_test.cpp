@@ -4,9 +4,8 @@
 // back from the kernel (/proc/self/task/<tid>/stat), not from the engine.
 #include "tests/actors/engine_test_util.hpp"
 #include "tests/common/poll_until.hpp"
+#include "tests/common/proc_threads.hpp"
 
-#include <filesystem>
-#include <iterator>
 #include <fstream>
 #include <sstream>
 
@@ -17,12 +16,9 @@ namespace {
 // Nice values of this process's threads named `name`.
 std::vector<int> nice_of_threads(const std::string& name) {
   std::vector<int> out;
-  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(t.path() / "comm");
-    std::string n;
-    std::getline(comm, n);
-    if (n != name) continue;
-    std::ifstream stat(t.path() / "stat");
+  for (const auto& t : test::threads_of_this_process()) {
+    if (t.name != name) continue;
+    std::ifstream stat("/proc/self/task/" + std::to_string(t.tid) + "/stat");
     std::string line;
     std::getline(stat, line);
     // After "pid (comm) ": state is field 3, nice field 19 (proc(5)).
@@ -34,10 +30,7 @@ std::vector<int> nice_of_threads(const std::string& name) {
   return out;
 }
 
-std::size_t threads_now() {
-  return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
-                                                std::filesystem::directory_iterator{}));
-}
+std::size_t threads_now() { return test::threads_of_this_process().size(); }
 
 // Waits until channel `id` has reported to the metrics actor (it ran, on whatever thread).
 bool reported(engine& e, channel_id id) {
