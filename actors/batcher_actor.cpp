@@ -14,6 +14,7 @@
 #include "actors/actor_types.hpp"
 #include "actors/cpu_affinity.hpp"
 #include "moe/block_codec.hpp"
+#include "moe/decoder/ctc_decoder.hpp"
 #include "moe/local_experts.hpp"
 #include "moe/micro_batch.hpp"
 #include "moe/stream_state.hpp"
@@ -44,6 +45,10 @@ struct stream_entry {
   // then): handed over when the step ends.
   std::vector<float> pending;
   bool pending_last = false;
+  // Lane decoding: the utterance's decoder, handed over by its channel (feature_chunk::decoder),
+  // and whether the channel wants a partial after every step.
+  std::shared_ptr<moe::ctc_decoder> decoder;
+  bool partials = false;
 };
 
 struct half {
@@ -162,6 +167,30 @@ void continue_later(self_ptr self, const state_ptr& st) {
   else maybe_start(self, st, false);
 }
 
+// Lane decoding: the step's logits of stream e go into its decoder here, and chunk c carries the
+// result (final when the utterance is done, else a partial when asked for) instead of logits. A
+// decoder that fails loses the utterance (c.error) and the stream is dropped.
+void decode_here(const state_ptr& st, stream_entry& e, const moe::stream_logits& lg, bool done, logits_chunk& c) {
+  c.decoded = true;
+  c.frames = static_cast<int32_t>(lg.n_frames);
+  if (lg.n_frames > 0)
+    if (auto ok = e.decoder->accept(lg.logits, static_cast<int32_t>(lg.n_frames)); !ok) {
+      c.error = "decoding failed: " + ok.error().message;
+      c.last = true;
+      e.decoder.reset();
+      e.dropped = true;
+      st->meter.count("utterances_lost");
+      return;
+    }
+  st->meter.count("decoded_frames", static_cast<double>(lg.n_frames));
+  if (!done && !e.partials) return;
+  const auto r = done ? e.decoder->finalize() : e.decoder->partial();
+  c.text = r.text;
+  c.words.reserve(r.words.size());
+  for (const auto& w : r.words) c.words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+  if (done) st->meter.count("utterances_decoded");
+}
+
 void finish_half(self_ptr self, const state_ptr& st, int hi) {
   auto& h = st->halves[hi];
   const auto now = clock::now();
@@ -185,8 +214,9 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       c.utterance = h.keys[i].second;
       c.first_frame = lg.first_frame;
       c.vocab = lg.vocab;
-      c.logits.assign(lg.logits.begin(), lg.logits.end());
       c.last = done;
+      if (e.decoder) decode_here(st, e, lg, done, c);
+      else c.logits.assign(lg.logits.begin(), lg.logits.end());
       self->send(e.channel, logits_atom::value, std::move(c));
     }
     if (done || e.dropped) {
@@ -651,6 +681,8 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
           stream_entry e;
           e.channel = channel;
           e.state = std::make_unique<moe::stream_state>(std::move(*s));
+          e.decoder = std::move(c.decoder);  // lane decoding: the channel handed it over
+          e.partials = c.partials;
           it = st->streams.emplace(key, std::move(e)).first;
           if (st->monitored.insert(channel.address()).second) {
             self->monitor(channel);

@@ -2,11 +2,13 @@
 
 #include "actors/cpu_affinity.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <limits>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -37,10 +39,62 @@ double ms_between(clock::time_point a, clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// An utterance's claim on the lane it was placed on (lane_set): open_cost while it is open, plus
+// the frames sent and not yet answered. Released in full when the utterance ends, and by the
+// destructor whatever way the utterance goes (erased, or its channel stopping or failing).
+class lane_claim {
+ public:
+  lane_claim() = default;
+  lane_claim(std::shared_ptr<lane_set> set, std::size_t index) : set_(std::move(set)), index_(index), held_(lane_set::open_cost) {}
+  lane_claim(lane_claim&& o) noexcept : set_(std::move(o.set_)), index_(o.index_), held_(std::exchange(o.held_, 0)) {}
+  lane_claim& operator=(lane_claim&& o) noexcept {
+    if (this != &o) {
+      release_all();
+      set_ = std::move(o.set_);
+      index_ = o.index_;
+      held_ = std::exchange(o.held_, 0);
+    }
+    return *this;
+  }
+  lane_claim(const lane_claim&) = delete;
+  lane_claim& operator=(const lane_claim&) = delete;
+  ~lane_claim() { release_all(); }
+
+  void sent(int64_t frames) {
+    if (!set_ || frames <= 0) return;
+    set_->add(index_, frames);
+    held_ += frames;
+  }
+  // Frames answered: released, but never the open cost (that goes with release_all).
+  void answered(int64_t frames) {
+    const int64_t r = std::min(frames, held_ - lane_set::open_cost);
+    if (!set_ || r <= 0) return;
+    set_->add(index_, -r);
+    held_ -= r;
+  }
+  void release_all() {
+    if (set_ && held_ > 0) set_->add(index_, -held_);
+    held_ = 0;
+  }
+
+ private:
+  std::shared_ptr<lane_set> set_;
+  std::size_t index_ = 0;
+  int64_t held_ = 0;
+};
+
 struct utterance {
   int64_t start_sample = 0;
+  // Where it runs (lane_set::place at its start): the slot and the compute actor that was in it.
+  std::size_t lane = 0;
+  caf::actor compute;
+  lane_claim claim;
   int64_t end_sample = -1;  // known for a whole segment: its final ends there
   std::optional<moe::ctc_decoder> decoder;
+  // The decoder went to the lane with the first features (lane_set::decodes, offline): results
+  // come back decoded (logits_chunk::decoded).
+  bool lane_decodes = false;
+  bool features_started = false;  // its first features went out (to u.compute)
   std::string last_partial;
   int64_t fbank_frames_sent = 0;
   int64_t recognized_to = -1;  // 16 kHz sample up to which logits came back (-1: none yet)
@@ -58,7 +112,8 @@ struct channel {
   channel_id id = 0;
   std::shared_ptr<channel_pipeline> pipe;
   bool partials = true;
-  caf::actor subscriber, batcher;
+  caf::actor subscriber;
+  std::shared_ptr<lane_set> lanes;  // where each new utterance is placed
   metrics_actor_type metrics;
   caf::actor supervisor;
   dsp::streaming_fbank fbank;
@@ -213,6 +268,7 @@ void lose_utterance(self_ptr self, const state_ptr& st, int64_t utt, const std::
   st->meter.count("errors");
   auto& u = st->utterances[utt];
   u.decoder.reset();
+  u.claim.release_all();
   u.final_event = std::move(ev);
   flush_finals(self, st);
 }
@@ -237,20 +293,38 @@ int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample,
   u.start_sample = start_sample;
   u.offline = st->pipe->offline;
   u.decoder.emplace(std::move(*dec));
+  // Placed now, on the lane with the least work outstanding: each utterance on its own.
+  auto where = st->lanes->place(lane_set::open_cost);
+  u.lane = where.index;
+  u.compute = std::move(where.lane);
+  u.claim = lane_claim(st->lanes, where.index);
   return id;
 }
 
 void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<float> frames, bool last) {
   auto& u = st->utterances.at(id);
   const auto n_mels = static_cast<int64_t>(st->fbank.num_mels());
-  u.fbank_frames_sent += static_cast<int64_t>(frames.size()) / n_mels;
+  const auto n_frames = static_cast<int64_t>(frames.size()) / n_mels;
+  const bool first = !u.features_started;
+  u.features_started = true;
+  u.fbank_frames_sent += n_frames;
+  u.claim.sent(n_frames);
   const auto now = clock::now();
   u.sent.emplace_back(u.fbank_frames_sent, now);
   if (last) {
     u.features_done = true;
     u.ended = now;
   }
-  self->send(st->batcher, features_atom::value, feature_chunk{st->id, id, std::move(frames), last, u.offline});
+  feature_chunk c{st->id, id, std::move(frames), last, u.offline};
+  if (first && u.offline && u.decoder && st->lanes->decodes()) {
+    // Offline: the lane decodes the utterance right after its steps (on the lanes, in parallel,
+    // rather than every utterance of a file on this thread). From here on only the lane uses it.
+    c.decoder = std::make_shared<moe::ctc_decoder>(std::move(*u.decoder));
+    c.partials = st->partials;
+    u.decoder.reset();
+    u.lane_decodes = true;
+  }
+  self->send(u.compute, features_atom::value, std::move(c));
 }
 
 // Feeds the open utterance's samples [fed, to) from the history.
@@ -310,8 +384,10 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     maybe_drained(self, st);
     return;
   }
-  const auto n = c.vocab > 0 ? static_cast<int32_t>(c.logits.size() / static_cast<std::size_t>(c.vocab)) : 0;
-  if (u.decoder && n > 0) {
+  const auto n = c.decoded ? c.frames
+                 : c.vocab > 0 ? static_cast<int32_t>(c.logits.size() / static_cast<std::size_t>(c.vocab))
+                               : 0;
+  if (!c.decoded && u.decoder && n > 0) {
     if (auto ok = u.decoder->accept(c.logits, n); !ok) {
       if (st->open == c.utterance) st->open_lost = true;
       lose_utterance(self, st, c.utterance, ok.error().message);
@@ -319,6 +395,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
       return;
     }
   }
+  u.claim.answered(static_cast<int64_t>(n) * st->res->model->arch().subsampling);
   // Latency: from when the newest features these logits needed were sent.
   const int64_t needed = (c.first_frame + n) * st->res->model->arch().subsampling;
   clock::time_point newest{};
@@ -349,8 +426,16 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     }
     return ev;
   };
+  // What the lane decoded (lane_decodes), as the channel's own decoder would give it.
+  auto lane_result = [&c] {
+    moe::decode_result r;
+    r.text = c.text;
+    for (const auto& w : c.words) r.words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+    return r;
+  };
   if (c.last) {
-    const auto r = u.decoder ? u.decoder->finalize() : moe::decode_result{};
+    u.claim.release_all();
+    const auto r = c.decoded ? lane_result() : u.decoder ? u.decoder->finalize() : moe::decode_result{};
     u.final_event = to_event(r, true);
     // Final latency is a live figure: a segment's "latency" is only its wait behind other work.
     if (!u.offline) st->meter.histogram(latency_key::final_result).add(ms_between(u.ended, now));
@@ -358,10 +443,10 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     maybe_drained(self, st);
     return;
   }
-  if (st->partials && u.decoder) {
+  if (st->partials && (u.decoder || c.decoded)) {
     // One partial per model step (every 640 ms chunk at most), changed or not: clients count
     // on a steady beat.
-    const auto r = u.decoder->partial();
+    const auto r = c.decoded ? lane_result() : u.decoder->partial();
     auto ev = to_event(r, false);
     u.last_partial = ev.text;
     st->latest_text = ev.display_text;
@@ -375,10 +460,10 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
 
 caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
-                            std::string tenant, caf::actor subscriber, caf::actor batcher, metrics_actor_type metrics,
-                            caf::actor supervisor) {
+                            std::string tenant, caf::actor subscriber, std::shared_ptr<lane_set> lanes,
+                            metrics_actor_type metrics, caf::actor supervisor) {
   auto st = std::make_shared<channel>(channel{res, id, std::move(pipeline), partials, std::move(subscriber),
-                                              std::move(batcher), std::move(metrics), std::move(supervisor),
+                                              std::move(lanes), std::move(metrics), std::move(supervisor),
                                               dsp::streaming_fbank(res->fbank), {}, 0, {}, 0, 0, -1, false, 0, false,
                                               actor_meter("channel/" + std::to_string(id), "channel")});
   st->tenant = std::move(tenant);
@@ -469,14 +554,16 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
         st->progress = true;
         report_progress(self, st);
       },
-      [self, st](batcher_atom, caf::actor b) {
-        st->batcher = std::move(b);
+      [self, st](batcher_atom, int32_t index, const caf::actor& restarted) {
+        // Lane `index` (or the batcher) was restarted: what it held is gone. Utterances placed on
+        // the restarted actor already, or on other lanes, go on.
         std::vector<int64_t> lost;
         for (const auto& [id, u] : st->utterances)
-          if (!u.final_event) lost.push_back(id);  // a finished one's final still goes out, in order
+          if (!u.final_event && u.lane == static_cast<std::size_t>(index) && u.compute != restarted)
+            lost.push_back(id);  // a finished one's final still goes out, in order
         for (const auto id : lost) {
           if (st->open == id) st->open_lost = true;
-          lose_utterance(self, st, id, "the engine restarted its batcher: this utterance was lost");
+          lose_utterance(self, st, id, "the engine restarted the lane it ran on: this utterance was lost");
         }
         maybe_drained(self, st);
         progress_after_logits(self, st);  // the lost utterances are no longer pending

@@ -1,7 +1,7 @@
 #pragma once
 /// channel_actor: one per audio channel (a stereo call is two). Runs the channel_pipeline on
 /// incoming audio, cuts it into utterances with the endpointer, streams each utterance's fbank
-/// frames to the batcher, and turns the logits that come back into partial and final results
+/// frames to a lane (or the batcher), and turns the logits that come back into partial and final results
 /// (CTC prefix beam search with the word LM and the channel's hotwords) for its subscriber.
 ///
 /// Messages in:
@@ -15,10 +15,13 @@
 ///                                            when the channel goes down) and no drained_atom
 ///                                            is sent
 ///   (logits_atom, logits_chunk)              from the batcher
-///   (batcher_atom, caf::actor)               the batcher was restarted: utterances in flight
-///                                            are reported lost, the channel goes on
+///   (batcher_atom, i32 index, caf::actor)    lane `index` of the lane_set (the batcher: 0) was
+///                                            restarted as that actor: utterances in flight on
+///                                            the old one are reported lost, the channel goes on
 ///   (progress_atom)                          report progress to the subscriber from now on
 ///                                            (flow control: actors/channel_progress.hpp)
+/// Each utterance is placed when it starts, on the lane of `lanes` with the least work outstanding
+/// (lane_set.hpp), and its features all go there: one channel's utterances can run on every lane.
 /// Messages out: (transcript_event) to the subscriber; after end_atom, once every utterance
 /// has its final, (drained_atom, channel_id) to the subscriber and the supervisor; once asked,
 /// (progress_atom, uint64_t taken, int64_t pending_ms) to the subscriber.
@@ -33,12 +36,13 @@
 #include "actors/actor_types.hpp"
 #include "actors/channel_pipeline.hpp"
 #include "actors/engine_resources.hpp"
+#include "actors/lane_set.hpp"
 
 namespace sluice::actors {
 
 caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
-                            std::string tenant, caf::actor subscriber, caf::actor batcher, metrics_actor_type metrics,
-                            caf::actor supervisor);
+                            std::string tenant, caf::actor subscriber, std::shared_ptr<lane_set> lanes,
+                            metrics_actor_type metrics, caf::actor supervisor);
 
 }  // namespace sluice::actors

@@ -16,6 +16,10 @@
 #include "actors/refusal.hpp"
 #include "moe/token_block.hpp"
 
+namespace sluice::moe {
+class ctc_decoder;
+}
+
 namespace sluice::actors {
 
 using channel_id = uint64_t;
@@ -42,6 +46,13 @@ using drop_atom = caf::atom_constant<caf::atom("drop")>;          ///< channel g
 using abort_atom = caf::atom_constant<caf::atom("abort")>;        ///< subscriber gone: stop the channel now
 using reload_atom = caf::atom_constant<caf::atom("reload")>;      ///< tenant watcher: reread tenant files now
 
+struct word_event {
+  std::string word;
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+  float confidence = 0;
+};
+
 /// Features of one utterance of one channel, channel -> batcher.
 struct feature_chunk {
   channel_id channel = 0;
@@ -51,6 +62,13 @@ struct feature_chunk {
   /// Offline work (a file or upload segment): yields to live streams in a micro-batch when
   /// [engine] live_priority is on.
   bool offline = false;
+  /// In process only, on an utterance's first chunk to a lane ([engine] lane_decoding): the
+  /// utterance's CTC decoder, handed over. The lane then decodes the utterance itself, right
+  /// after each step, and answers with decoded results (logits_chunk::decoded) instead of
+  /// logits; the channel no longer touches the decoder. Not serialized: a receiver in another
+  /// process gets none and answers with logits.
+  std::shared_ptr<moe::ctc_decoder> decoder;
+  bool partials = false;  ///< with a decoder: a partial result after every step
 };
 
 /// Logits of one step for one stream, batcher -> channel.
@@ -62,13 +80,13 @@ struct logits_chunk {
   std::vector<float> logits;  ///< f32 [n, vocab]
   bool last = false;          ///< the utterance's final frames
   std::string error;          ///< non-empty: the utterance was lost (its step failed)
-};
-
-struct word_event {
-  std::string word;
-  int64_t start_ms = 0;
-  int64_t end_ms = 0;
-  float confidence = 0;
+  /// Decoded by the lane (feature_chunk::decoder): no logits; `frames` output frames were
+  /// decoded, and `text`/`words` are the final result when `last`, else a partial one (empty
+  /// unless partials were asked for). Word times as the decoder gives them.
+  bool decoded = false;
+  int32_t frames = 0;
+  std::string text;
+  std::vector<word_event> words;
 };
 
 /// A stretch of audio whose words were masked (moe/postproc redaction), for a recorder to bleep.
@@ -175,12 +193,13 @@ struct channel_request {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, feature_chunk& x) {
-  return f(caf::meta::type_name("feature_chunk"), x.channel, x.utterance, x.frames, x.last, x.offline);
+  // `decoder` stays behind: it is a live object of this process (see feature_chunk).
+  return f(caf::meta::type_name("feature_chunk"), x.channel, x.utterance, x.frames, x.last, x.offline, x.partials);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, logits_chunk& x) {
   return f(caf::meta::type_name("logits_chunk"), x.channel, x.utterance, x.first_frame, x.vocab, x.logits, x.last,
-           x.error);
+           x.error, x.decoded, x.frames, x.text, x.words);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, word_event& x) {

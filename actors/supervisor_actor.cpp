@@ -24,11 +24,11 @@ struct supervisor {
   std::vector<expert_actor_type> experts;
   std::vector<spillway_actor_type> spillways;
   caf::actor batcher;  // lane mode: lanes[0]
-  // Lane mode ([engine] lanes > 0): the lanes, the channels each serves, each lane's queue wait.
+  // Lane mode ([engine] lanes > 0): the lanes and each lane's queue wait.
   std::vector<caf::actor> lanes;
-  std::vector<int64_t> lane_channels;
   std::vector<double> lane_wait_ms;
-  std::map<channel_id, std::size_t> lane_of;
+  // Where channels place each utterance: the lanes, or the batcher alone. Shared with them.
+  std::shared_ptr<lane_set> compute;
   std::map<channel_id, caf::actor> channels;
   channel_id next_channel = 1;
   double queue_wait_ms = 0;
@@ -84,16 +84,12 @@ caf::actor spawn_lane(self_ptr self, const state_ptr& st, std::size_t i, std::si
   return a;
 }
 
-// The lane serving the fewest channels (the lowest index on a tie).
-std::size_t least_loaded_lane(const state_ptr& st) {
-  return static_cast<std::size_t>(std::min_element(st->lane_channels.begin(), st->lane_channels.end()) -
-                                  st->lane_channels.begin());
-}
-
-// The batcher, or the lane, that serves channel `id`.
-const caf::actor& compute_of(const state_ptr& st, channel_id id) {
-  auto it = st->lane_of.find(id);
-  return it == st->lane_of.end() ? st->batcher : st->lanes[it->second];
+// Compute actor `index` (a lane, or the batcher as 0) is now `a`: the lane_set places new
+// utterances on it, and every channel hears, so that those with an utterance on the old one
+// report it lost.
+void replace_compute(self_ptr self, const state_ptr& st, std::size_t index, const caf::actor& a) {
+  st->compute->set(index, a);
+  for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, static_cast<int32_t>(index), a);
 }
 
 void check_drained(const state_ptr& st) {
@@ -102,16 +98,13 @@ void check_drained(const state_ptr& st) {
   st->drain_waiters.clear();
 }
 
-// Frees channel `id`'s slot: its compute drops its state, its lane has one channel less. A
-// channel that is no longer registered (released when it drained, then down) is left alone.
+// Frees channel `id`'s slot: every compute actor drops its state (its utterances may have run
+// on any lane). A channel that is no longer registered (released when it drained, then down) is
+// left alone.
 void release_channel(self_ptr self, const state_ptr& st, channel_id id) {
   auto it = st->channels.find(id);
   if (it == st->channels.end()) return;
-  self->send(compute_of(st, id), drop_atom::value, id);
-  if (auto l = st->lane_of.find(id); l != st->lane_of.end()) {
-    --st->lane_channels[l->second];
-    st->lane_of.erase(l);
-  }
+  for (std::size_t i = 0; i < st->compute->size(); ++i) self->send(st->compute->at(i), drop_atom::value, id);
   st->channels.erase(it);
   check_drained(st);
 }
@@ -125,14 +118,18 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
   st->metrics = metrics;
   if (lanes > 0) {
     const auto k = static_cast<std::size_t>(lanes);
-    for (std::size_t i = 0; i < k; ++i) st->lanes.push_back(spawn_lane(self, st, i, k));
-    st->lane_channels.assign(k, 0);
+    st->compute = std::make_shared<lane_set>(k, res->cfg.engine.lane_decoding);
+    for (std::size_t i = 0; i < k; ++i) {
+      st->lanes.push_back(spawn_lane(self, st, i, k));
+      st->compute->set(i, st->lanes.back());
+    }
     st->lane_wait_ms.assign(k, 0.0);
     st->batcher = st->lanes.front();
   } else {
     for (int32_t s = 0; s < res->placement.n_shards(); ++s) st->experts.push_back(spawn_expert(self, st, s));
     for (int32_t i = 0; i < res->cfg.engine.spillways; ++i) st->spillways.push_back(spawn_spillway(self, st, i));
     st->batcher = spawn_batcher(self, st);
+    st->compute = lane_set::of(st->batcher);
   }
   // Children are monitored, not linked: a child that dies, even killed outright, never takes
   // the supervisor with it; the down handler restarts it. When the supervisor stops (the
@@ -170,15 +167,14 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         st->lanes[i] = spawn_lane(self, st, i, st->lanes.size());
         if (i == 0) st->batcher = st->lanes[0];
         st->meter.count("restarts");
-        for (const auto& [id, k] : st->lane_of)
-          if (k == i) self->send(st->channels.at(id), batcher_atom::value, st->lanes[i]);
+        replace_compute(self, st, i, st->lanes[i]);
         return;
       }
     if (st->batcher.address() == dm.source) {
       spdlog::warn("supervisor: the batcher went down ({}); restarting it", self->system().render(dm.reason));
       st->batcher = spawn_batcher(self, st);
       st->meter.count("restarts");
-      for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, st->batcher);
+      replace_compute(self, st, 0, st->batcher);
       return;
     }
     // A channel that drained was released already (drained_atom); one that failed is released now.
@@ -214,20 +210,15 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         auto pipe = channel_pipeline::create(*st->res, req);
         if (!pipe) return refuse(refusal_of(pipe.error().code), pipe.error().message);
         const channel_id id = st->next_channel++;
-        if (!st->lanes.empty()) {
-          const std::size_t k = least_loaded_lane(st);
-          st->lane_of[id] = k;
-          ++st->lane_channels[k];
-        }
         // An offline channel runs on a thread of its own, which it puts at [engine] offline_nice,
         // so its fbank and decoding take the CPU only when live channels and lanes leave it.
         auto p = std::make_shared<channel_pipeline>(std::move(*pipe));
         auto ch = req.offline && cfg.offline_nice > 0
                       ? self->spawn<caf::detached>(channel_actor, st->res, id, std::move(p), req.partials, req.tenant,
-                                                   subscriber, compute_of(st, id), st->metrics,
+                                                   subscriber, st->compute, st->metrics,
                                                    caf::actor_cast<caf::actor>(self))
                       : self->spawn(channel_actor, st->res, id, std::move(p), req.partials, req.tenant, subscriber,
-                                    compute_of(st, id), st->metrics, caf::actor_cast<caf::actor>(self));
+                                    st->compute, st->metrics, caf::actor_cast<caf::actor>(self));
         self->monitor(ch);
         st->channels.emplace(id, ch);
         st->meter.count("opened");
@@ -269,6 +260,9 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
       [self, st](report_atom) {
         st->meter.gauge("channels", static_cast<double>(st->channels.size()));
         st->meter.gauge("queue_wait_ms", st->queue_wait_ms);
+        // Work outstanding on each lane (lane_set: frames claimed by the utterances placed there).
+        for (std::size_t i = 0; i < st->lanes.size(); ++i)
+          st->meter.gauge("lane_load_frames/" + std::to_string(i), static_cast<double>(st->compute->load(i)));
         if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
       },

@@ -45,6 +45,11 @@ struct engine_config {
   /// Live streams first: a micro-batch takes every waiting live stream before any offline one
   /// (file and upload segments), which only fill what is left of token_budget.
   bool live_priority = true;
+  /// Offline utterances (file and upload segments) are decoded (CTC search, word LM, hotwords) on
+  /// the lane that ran their model steps rather than on their channel's thread: a file's
+  /// utterances are spread over the lanes, so its decoding is too, where one channel thread
+  /// decoded a whole file. Live utterances are decoded by their channels either way.
+  bool lane_decoding = true;
   /// Offline channels (files, uploads) each run on a thread of their own at this nice value: under
   /// contention each gets a lower CPU weight than live channels and lanes (nice 10: about a
   /// tenth of a nice-0 thread's; many of them together still take a real share). 0: on the
@@ -96,6 +101,8 @@ struct engine_config {
       "start-up CPU benchmark choosing the placement plan when lanes = -1 (ms; 0: skip, a lane per core)");
     v("live_priority", live_priority, any_bool{},
       "micro-batches take live streams before offline ones (files, uploads)");
+    v("lane_decoding", lane_decoding, any_bool{},
+      "offline utterances (files, uploads) are decoded on the lane that ran them, not on their channel's thread");
     v("offline_nice", offline_nice, range{0, 19},
       "nice value of the threads of offline channels (files, uploads); 0: the shared scheduler");
     v("expert_shards", expert_shards, range{1, 256}, "expert actors (contiguous runs of experts)");

@@ -98,8 +98,16 @@ std::string to_prometheus(const std::string& snapshot_json) {
     per_actor["sluice_actor_mailbox_depth"].push_back(labels + " " + num(a["mailbox"].get<double>()));
     per_actor["sluice_actor_busy_ratio"].push_back(labels + " " + num(a["busy"].get<double>()));
     per_actor["sluice_actor_messages_per_second"].push_back(labels + " " + num(a["messages_per_s"].get<double>()));
-    for (auto& [key, v] : a["gauges"].items())
+    for (auto& [key, v] : a["gauges"].items()) {
+      // "name/<i>" (one per lane, say): one family `name` with the index as a label.
+      if (const auto slash = key.find('/'); slash != std::string::npos) {
+        per_actor["sluice_actor_" + metric_name(key.substr(0, slash))].push_back(
+            labels.substr(0, labels.size() - 1) + ",index=\"" + label_value(key.substr(slash + 1)) + "\"} " +
+            num(v.get<double>()));
+        continue;
+      }
       per_actor["sluice_actor_" + metric_name(key)].push_back(labels + " " + num(v.get<double>()));
+    }
   }
   for (auto& [name, rows] : per_actor) {
     o << "# TYPE " << name << " gauge\n";

@@ -37,7 +37,8 @@ TEST_SUITE("lane kill") {
     sched.run();
     REQUIRE(out->opened.size() == 2);
     for (const auto& r : out->opened) REQUIRE(r.ok);
-    const auto a = out->opened[0], b = out->opened[1];  // least-loaded placement: a on lane 0, b on lane 1
+    // Utterances are placed on the least-loaded lane as they start: a's (first) on lane 0, b's on lane 1.
+    const auto a = out->opened[0], b = out->opened[1];
 
     // Lane 0 and lane 1 by the supervisor's word (it answers lane 0 as the batcher).
     caf::actor lane0;
@@ -59,7 +60,7 @@ TEST_SUITE("lane kill") {
     CHECK(out->finals.empty());  // nothing was stepped yet
 
     caf::anon_send_exit(lane0, caf::exit_reason::kill);
-    sched.run();  // lane 0 dies; the supervisor restarts it and tells channel a
+    sched.run();  // lane 0 dies; the supervisor restarts it and tells both channels; a loses its utterance
     REQUIRE(out->finals.count(a.channel) == 1);
     REQUIRE(out->finals[a.channel].size() == 1);
     const auto& lost = out->finals[a.channel][0];

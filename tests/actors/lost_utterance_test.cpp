@@ -62,7 +62,8 @@ TEST_SUITE("lost utterances") {
     caf::scoped_actor self{sys};
     auto batcher = sys.spawn(failing_batcher);
     auto ch = sys.spawn(channel_actor, res, channel_id{7}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
-                        std::string{}, caf::actor_cast<caf::actor>(self), batcher, metrics_actor_type{}, caf::actor{});
+                        std::string{}, caf::actor_cast<caf::actor>(self), lane_set::of(batcher), metrics_actor_type{},
+                        caf::actor{});
     const auto segs = test::call_segments();
     REQUIRE(segs.size() >= 2);
     self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);
@@ -127,7 +128,8 @@ TEST_SUITE("lost utterances") {
     caf::scoped_actor self{sys};
     // No batcher: the utterance must not get as far as sending features.
     auto ch = sys.spawn(channel_actor, res, channel_id{5}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
-                        std::string{}, caf::actor_cast<caf::actor>(self), caf::actor{}, metrics_actor_type{}, caf::actor{});
+                        std::string{}, caf::actor_cast<caf::actor>(self), lane_set::of(caf::actor{}), metrics_actor_type{},
+                        caf::actor{});
     const auto segs = test::call_segments();
     self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);
     self->send(ch, end_atom::value);

@@ -255,6 +255,8 @@ TEST_SUITE("server") {
     // The default engine runs lanes (a lane per core): each reports as kind batcher, and the
     // pairs it ran per (layer, expert), the load heatmap's figures.
     CHECK(m1.count("sluice_actor_mailbox_depth{actor=\"lane/0\",kind=\"batcher\"}") == 1);
+    // The supervisor's view of each lane's outstanding work: one family, the lane as a label.
+    CHECK(m1.count("sluice_actor_lane_load_frames{actor=\"supervisor\",kind=\"supervisor\",index=\"0\"}") == 1);
     bool expert_pairs = false;
     for (const auto& [k, v] : m1) expert_pairs = expert_pairs || (k.rfind("sluice_batcher_expert_pairs_total{", 0) == 0 && v > 0);
     CHECK(expert_pairs);

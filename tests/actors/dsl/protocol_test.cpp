@@ -36,6 +36,7 @@
 #include "actors/system_config.hpp"
 #include "config/sluice_config.hpp"
 #include "dsp/file_speech.hpp"
+#include "moe/decoder/ctc_decoder.hpp"
 #include "moe/forward.hpp"
 #include "tests/actors/opening_subscriber.hpp"
 #include "tests/moe/model_test_util.hpp"
@@ -359,7 +360,7 @@ CAF_TEST(a step given up while an expert holds a block reports the utterance los
   sched.run();
 }
 
-CAF_TEST(a lane killed while it holds an utterance is restarted and only its channel hears of it) {
+CAF_TEST(a lane killed while it holds an utterance is restarted and only the channel with an utterance on it loses one) {
   conf.engine.lanes = 2;
   auto r = engine_resources::create(conf, res->model);
   CAF_REQUIRE(r.has_value());
@@ -371,7 +372,8 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   sched.run();
   CAF_REQUIRE_EQUAL(log->opened.size(), 2u);
   CAF_REQUIRE(log->opened[0].ok && log->opened[1].ok);
-  const auto a = log->opened[0], b = log->opened[1];  // least-loaded: a on lane 0, b on lane 1
+  // Utterances are placed on the least-loaded lane as they start: a's (first) on lane 0, b's on lane 1.
+  const auto a = log->opened[0], b = log->opened[1];
   caf::actor lane0;
   auto asker = sys.spawn([&lane0, sup](caf::event_based_actor* self) {
     self->request(sup, caf::infinite, shards_atom::value)
@@ -393,13 +395,18 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   anon_send_exit(lane0, caf::exit_reason::kill);
   expect((caf::exit_msg), from(_).to(lane0));
   expect((caf::down_msg), from(_).to(sup));
+  // Every channel learns lane 0's new actor (its next utterances may be placed there); only a,
+  // whose utterance was on the dead lane, loses one.
   CAF_REQUIRE(has_mail(a.handle));
-  const auto new_lane = std::get<1>(extract<batcher_atom, caf::actor>(a.handle));
+  const auto restart = extract<batcher_atom, int32_t, caf::actor>(a.handle);
+  const int32_t index = std::get<1>(restart);
+  const caf::actor new_lane = std::get<2>(restart);
+  CAF_CHECK_EQUAL(index, 0);
   CAF_CHECK(new_lane != nullptr);
   CAF_CHECK(new_lane != lane0);  // a new lane actor, not the dead one
-  expect((batcher_atom, caf::actor), from(sup).to(a.handle));
-  disallow((batcher_atom, caf::actor), from(sup).to(b.handle));
+  expect((batcher_atom, int32_t, caf::actor), from(sup).to(a.handle).with(_, 0, new_lane));
   expect((transcript_event), from(a.handle).to(sub));
+  expect((batcher_atom, int32_t, caf::actor), from(sup).to(b.handle).with(_, 0, new_lane));
   disallow((transcript_event), from(b.handle).to(sub));
   CAF_REQUIRE_EQUAL(log->finals.size(), 1u);
   CAF_REQUIRE_EQUAL(log->finals[a.channel].size(), 1u);
@@ -426,6 +433,55 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only its cha
   anon_send_exit(sup, caf::exit_reason::user_shutdown);
   anon_send_exit(sub, caf::exit_reason::user_shutdown);
   anon_send_exit(asker, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+CAF_TEST(a lane handed the decoder of an utterance answers with decoded results and no logits and its final equals decoding the offline logits) {
+  // [engine] lane_decoding: the channel sends the decoder with the first features; the lane
+  // decodes after each step. The reference: a decoder of the same stream options fed the offline
+  // forward's logits in one go.
+  auto lane = sys.spawn(lane_actor, res, metrics_actor_type{}, caf::actor{}, 0, -1);
+  auto got = std::make_shared<std::vector<logits_chunk>>();
+  auto chan = sys.spawn(recorder, got);
+  sched.run();
+  auto prepared = res->recognizer->prepare({});
+  CAF_REQUIRE(prepared.has_value());
+  auto dec = res->recognizer->make_decoder(*prepared);
+  auto ref_dec = res->recognizer->make_decoder(*prepared);
+  CAF_REQUIRE(dec.has_value() && ref_dec.has_value());
+  feature_chunk c{1, 0, feats[0], true};
+  c.decoder = std::make_shared<moe::ctc_decoder>(std::move(*dec));
+  caf::send_as(chan, lane, features_atom::value, c);
+  expect((features_atom, feature_chunk), from(chan).to(lane));
+  CAF_CHECK(!has_mail(chan));  // nothing before the window ends
+  for (int round = 0; round < 1000 && (got->empty() || !got->back().last); ++round) {
+    if (sched.has_job()) sched.run();
+    else CAF_REQUIRE(sched.trigger_timeout());
+  }
+  CAF_REQUIRE(!got->empty());
+  CAF_REQUIRE(got->back().last);
+  int64_t frames = 0;
+  for (const auto& g : *got) {
+    CAF_CHECK(g.decoded);
+    CAF_CHECK(g.logits.empty());
+    CAF_CHECK(g.error.empty());
+    frames += g.frames;
+  }
+  const auto ref_logits = offline_logits(0);
+  const auto vocab = res->model->arch().vocab_size;
+  const auto n = static_cast<int32_t>(ref_logits.size() / static_cast<std::size_t>(vocab));
+  CAF_CHECK_EQUAL(frames, n);
+  CAF_REQUIRE(ref_dec->accept(ref_logits, n).has_value());
+  const auto ref = ref_dec->finalize();
+  CAF_CHECK(!ref.text.empty());
+  CAF_CHECK_EQUAL(got->back().text, ref.text);
+  CAF_REQUIRE_EQUAL(got->back().words.size(), ref.words.size());
+  for (std::size_t i = 0; i < ref.words.size(); ++i) {
+    CAF_CHECK_EQUAL(got->back().words[i].word, ref.words[i].word);
+    CAF_CHECK_EQUAL(got->back().words[i].start_ms, ref.words[i].start_ms);
+    CAF_CHECK_EQUAL(got->back().words[i].end_ms, ref.words[i].end_ms);
+  }
+  for (const auto& a : {lane, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   sched.run();
 }
 

@@ -1,0 +1,88 @@
+// lane_set: per-utterance placement on the lane with the least outstanding work.
+#include "actors/lane_set.hpp"
+
+#include <doctest/doctest.h>
+
+#include <thread>
+#include <vector>
+
+using namespace sluice::actors;
+
+TEST_SUITE("lane set") {
+  TEST_CASE("place takes the slot with the least claimed work, the lowest index on a tie, and claims at once") {
+    lane_set s(3);
+    auto p0 = s.place(50);
+    CHECK(p0.index == 0);  // all empty: the first
+    auto p1 = s.place(50);
+    CHECK(p1.index == 1);  // slot 0 holds 50 now
+    auto p2 = s.place(10);
+    CHECK(p2.index == 2);
+    CHECK(s.load(0) == 50);
+    CHECK(s.load(1) == 50);
+    CHECK(s.load(2) == 10);
+    CHECK(s.place(5).index == 2);  // 10 < 50
+    CHECK(s.load(2) == 15);
+    s.add(0, -50);  // slot 0's work answered
+    CHECK(s.load(0) == 0);
+    CHECK(s.place(1).index == 0);
+    s.add(1, 200);
+    s.add(0, 100);
+    CHECK(s.place(0).index == 2);  // 15 is now the least
+  }
+
+  TEST_CASE("the handle returned is the one set in the slot, and a replaced one is returned after set") {
+    caf::actor_system_config cfg;
+    caf::actor_system sys{cfg};
+    auto a = sys.spawn([] { return caf::behavior{[](int) {}}; });
+    auto b = sys.spawn([] { return caf::behavior{[](int) {}}; });
+    lane_set s(2);
+    CHECK(s.size() == 2);
+    CHECK(s.set(0, a));
+    CHECK(s.set(1, b));
+    CHECK_FALSE(s.set(2, a));  // no such slot: refused, nothing thrown
+    CHECK(s.place(1).lane == a);
+    CHECK(s.place(1).lane == b);
+    CHECK(s.set(0, b));
+    CHECK(s.at(0) == b);
+    CHECK(s.place(0).lane == b);  // slot 0 again (tie, lowest index): its new actor
+    CHECK_FALSE(s.at(5));
+    auto one = lane_set::of(a);
+    CHECK(one->size() == 1);
+    CHECK(one->place(7).lane == a);
+    CHECK(one->load(0) == 7);
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+  }
+
+  TEST_CASE("claims from many threads at once: every slot gets work and all of it is released to zero") {
+    constexpr int threads = 8, per_thread = 2000;
+    lane_set s(4);
+    std::vector<std::vector<std::size_t>> placed(threads);
+    {
+      std::vector<std::thread> ts;
+      for (int t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+          for (int i = 0; i < per_thread; ++i) placed[static_cast<std::size_t>(t)].push_back(s.place(3).index);
+        });
+      for (auto& t : ts) t.join();
+    }
+    std::vector<int64_t> per_slot(4, 0);
+    for (const auto& v : placed)
+      for (auto i : v) per_slot[i] += 3;
+    for (std::size_t i = 0; i < 4; ++i) {
+      CAPTURE(i);
+      CHECK(s.load(i) == per_slot[i]);  // no claim lost in a race
+      // Least-loaded: no slot gets much more than its share (16,000 claims; a quarter each).
+      CHECK(per_slot[i] / 3 > threads * per_thread / 8);
+    }
+    {
+      std::vector<std::thread> ts;
+      for (int t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+          for (auto i : placed[static_cast<std::size_t>(t)]) s.add(i, -3);
+        });
+      for (auto& t : ts) t.join();
+    }
+    for (std::size_t i = 0; i < 4; ++i) CHECK(s.load(i) == 0);
+  }
+}
