@@ -90,6 +90,10 @@ struct utterance {
   caf::actor compute;
   lane_claim claim;
   int64_t end_sample = -1;  // known for a whole segment: its final ends there
+  // The stream options the decoder was made from: the decoder points into them (a lexicon
+  // decoder's hotword lexicon), and a tenant update replaces the channel's own copy while this
+  // utterance may still be decoding. Declared before the decoder, so it outlives it.
+  std::shared_ptr<const moe::prepared_stream> prepared;
   std::optional<moe::ctc_decoder> decoder;
   // The decoder went to the lane with the first features (lane_set::decodes, offline): results
   // come back decoded (logits_chunk::decoded).
@@ -292,6 +296,7 @@ int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample,
   auto& u = st->utterances[id];
   u.start_sample = start_sample;
   u.offline = st->pipe->offline;
+  u.prepared = st->pipe->stream;  // what make_decoder read
   u.decoder.emplace(std::move(*dec));
   // Placed now, on the lane with the least work outstanding: each utterance on its own.
   auto where = st->lanes->place(lane_set::open_cost);
@@ -319,7 +324,14 @@ void send_features(self_ptr self, const state_ptr& st, int64_t id, std::vector<f
   if (first && u.offline && u.decoder && st->lanes->decodes()) {
     // Offline: the lane decodes the utterance right after its steps (on the lanes, in parallel,
     // rather than every utterance of a file on this thread). From here on only the lane uses it.
-    c.decoder = std::make_shared<moe::ctc_decoder>(std::move(*u.decoder));
+    // The decoder travels with the stream options it points into, so that it outlives neither
+    // them nor this channel (which may stop while the lane still holds it).
+    struct handed {
+      std::shared_ptr<const moe::prepared_stream> prepared;
+      moe::ctc_decoder decoder;
+    };
+    auto box = std::make_shared<handed>(handed{u.prepared, std::move(*u.decoder)});
+    c.decoder = std::shared_ptr<moe::ctc_decoder>(box, &box->decoder);
     c.partials = st->partials;
     u.decoder.reset();
     u.lane_decodes = true;

@@ -259,6 +259,47 @@ TEST_SUITE("lanes") {
       if (a["kind"] == "batcher") CHECK_FALSE(a["counters"].contains("utterances_decoded"));
   }
 
+  TEST_CASE("a channel with hotwords aborted while the lanes still decode its utterances: the other channel's finals are exact") {
+    // The lanes hold the aborted channel's decoders, which read its hotwords' lexicon: it must
+    // live on with them (under AddressSanitizer, as CI runs this, a read of it after the channel
+    // freed it fails the test). The other channel, alone on the engine afterwards, is unaffected.
+    std::vector<test::segment_audio> segs[2];
+    for (auto& s : test::call_segments()) segs[s.channel].push_back(std::move(s));
+    const auto ref = one_channel(2, true, nullptr).first;  // channel 0's segments, no hotwords
+    auto cfg = test::base_config();
+    cfg.engine.lanes = 2;
+    cfg.engine.lane_decoding = true;
+    auto e = engine::start(test::resources(cfg));
+    caf::scoped_actor self{e->system()};
+    channel_request hot;
+    hot.offline = true;
+    hot.hotwords = {"zorblax quantification 4", "thank you 2"};
+    auto doomed = test::open_ok(*e, self, hot);
+    for (int round = 0; round < 3; ++round)
+      for (const auto& s : segs[1]) self->send(doomed.handle, segment_atom::value, s.samples, s.start_sample);
+    self->send(doomed.handle, abort_atom::value);
+    auto ok = test::open_ok(*e, self);
+    for (const auto& s : segs[0]) self->send(ok.handle, segment_atom::value, s.samples, s.start_sample);
+    self->send(ok.handle, end_atom::value);
+    // The aborted channel sends no drained message: only the other one's is awaited.
+    auto res = test::collect(self, 1);
+    REQUIRE_FALSE(res.timed_out);
+    REQUIRE(res.drained.size() == 1);
+    CHECK(res.drained[0] == ok.channel);
+    CHECK(res.errors[ok.channel].empty());
+    std::vector<final_words> got;
+    for (const auto& ev : res.finals[ok.channel]) {
+      final_words w{ev.text, {}};
+      for (const auto& x : ev.words) w.words.emplace_back(x.word, x.start_ms, x.end_ms);
+      got.push_back(std::move(w));
+    }
+    CHECK(got == ref);
+    // The lanes decoded some of the aborted channel's utterances after it was gone, or dropped
+    // them: either way every lane is still up and reporting.
+    CHECK(counter_of(*e, "lane/0", "utterances") > 0);
+    CHECK(counter_of(*e, "lane/1", "utterances") > 0);
+  }
+
   TEST_CASE("finals are identical for 1, 2 and 4 lanes and equal the batcher engine's") {
     const auto batcher = run(0);
     std::size_t words = 0;
