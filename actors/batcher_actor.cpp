@@ -201,10 +201,15 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       continue_later(self, st);
       return;
     }
+  // Two passes: streams whose channel decodes (live ones) get their logits first; the streams
+  // this lane decodes itself (offline, lane_decoding) after, so their decoding never holds live
+  // results back. Each stream is handled in exactly one pass.
+  for (int pass = 0; pass < 2; ++pass)
   for (std::size_t i = 0; i < h.keys.size(); ++i) {
     auto it = st->streams.find(h.keys[i]);
     if (it == st->streams.end()) continue;
     auto& e = it->second;
+    if ((e.decoder != nullptr) != (pass == 1)) continue;
     e.in_step = false;
     const auto lg = h.mb->logits(i);
     const bool done = e.state->done();
