@@ -191,6 +191,21 @@ void decode_here(const state_ptr& st, stream_entry& e, const moe::stream_logits&
   if (done) st->meter.count("utterances_decoded");
 }
 
+// Stream e (key) is done with nothing left to compute (its last features brought no output
+// frame): its channel still gets the last chunk, or it would wait forever; with the decoder here
+// (lane decoding), the decoder's final result in it. The caller erases the stream.
+void send_done(self_ptr self, const state_ptr& st, const stream_key& key, stream_entry& e) {
+  logits_chunk done;
+  done.channel = key.first;
+  done.utterance = key.second;
+  done.first_frame = e.state->position();
+  done.vocab = st->res->model->arch().vocab_size;
+  done.last = true;
+  if (e.dropped) return;  // its channel is gone
+  if (e.decoder) decode_here(st, e, moe::stream_logits{e.state->position(), 0, done.vocab, {}}, true, done);
+  self->send(e.channel, logits_atom::value, std::move(done));
+}
+
 void finish_half(self_ptr self, const state_ptr& st, int hi) {
   auto& h = st->halves[hi];
   const auto now = clock::now();
@@ -202,8 +217,8 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       return;
     }
   // Two passes: streams whose channel decodes (live ones) get their logits first; the streams
-  // this lane decodes itself (offline, lane_decoding) after, so their decoding never holds live
-  // results back. Each stream is handled in exactly one pass.
+  // this lane decodes itself (offline, lane_decoding) after, so no live result waits for that
+  // decoding (the lane's next step does). Each stream is handled in exactly one pass.
   for (int pass = 0; pass < 2; ++pass)
   for (std::size_t i = 0; i < h.keys.size(); ++i) {
     auto it = st->streams.find(h.keys[i]);
@@ -234,6 +249,11 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       e.pending_last = false;
       if (!ok) {
         report_lost(self, st, h.keys[i], e, ok.error().message);
+        st->streams.erase(it);
+        continue;
+      }
+      if (e.state->done()) {  // the pending last chunk brought no output frame
+        send_done(self, st, h.keys[i], e);
         st->streams.erase(it);
         continue;
       }
@@ -710,15 +730,9 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
           return;
         }
         if (e.state->done()) {
-          // Finished with nothing left to compute (too short for one output frame): the
-          // utterance still gets its (empty) last chunk, or its channel would wait forever.
-          logits_chunk done;
-          done.channel = key.first;
-          done.utterance = key.second;
-          done.first_frame = e.state->position();
-          done.vocab = st->res->model->arch().vocab_size;
-          done.last = true;
-          self->send(e.channel, logits_atom::value, std::move(done));
+          // Finished with nothing left to compute (too short for one output frame, or the
+          // last chunk of a stream whose frames were all stepped already).
+          send_done(self, st, key, e);
           st->streams.erase(it);
           return;
         }

@@ -23,7 +23,12 @@
 ///   (shards_atom, std::vector<block_sink_actor> experts, std::vector<spillway_actor_type> spillways)
 ///                                       the shard handles, typed (actors/actor_types.hpp), at
 ///                                       start and after a restart
-///   (features_atom, feature_chunk)      from a channel (the sender is the channel actor)
+///   (features_atom, feature_chunk)      from a channel (the sender is the channel actor); an
+///                                       utterance's first chunk may carry its decoder
+///                                       (feature_chunk::decoder, lane decoding): the utterance
+///                                       is then decoded here after each step and the channel
+///                                       gets logits_chunks with `decoded` set (text, words)
+///                                       instead of logits
 ///   (drop_atom, channel_id)             forget a channel's streams
 ///   (flush_atom), (report_atom)         timers
 

@@ -45,13 +45,17 @@ double ms_between(clock::time_point a, clock::time_point b) {
 class lane_claim {
  public:
   lane_claim() = default;
-  lane_claim(std::shared_ptr<lane_set> set, std::size_t index) : set_(std::move(set)), index_(index), held_(lane_set::open_cost) {}
-  lane_claim(lane_claim&& o) noexcept : set_(std::move(o.set_)), index_(o.index_), held_(std::exchange(o.held_, 0)) {}
+  // `placed`: what lane_set::place claimed for the utterance (the open cost).
+  lane_claim(std::shared_ptr<lane_set> set, std::size_t index, int64_t placed)
+      : set_(std::move(set)), index_(index), placed_(placed), held_(placed) {}
+  lane_claim(lane_claim&& o) noexcept
+      : set_(std::move(o.set_)), index_(o.index_), placed_(o.placed_), held_(std::exchange(o.held_, 0)) {}
   lane_claim& operator=(lane_claim&& o) noexcept {
     if (this != &o) {
       release_all();
       set_ = std::move(o.set_);
       index_ = o.index_;
+      placed_ = o.placed_;
       held_ = std::exchange(o.held_, 0);
     }
     return *this;
@@ -67,7 +71,7 @@ class lane_claim {
   }
   // Frames answered: released, but never the open cost (that goes with release_all).
   void answered(int64_t frames) {
-    const int64_t r = std::min(frames, held_ - lane_set::open_cost);
+    const int64_t r = std::min(frames, held_ - placed_);
     if (!set_ || r <= 0) return;
     set_->add(index_, -r);
     held_ -= r;
@@ -80,6 +84,7 @@ class lane_claim {
  private:
   std::shared_ptr<lane_set> set_;
   std::size_t index_ = 0;
+  int64_t placed_ = 0;
   int64_t held_ = 0;
 };
 
@@ -302,7 +307,7 @@ int64_t open_utterance(self_ptr self, const state_ptr& st, int64_t start_sample,
   auto where = st->lanes->place(lane_set::open_cost);
   u.lane = where.index;
   u.compute = std::move(where.lane);
-  u.claim = lane_claim(st->lanes, where.index);
+  u.claim = lane_claim(st->lanes, where.index, lane_set::open_cost);
   return id;
 }
 
@@ -390,9 +395,12 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
   if (it == st->utterances.end() || it->second.final_event) return;  // unknown, or already over
   auto& u = it->second;
   const auto now = clock::now();
-  if (!c.error.empty()) {
+  if (!c.error.empty() || (u.lane_decodes && !c.decoded)) {
+    // (A lane holding the decoder answers with decoded results; logits instead could not be
+    // decoded here: the utterance is lost, with that said, rather than given an empty final.)
     if (st->open == c.utterance) st->open_lost = true;
-    lose_utterance(self, st, c.utterance, c.error);
+    lose_utterance(self, st, c.utterance,
+                   !c.error.empty() ? c.error : "the lane holding this utterance's decoder answered with logits");
     maybe_drained(self, st);
     return;
   }
@@ -566,16 +574,16 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
         st->progress = true;
         report_progress(self, st);
       },
-      [self, st](batcher_atom, int32_t index, const caf::actor& restarted) {
-        // Lane `index` (or the batcher) was restarted: what it held is gone. Utterances placed on
-        // the restarted actor already, or on other lanes, go on.
+      [self, st](batcher_atom, int32_t index, const caf::actor_addr& dead) {
+        // Lane `index` (or the batcher), actor `dead`, went down and was restarted: what it held
+        // is gone. Utterances on its successor, or on other lanes, go on.
         std::vector<int64_t> lost;
         for (const auto& [id, u] : st->utterances)
-          if (!u.final_event && u.lane == static_cast<std::size_t>(index) && u.compute != restarted)
+          if (!u.final_event && u.lane == static_cast<std::size_t>(index) && u.compute.address() == dead)
             lost.push_back(id);  // a finished one's final still goes out, in order
         for (const auto id : lost) {
           if (st->open == id) st->open_lost = true;
-          lose_utterance(self, st, id, "the engine restarted the lane it ran on: this utterance was lost");
+          lose_utterance(self, st, id, "the engine restarted the lane (or batcher) it ran on: this utterance was lost");
         }
         maybe_drained(self, st);
         progress_after_logits(self, st);  // the lost utterances are no longer pending

@@ -1,8 +1,11 @@
 #pragma once
 /// channel_actor: one per audio channel (a stereo call is two). Runs the channel_pipeline on
 /// incoming audio, cuts it into utterances with the endpointer, streams each utterance's fbank
-/// frames to a lane (or the batcher), and turns the logits that come back into partial and final results
-/// (CTC prefix beam search with the word LM and the channel's hotwords) for its subscriber.
+/// frames to a lane (or the batcher), and turns the logits that come back into partial and final
+/// results (CTC prefix beam search with the word LM and the channel's hotwords) for its
+/// subscriber. With lane decoding ([engine] lane_decoding, lanes only) an offline utterance's
+/// decoder goes to its lane with the first features and the results come back decoded; the
+/// channel post-processes and orders them as its own.
 ///
 /// Messages in:
 ///   (samples_atom, std::vector<float>)      f32 samples at the channel's rate (codec f32)
@@ -15,9 +18,10 @@
 ///                                            when the channel goes down) and no drained_atom
 ///                                            is sent
 ///   (logits_atom, logits_chunk)              from the batcher
-///   (batcher_atom, i32 index, caf::actor)    lane `index` of the lane_set (the batcher: 0) was
-///                                            restarted as that actor: utterances in flight on
-///                                            the old one are reported lost, the channel goes on
+///   (batcher_atom, i32 index, caf::actor_addr dead)  slot `index` of the lane_set (the
+///                                            batcher: 0) lost actor `dead` and was refilled:
+///                                            utterances in flight on it are reported lost, the
+///                                            channel goes on
 ///   (progress_atom)                          report progress to the subscriber from now on
 ///                                            (flow control: actors/channel_progress.hpp)
 /// Each utterance is placed when it starts, on the lane of `lanes` with the least work outstanding

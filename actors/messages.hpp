@@ -38,7 +38,7 @@ using report_atom = caf::atom_constant<caf::atom("report")>;      ///< actor -> 
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;  ///< ask for a metrics snapshot
 using open_atom = caf::atom_constant<caf::atom("open")>;          ///< ask the supervisor for a channel
 using shards_atom = caf::atom_constant<caf::atom("shards")>;      ///< supervisor -> batcher: handles
-using batcher_atom = caf::atom_constant<caf::atom("batcher")>;    ///< supervisor -> channels: new batcher
+using batcher_atom = caf::atom_constant<caf::atom("batcher")>;    ///< supervisor -> channels: a lane (or the batcher) restarted
 using drain_atom = caf::atom_constant<caf::atom("drain")>;        ///< graceful shutdown
 using drained_atom = caf::atom_constant<caf::atom("drained")>;    ///< a channel has finished
 using load_atom = caf::atom_constant<caf::atom("load")>;          ///< batcher -> supervisor: queue wait
@@ -62,11 +62,11 @@ struct feature_chunk {
   /// Offline work (a file or upload segment): yields to live streams in a micro-batch when
   /// [engine] live_priority is on.
   bool offline = false;
-  /// In process only, on an utterance's first chunk to a lane ([engine] lane_decoding): the
-  /// utterance's CTC decoder, handed over. The lane then decodes the utterance itself, right
-  /// after each step, and answers with decoded results (logits_chunk::decoded) instead of
-  /// logits; the channel no longer touches the decoder. Not serialized: a receiver in another
-  /// process gets none and answers with logits.
+  /// On an utterance's first chunk to a lane ([engine] lane_decoding): the utterance's CTC
+  /// decoder, handed over. The lane then decodes the utterance itself, right after each step,
+  /// and answers with decoded results (logits_chunk::decoded) instead of logits; the channel no
+  /// longer has a decoder for it. In process only (lanes are local; it is not serialized):
+  /// lane decoding must not be used with a lane in another process.
   std::shared_ptr<moe::ctc_decoder> decoder;
   bool partials = false;  ///< with a decoder: a partial result after every step
 };

@@ -84,12 +84,14 @@ caf::actor spawn_lane(self_ptr self, const state_ptr& st, std::size_t i, std::si
   return a;
 }
 
-// Compute actor `index` (a lane, or the batcher as 0) is now `a`: the lane_set places new
-// utterances on it, and every channel hears, so that those with an utterance on the old one
-// report it lost.
-void replace_compute(self_ptr self, const state_ptr& st, std::size_t index, const caf::actor& a) {
+// Compute actor `index` (a lane, or the batcher as 0), `dead`, is now `a`: the lane_set places
+// new utterances on it, and every channel hears which actor died, so that those with an
+// utterance on it report it lost (by the dead actor's address: a lane restarted twice before a
+// channel reads the first notice must not cost an utterance already on the newest one).
+void replace_compute(self_ptr self, const state_ptr& st, std::size_t index, const caf::actor_addr& dead,
+                     const caf::actor& a) {
   st->compute->set(index, a);
-  for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, static_cast<int32_t>(index), a);
+  for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, static_cast<int32_t>(index), dead);
 }
 
 void check_drained(const state_ptr& st) {
@@ -167,14 +169,14 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         st->lanes[i] = spawn_lane(self, st, i, st->lanes.size());
         if (i == 0) st->batcher = st->lanes[0];
         st->meter.count("restarts");
-        replace_compute(self, st, i, st->lanes[i]);
+        replace_compute(self, st, i, dm.source, st->lanes[i]);
         return;
       }
     if (st->batcher.address() == dm.source) {
       spdlog::warn("supervisor: the batcher went down ({}); restarting it", self->system().render(dm.reason));
       st->batcher = spawn_batcher(self, st);
       st->meter.count("restarts");
-      replace_compute(self, st, 0, st->batcher);
+      replace_compute(self, st, 0, dm.source, st->batcher);
       return;
     }
     // A channel that drained was released already (drained_atom); one that failed is released now.

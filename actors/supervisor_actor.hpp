@@ -8,10 +8,13 @@
 /// shutdown: every channel finishes the audio it accepted, then the reply comes.
 ///
 /// With `lanes` = K > 0 ([engine] lanes, or the placement plan's count when that is -1) it
-/// spawns K lane actors instead (each on its own thread; no expert actor, no spillway) and
-/// gives each new channel the lane serving the fewest channels; a failed lane is restarted and only its channels are told (they lose only the utterances
-/// they had in it). Admission then looks at the most loaded lane's queue wait. shards_atom
-/// answers lane 0 as the batcher.
+/// spawns K lane actors instead (each on its own thread; no expert actor, no spillway). The
+/// lanes (or the batcher alone) are the slots of a lane_set it shares with every channel, which
+/// places each new utterance on the lane with the least outstanding work (lane_set.hpp). A failed
+/// lane is restarted into its slot and every channel is told which actor died, (batcher_atom,
+/// i32 slot, caf::actor_addr); a channel loses only the utterances it had on that actor. The
+/// supervisor reports each lane's outstanding work as gauge lane_load_frames/<i>. Admission then
+/// looks at the most loaded lane's queue wait. shards_atom answers lane 0 as the batcher.
 ///
 /// Messages:
 ///   (open_atom, channel_request, caf::actor subscriber) -> open_reply

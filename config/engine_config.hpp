@@ -26,8 +26,9 @@ struct engine_config {
   bool preallocate = false;
   /// Split each micro-batch in two so one half's dense work overlaps the other's expert work.
   bool overlap = true;
-  /// Lanes: actors that each run the dense layers and every routed expert of their channels'
-  /// micro-batches on their own thread (no expert actor, no token block: on one machine every
+  /// Lanes: actors that each run the dense layers and every routed expert of their utterances'
+  /// micro-batches on their own thread (each new utterance goes to the lane with the least
+  /// outstanding work) (no expert actor, no token block: on one machine every
   /// expert is local). -1 (the default): as many as the placement plan chooses
   /// (placement_probe_ms; a lane per core on one CPU). 0: one batcher with expert actors and
   /// spillways (expert_shards; for experts placed on other devices or processes).
@@ -45,15 +46,20 @@ struct engine_config {
   /// Live streams first: a micro-batch takes every waiting live stream before any offline one
   /// (file and upload segments), which only fill what is left of token_budget.
   bool live_priority = true;
-  /// Offline utterances (file and upload segments) are decoded (CTC search, word LM, hotwords) on
-  /// the lane that ran their model steps rather than on their channel's thread: a file's
-  /// utterances are spread over the lanes, so its decoding is too, where one channel thread
-  /// decoded a whole file. Live utterances are decoded by their channels either way.
-  bool lane_decoding = true;
+  /// Offline utterances (of channels opened as offline: files, uploads, file segments) are decoded
+  /// (CTC search, word LM, hotwords) on the lane that ran their model steps rather than on their
+  /// channel's thread: a file's utterances are spread over the lanes, so its decoding is too,
+  /// where one channel thread decoded a whole file. That decoding then runs at the lanes'
+  /// priority, not offline_nice, after the live results of each step are out. Live utterances
+  /// are decoded by their channels either way; no effect with lanes = 0. Off by default: on 2
+  /// cores it made no file faster, and beside 384 live channels it doubled their median final
+  /// latency (75 -> 150 ms; p99 300 ms either way). For many cores and few long files.
+  bool lane_decoding = false;
   /// Offline channels (files, uploads) each run on a thread of their own at this nice value: under
   /// contention each gets a lower CPU weight than live channels and lanes (nice 10: about a
   /// tenth of a nice-0 thread's; many of them together still take a real share). 0: on the
-  /// shared scheduler, like live ones. Upload decoding and VAD still run at normal priority.
+  /// shared scheduler, like live ones. Upload decoding and VAD still run at normal priority, and
+  /// so does the decoding of their utterances with lane_decoding.
   int offline_nice = 10;
   /// Expert actors; the routed experts of every layer are split over them in contiguous runs.
   int expert_shards = 2;
@@ -102,7 +108,7 @@ struct engine_config {
     v("live_priority", live_priority, any_bool{},
       "micro-batches take live streams before offline ones (files, uploads)");
     v("lane_decoding", lane_decoding, any_bool{},
-      "offline utterances (files, uploads) are decoded on the lane that ran them, not on their channel's thread");
+      "offline utterances (files, uploads) are decoded on the lane that ran them, not on their channel's thread (lanes > 0)");
     v("offline_nice", offline_nice, range{0, 19},
       "nice value of the threads of offline channels (files, uploads); 0: the shared scheduler");
     v("expert_shards", expert_shards, range{1, 256}, "expert actors (contiguous runs of experts)");

@@ -352,11 +352,16 @@ TEST_SUITE("engine") {
 
   TEST_CASE("live path: 8 kHz PCM16 in 20 ms packets -> endpointed utterances, partials before finals") {
    // Fed the same packets, a channel opened as offline (channel_request::offline, as file jobs
-   // are) gives the same finals, and its utterances stay out of the live final-latency histogram.
+   // are) gives the same finals, also when its lanes decode it (engine.lane_decoding: streamed,
+   // its partials decoded on the lanes too), and its utterances stay out of the live
+   // final-latency histogram.
    std::vector<std::string> live_texts;
-   for (const bool offline : {false, true}) {
-    CAPTURE(offline);
+   for (const int variant : {0, 1, 2}) {
+    const bool offline = variant > 0;
+    CAPTURE(variant);
     auto cfg = test::base_config();
+    cfg.engine.lanes = 2;
+    cfg.engine.lane_decoding = variant == 2;
     // On the shared scheduler: at nice 10 on a loaded runner the channel's own thread can be
     // starved past this test's limits (offline_nice_test checks the nice value itself).
     cfg.engine.offline_nice = 0;

@@ -1,9 +1,10 @@
 // A lane killed mid-utterance, under CAF's deterministic test coordinator (every message is run
-// in an order the test fixes): the supervisor with two lanes, a probe subscriber with a channel
-// on each lane. Lane 0 is killed while it holds the first channel's features of utterance 0 in
-// its batching window, before any step. That utterance is reported lost, with the reason, as
-// its final; the same channel's next utterance, sent after the restart, and the other lane's
-// channel get exactly the single-threaded text; both channels drain.
+// in an order the test fixes): the supervisor with two lanes, a probe subscriber with two
+// channels whose first utterances are placed one per lane (least outstanding work). Lane 0 is
+// killed while it holds the first channel's features of utterance 0 in its batching window,
+// before any step. That utterance is reported lost, with the reason, as its final; the same
+// channel's next utterance, sent after the restart, and the other channel (its utterance on lane
+// 1) get exactly the single-threaded text; both channels drain.
 #include "tests/actors/engine_test_util.hpp"
 
 #include "tests/actors/deterministic_system.hpp"

@@ -2,6 +2,7 @@
 //
 //   engine_bench [--model DIR] [--audio WAV] [--channels N,N,...] [--repeats R] [--live-s S]
 //                [--lanes K] [--sections offline,live,mixed,skew] [--mixed-live N] [--mixed-jobs J]
+//                [--lane-decoding 0|1]
 //
 // --lanes K runs the engines of sections 1-3 with [engine] lanes = K (-1, the engine's default:
 // the placement plan's count; 0: the batcher with expert actors; K > 0: K lanes); --sections
@@ -263,6 +264,7 @@ int main(int argc, char** argv) {
   double live_s = 20;
   int lanes = -1;
   int mixed_live = 128, mixed_jobs = 4;
+  bool lane_decoding = config::sluice_config{}.engine.lane_decoding;
   std::string sections = "offline,live,mixed,skew";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -277,6 +279,7 @@ int main(int argc, char** argv) {
     else if (a == "--sections") sections = v;
     else if (a == "--mixed-live") mixed_live = std::stoi(v);
     else if (a == "--mixed-jobs") mixed_jobs = std::stoi(v);
+    else if (a == "--lane-decoding") lane_decoding = v != "0" && v != "false";
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -285,6 +288,7 @@ int main(int argc, char** argv) {
   config::sluice_config cfg;
   cfg.model.dir = model_dir;
   cfg.engine.lanes = lanes;
+  cfg.engine.lane_decoding = lane_decoding;
   const auto section = [&](const char* name) { return ("," + sections + ",").find("," + std::string(name) + ",") != std::string::npos; };
   auto model = moe::load_model(model_dir);
   if (!model) {
