@@ -23,6 +23,18 @@ struct final_words {
   bool operator==(const final_words&) const = default;
 };
 
+// Channel ch's finals as received (in utterance order: test::collect sorts them).
+std::vector<final_words> finals_of(const test::run_result& res, channel_id ch) {
+  std::vector<final_words> f;
+  if (auto it = res.finals.find(ch); it != res.finals.end())
+    for (const auto& ev : it->second) {
+      final_words w{ev.text, {}};
+      for (const auto& x : ev.words) w.words.emplace_back(x.word, x.start_ms, x.end_ms);
+      f.push_back(std::move(w));
+    }
+  return f;
+}
+
 // Finals per opened channel (in opening order), each channel's in utterance order.
 std::vector<std::vector<final_words>> run(int lanes, std::unique_ptr<engine>* keep = nullptr) {
   auto cfg = test::base_config();
@@ -41,13 +53,7 @@ std::vector<std::vector<final_words>> run(int lanes, std::unique_ptr<engine>* ke
   std::vector<std::vector<final_words>> out;
   for (auto& r : chans) {
     CHECK(res.errors[r.channel].empty());
-    std::vector<final_words> f;
-    for (const auto& ev : res.finals[r.channel]) {
-      final_words w{ev.text, {}};
-      for (const auto& x : ev.words) w.words.emplace_back(x.word, x.start_ms, x.end_ms);
-      f.push_back(std::move(w));
-    }
-    out.push_back(std::move(f));
+    out.push_back(finals_of(res, r.channel));
   }
   if (keep) *keep = std::move(e);
   return out;
@@ -110,12 +116,7 @@ std::pair<std::vector<final_words>, std::size_t> one_channel(int lanes, bool lan
   auto res = test::collect(self, 1);
   REQUIRE_FALSE(res.timed_out);
   CHECK(res.errors[ch.channel].empty());
-  std::vector<final_words> f;
-  for (const auto& ev : res.finals[ch.channel]) {
-    final_words w{ev.text, {}};
-    for (const auto& x : ev.words) w.words.emplace_back(x.word, x.start_ms, x.end_ms);
-    f.push_back(std::move(w));
-  }
+  auto f = finals_of(res, ch.channel);
   CHECK(f.size() == n);
   if (keep) *keep = std::move(e);
   return {f, n};
@@ -301,13 +302,7 @@ TEST_SUITE("lanes") {
     REQUIRE(res.drained.size() == 1);
     CHECK(res.drained[0] == ok.channel);
     CHECK(res.errors[ok.channel].empty());
-    std::vector<final_words> got;
-    for (const auto& ev : res.finals[ok.channel]) {
-      final_words w{ev.text, {}};
-      for (const auto& x : ev.words) w.words.emplace_back(x.word, x.start_ms, x.end_ms);
-      got.push_back(std::move(w));
-    }
-    CHECK(got == ref);
+    CHECK(finals_of(res, ok.channel) == ref);
     // Every lane is still up and reporting, and holds no claim of either channel.
     for (int i = 0; i < 2; ++i) {
       CAPTURE(i);
