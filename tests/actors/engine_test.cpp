@@ -416,6 +416,10 @@ TEST_SUITE("engine") {
     const auto snap = snapshot_after_reports(*e);
     CHECK(snap["kinds"]["channel"]["latency"]["final_latency_ms"]["count"].get<int64_t>() ==
           (offline ? 0 : static_cast<int64_t>(finals.size())));
+    // Who decoded: the lanes, every utterance, only in the lane-decoding pass.
+    const auto& lane_counters = snap["kinds"]["batcher"]["counters"];
+    const double lane_decoded = lane_counters.contains("utterances_decoded") ? lane_counters["utterances_decoded"].get<double>() : 0;
+    CHECK(lane_decoded == (variant == 2 ? static_cast<double>(finals.size()) : 0));
     std::vector<std::string> texts;
     for (const auto& f : finals) texts.push_back(f.text);
     if (!offline) live_texts = texts;

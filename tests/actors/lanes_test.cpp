@@ -23,7 +23,7 @@ struct final_words {
   bool operator==(const final_words&) const = default;
 };
 
-// Channel ch's finals as received (in utterance order: test::collect sorts them).
+// Channel ch's finals, in utterance order (test::collect sorts them).
 std::vector<final_words> finals_of(const test::run_result& res, channel_id ch) {
   std::vector<final_words> f;
   if (auto it = res.finals.find(ch); it != res.finals.end())
@@ -150,9 +150,10 @@ struct two_lane_run {
   bool restarted = false;
 };
 
-two_lane_run run_two_lanes(bool kill_lane0) {
+two_lane_run run_two_lanes(bool kill_lane0, bool lane_decoding) {
   auto cfg = test::base_config();
   cfg.engine.lanes = 2;
+  cfg.engine.lane_decoding = lane_decoding;
   auto e = engine::start(test::resources(cfg));
   caf::scoped_actor self{e->system()};
   std::vector<test::segment_audio> segs[2];
@@ -167,8 +168,9 @@ two_lane_run run_two_lanes(bool kill_lane0) {
   if (kill_lane0) {
     const caf::actor lane0 = test::handles(*e, self).batcher;  // the supervisor answers lane 0 as the batcher
     caf::anon_send_exit(lane0, caf::exit_reason::kill);
-    // The supervisor tells every channel about the new lane before it answers this request, so
-    // the audio sent after it reaches the channel behind that message.
+    // The supervisor puts the new lane in the slot and tells every channel that lane 0's actor
+    // died before it answers this request, so the audio sent after it reaches the channel
+    // behind that message.
     out.restarted = test::poll_until([&] { return test::handles(*e, self).batcher != lane0; });
   }
   for (std::size_t i = out.first_half; i < segs[0].size(); ++i)
@@ -191,12 +193,14 @@ two_lane_run run_two_lanes(bool kill_lane0) {
 
 TEST_SUITE("lanes") {
   TEST_CASE("a lane killed mid-call is restarted: every utterance is exact or reported lost, and only those sent before the kill can be lost") {
-    const auto ref = run_two_lanes(false);
+   for (const bool lane_decoding : {false, true}) {
+    CAPTURE(lane_decoding);  // with it, the killed lane held the decoders of its utterances
+    const auto ref = run_two_lanes(false, lane_decoding);
     REQUIRE(ref.first_total >= 4);
     REQUIRE(ref.first.errors.empty());
     REQUIRE(ref.second.errors.empty());
     REQUIRE(ref.first.finals.size() == ref.first_total);
-    const auto got = run_two_lanes(true);
+    const auto got = run_two_lanes(true, lane_decoding);
     REQUIRE(got.restarted);
     // Utterances run on whichever lane was least loaded when they started, so either channel
     // can have had one on lane 0 (the test coordinator's tests, lane_kill_test and
@@ -219,6 +223,7 @@ TEST_SUITE("lanes") {
     for (std::size_t u = got.first_half; u < got.first_total; ++u) CHECK(got.first.finals.count(static_cast<int64_t>(u)) == 1);
     MESSAGE("lost " << got.first.errors.size() << " of the first channel's " << got.first_half
                     << " utterances sent before the kill, " << got.second.errors.size() << " of the second's");
+   }
   }
 
   TEST_CASE("one channel's segments are spread over every lane, with the same finals as one lane") {
