@@ -74,6 +74,10 @@ struct batcher {
   std::vector<int64_t> lane_pairs;
   std::map<stream_key, stream_entry> streams;
   std::set<caf::actor_addr> monitored;  // channels with a monitor on them: one each, however many utterances
+  // Utterances reported lost (and their channels): chunks of theirs still on the way are ignored
+  // rather than starting a stream nobody will finish. Forgotten at their last chunk, or when
+  // their channel is dropped or goes down.
+  std::map<stream_key, caf::actor_addr> lost;
   half halves[n_halves];
   bool flush_pending = false;
   int64_t step_counter = 0;
@@ -113,6 +117,8 @@ block_msg copy_block(const block_msg& m) {
 }
 
 void report_lost(self_ptr self, const state_ptr& st, const stream_key& key, stream_entry& e, const std::string& why) {
+  // Chunks still to come only when its last one has not come yet.
+  if (!(e.state && e.state->finished()) && !e.pending_last) st->lost.emplace(key, e.channel.address());
   logits_chunk c;
   c.channel = key.first;
   c.utterance = key.second;
@@ -177,6 +183,7 @@ void decode_here(const state_ptr& st, stream_entry& e, const moe::stream_logits&
     if (auto ok = e.decoder->accept(lg.logits, static_cast<int32_t>(lg.n_frames)); !ok) {
       c.error = "decoding failed: " + ok.error().message;
       c.last = true;
+      if (!e.state->finished() && !e.pending_last) st->lost.emplace(stream_key{c.channel, c.utterance}, e.channel.address());
       e.decoder.reset();
       e.dropped = true;
       st->meter.count("utterances_lost");
@@ -244,11 +251,13 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       continue;
     }
     if (!e.pending.empty() || e.pending_last) {
+      const bool had_last = e.pending_last;
       auto ok = take_features(st, e, e.pending.data(), e.pending.size(), e.pending_last);
       e.pending.clear();
       e.pending_last = false;
       if (!ok) {
         report_lost(self, st, h.keys[i], e, ok.error().message);
+        if (had_last) st->lost.erase(h.keys[i]);  // nothing more of it will come
         st->streams.erase(it);
         continue;
       }
@@ -666,6 +675,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
   self->set_down_handler([self, st](caf::down_msg& dm) {
     // A channel went away: its streams are forgotten (those in a step once the step ends).
     st->monitored.erase(dm.source);
+    for (auto it = st->lost.begin(); it != st->lost.end();) it = it->second == dm.source ? st->lost.erase(it) : std::next(it);
     for (auto it = st->streams.begin(); it != st->streams.end();) {
       if (it->second.channel.address() == dm.source) {
         it->second.dropped = true;
@@ -688,6 +698,12 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
       [self, st](features_atom, feature_chunk& c) {
         actor_meter::scope busy(st->meter);
         const stream_key key{c.channel, c.utterance};
+        if (auto l = st->lost.find(key); l != st->lost.end()) {
+          // The rest of an utterance already reported lost: nothing to run it for.
+          if (c.last) st->lost.erase(l);
+          st->meter.count("chunks_after_loss");
+          return;
+        }
         auto it = st->streams.find(key);
         auto channel = caf::actor_cast<caf::actor>(self->current_sender());
         if (it == st->streams.end()) {
@@ -701,6 +717,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
             lost.error = "cannot create the model state: " + s.error().message;
             self->send(channel, logits_atom::value, std::move(lost));
             st->meter.count("utterances_lost");
+            if (!c.last) st->lost.emplace(key, channel.address());
             return;
           }
           stream_entry e;
@@ -726,6 +743,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
         }
         if (auto ok = take_features(st, e, c.frames.data(), c.frames.size(), c.last); !ok) {
           report_lost(self, st, key, e, ok.error().message);
+          if (c.last) st->lost.erase(key);  // nothing more of it will come
           st->streams.erase(it);
           return;
         }
@@ -739,6 +757,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
         maybe_start(self, st, false);
       },
       [self, st](drop_atom, channel_id ch) {
+        for (auto it = st->lost.begin(); it != st->lost.end();) it = it->first.first == ch ? st->lost.erase(it) : std::next(it);
         for (auto it = st->streams.begin(); it != st->streams.end();) {
           if (it->first.first == ch) {
             it->second.dropped = true;

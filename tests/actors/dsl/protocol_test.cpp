@@ -19,7 +19,9 @@
 //      subscriber, b (nothing on the dead actor) reports nothing, and both go on to finish.
 //   5. Lane decoding: a lane handed an utterance's decoder with its features answers with
 //      decoded results and no logits; its final equals decoding the offline forward's logits.
-//   6. [engine] live_priority: when a step's budget holds one stream, a live stream goes before
+//   6. Chunks of an utterance already reported lost are ignored (no stream is made for them);
+//      the channel's next utterance runs as usual.
+//   7. [engine] live_priority: when a step's budget holds one stream, a live stream goes before
 //      an offline one that was ready earlier; with it off, the older one goes first.
 #define CAF_SUITE actors_protocol
 #include <caf/test/unit_test_impl.hpp>
@@ -481,6 +483,45 @@ CAF_TEST(a lane handed the decoder of an utterance answers with decoded results 
     CAF_CHECK_EQUAL(got->back().words[i].start_ms, ref.words[i].start_ms);
     CAF_CHECK_EQUAL(got->back().words[i].end_ms, ref.words[i].end_ms);
   }
+  for (const auto& a : {lane, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
+CAF_TEST(chunks of an utterance already reported lost start no stream and the next utterance runs) {
+  auto lane = sys.spawn(lane_actor, res, metrics_actor_type{}, caf::actor{}, 0, -1);
+  auto got = std::make_shared<std::vector<logits_chunk>>();
+  auto chan = sys.spawn(recorder, got);
+  sched.run();
+  // Utterance 0's first chunk is not whole frames: lost at once, reported to the channel.
+  std::vector<float> bad(feats[0].begin(), feats[0].begin() + n_mels * 10 + 3);
+  caf::send_as(chan, lane, features_atom::value, feature_chunk{1, 0, bad, false});
+  expect((features_atom, feature_chunk), from(chan).to(lane));
+  expect((logits_atom, logits_chunk), from(lane).to(chan));
+  CAF_REQUIRE_EQUAL(got->size(), 1u);
+  CAF_CHECK(!got->front().error.empty());
+  CAF_CHECK(got->front().last);
+  // The rest of utterance 0, already on its way when the loss was reported, then its last chunk:
+  // taken and ignored (a stream made for them would run in the next window and send logits).
+  caf::send_as(chan, lane, features_atom::value, feature_chunk{1, 0, feats[0], false});
+  expect((features_atom, feature_chunk), from(chan).to(lane));
+  caf::send_as(chan, lane, features_atom::value, feature_chunk{1, 0, {}, true});
+  expect((features_atom, feature_chunk), from(chan).to(lane));
+  for (int i = 0; i < 4 && sched.trigger_timeout(); ++i) sched.run();
+  CAF_CHECK_EQUAL(got->size(), 1u);
+  // The channel's next utterance runs as any other.
+  caf::send_as(chan, lane, features_atom::value, feature_chunk{1, 1, feats[0], true});
+  expect((features_atom, feature_chunk), from(chan).to(lane));
+  for (int round = 0; round < 1000 && (got->size() < 2 || !got->back().last); ++round) {
+    if (sched.has_job()) sched.run();
+    else CAF_REQUIRE(sched.trigger_timeout());
+  }
+  CAF_REQUIRE_EQUAL(got->size(), 2u);  // a whole utterance in one step (max_chunks_per_step)
+  for (std::size_t i = 1; i < got->size(); ++i) {
+    CAF_CHECK_EQUAL((*got)[i].utterance, 1);
+    CAF_CHECK((*got)[i].error.empty());
+  }
+  CAF_CHECK(got->back().last);
+  CAF_CHECK_LESS(max_abs_diff(got->back().logits, offline_logits(0)), 1e-3);
   for (const auto& a : {lane, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   sched.run();
 }
