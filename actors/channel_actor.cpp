@@ -563,6 +563,9 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
           r.gone = true;
           self->send(st->metrics, std::move(r));
         }
+        // Release the lanes' claims now, before whoever monitors this channel hears it is down:
+        // the state itself lives on with the behavior until CAF destroys it.
+        st->utterances.clear();
         self->quit();
       },
       [self, st](logits_atom, logits_chunk& c) {

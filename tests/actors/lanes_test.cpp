@@ -295,6 +295,7 @@ TEST_SUITE("lanes") {
     hot.offline = true;
     hot.hotwords = {"zorblax quantification 4", "thank you 2"};
     auto doomed = test::open_ok(*e, self, hot);
+    self->monitor(doomed.handle);
     for (int round = 0; round < 3; ++round)
       for (const auto& s : segs[1]) self->send(doomed.handle, segment_atom::value, s.samples, s.start_sample);
     self->send(doomed.handle, abort_atom::value);
@@ -308,6 +309,14 @@ TEST_SUITE("lanes") {
     CHECK(res.drained[0] == ok.channel);
     CHECK(res.errors[ok.channel].empty());
     CHECK(finals_of(res, ok.channel) == ref);
+    // The aborted channel may still be working through its mailbox (it runs on its own thread):
+    // its claims are checked once it is down, not when the other channel happens to finish.
+    bool down = false, waited_out = false;
+    while (!down && !waited_out)
+      self->receive([&](const caf::down_msg& d) { down = d.source == doomed.handle.address(); },
+                    [&](transcript_event&) {},  // the aborted channel's finals from before the abort
+                    caf::after(std::chrono::seconds(60)) >> [&] { waited_out = true; });
+    REQUIRE(down);
     // Every lane is still up and reporting, and holds no claim of either channel.
     for (int i = 0; i < 2; ++i) {
       CAPTURE(i);
