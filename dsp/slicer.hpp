@@ -34,6 +34,40 @@ std::vector<segment> group_regions(std::span<const speech_region> regions,
                                    std::span<const vad_frame> frames,
                                    const config::segment_config& cfg);
 
+/// The same segments as slice() gives for the whole recording, found while the recording is fed
+/// in pieces: each segment is given out as soon as no later audio can change it (the regions
+/// after it are far enough away, or a region too long for one segment has run past the point
+/// where its cut can move), so a long recording's first segments go to recognition while the
+/// rest is still being analysed. Each accept() that brings new VAD frames regroups only the
+/// regions not yet given out. How the audio is split
+/// into accept() calls changes when segments come out, never which.
+/// Not thread-safe; one object per recording channel.
+class segment_stream {
+ public:
+  /// errc::invalid_config when either section is invalid.
+  static result<segment_stream> create(const config::vad_config& vad_cfg, const config::segment_config& segment_cfg);
+  /// Feeds the next samples (16 kHz mono); returns the segments that became final, in order.
+  std::vector<segment> accept(std::span<const float> samples16k);
+  /// Ends the recording; returns the remaining segments. The stream is then spent.
+  std::vector<segment> finish();
+  /// Samples the VAD has judged so far.
+  int64_t judged_samples() const { return vad_.frames_done() * vad_hop_samples; }
+
+ private:
+  segment_stream(vad detector, const config::segment_config& cfg);
+  void take(vad_output&& out);
+  std::vector<segment> emit(bool finished);
+
+  vad vad_;
+  config::segment_config cfg_;
+  std::vector<vad_frame> frames_;
+  // The closed regions not yet given out in full (the first may start where the last segment
+  // given out ended), then the open one's start (-1 when none).
+  std::vector<speech_region> regions_;
+  int64_t open_start_ = -1;
+  std::size_t grouped_frames_ = 0;  // frames_.size() at the last grouping
+};
+
 /// The segments of a whole recording (16 kHz mono, [-1, 1]).
 /// errc::invalid_config when either config section is invalid.
 result<std::vector<segment>> slice(std::span<const float> samples16k, const config::vad_config& vad_cfg,

@@ -17,6 +17,7 @@
 /// samples, never on how they are split into accept() calls.
 /// Not thread-safe; one object per stream (about 20 KiB, most of it the FFT plan and buffers).
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -88,6 +89,12 @@ class vad {
   int64_t samples_seen() const { return samples_seen_; }
   /// True while a confirmed region is open (its start reported, its end not yet).
   bool in_speech() const { return state_ == state::speech; }
+  /// While a region is open: the least its end can turn out to be. It ends no earlier than the
+  /// end of its latest active frame (an end is confirmed min_silence_ms after it, widened by
+  /// the hangover), unless the stream ends first, and no stream ends before the samples seen.
+  int64_t open_region_end_bound() const {
+    return std::min((last_active_ + 1) * vad_hop_samples, samples_seen_);
+  }
 
  private:
   enum class state { silence, pending, speech };

@@ -149,6 +149,71 @@ TEST_SUITE("vad") {
     }
   }
 
+  TEST_CASE("segment_stream: the same segments as slice of the whole recording, however the audio is split, each given out early") {
+    const long_call& c = call();
+    const auto n = static_cast<int64_t>(c.x.size());
+    struct variant {
+      const char* name;
+      config::vad_config vad;
+      config::segment_config seg;
+    };
+    std::vector<variant> variants(3);
+    variants[0].name = "defaults: pauses end segments";
+    variants[1].name = "one long region: every cut is inside it";
+    variants[1].vad.min_silence_ms = 2000;
+    variants[2].name = "short segments: many of each kind";
+    variants[2].seg.min_s = 1.0;
+    variants[2].seg.max_s = 2.5;
+    for (const auto& v : variants) {
+      CAPTURE(std::string(v.name));
+      auto whole = slice(c.x, v.vad, v.seg);
+      REQUIRE(whole.has_value());
+      REQUIRE(whole->size() >= 3);
+      for (const int64_t piece : {int64_t{1}, int64_t{157}, int64_t{160}, int64_t{16000}, int64_t{50000}, n}) {
+        CAPTURE(piece);
+        auto stream = segment_stream::create(v.vad, v.seg);
+        REQUIRE(stream.has_value());
+        std::vector<segment> got;
+        std::vector<int64_t> fed_when_out;  // samples fed when each segment came out
+        for (int64_t at = 0; at < n; at += piece) {
+          const int64_t len = std::min(piece, n - at);
+          for (const segment& s : stream->accept(std::span<const float>(c.x.data() + at, static_cast<std::size_t>(len)))) {
+            got.push_back(s);
+            fed_when_out.push_back(at + len);
+          }
+        }
+        for (const segment& s : stream->finish()) {
+          got.push_back(s);
+          fed_when_out.push_back(n);
+        }
+        CHECK(got == *whole);
+        if (piece > 16000 || got != *whole) continue;
+        // Pauses in this call are under a second, so nothing after start + max_s + min_s (where
+        // a cut inside one long region stops depending on its end), plus a second's pause and
+        // the VAD's confirmation lag, can change a segment: it must be out by then.
+        const int64_t lookahead = seconds(v.seg.max_s + v.seg.min_s + 2.0);
+        for (std::size_t i = 0; i + 1 < got.size(); ++i) {
+          CAPTURE(i);
+          CHECK(fed_when_out[i] <= got[i].start_sample + lookahead);
+        }
+        REQUIRE(got[0].start_sample + lookahead < n);
+        CHECK(fed_when_out[0] < n);  // so the first went out before finish()
+      }
+    }
+  }
+
+  TEST_CASE("segment_stream: silence gives no segment, and a bad section is an error value") {
+    auto stream = segment_stream::create(config::vad_config{}, config::segment_config{});
+    REQUIRE(stream.has_value());
+    CHECK(stream->accept(std::vector<float>(seconds(30), 0.0f)).empty());
+    CHECK(stream->finish().empty());
+    config::segment_config bad;
+    bad.min_s = 20;
+    auto r = segment_stream::create(config::vad_config{}, bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == errc::invalid_config);
+  }
+
   TEST_CASE("slicer: an invalid config is an error value") {
     config::segment_config cfg;
     cfg.min_s = 20;
