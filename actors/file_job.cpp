@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/messages.hpp"
+#include "actors/segment_feeder.hpp"
 
 namespace sluice::actors {
 
@@ -15,7 +16,10 @@ namespace {
 using json = nlohmann::json;
 
 struct job {
-  dsp::file_speech speech;
+  dsp::file_speech speech;  // its channels' 16 kHz samples, not yet sliced
+  config::vad_config vad;
+  config::segment_config segment;
+  int nice = 0;  // the feeders' ([engine] offline_nice)
   std::function<void(upload_reply)> done;
   int retry_after_s = 0;
   std::string tenant;
@@ -81,15 +85,14 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, ca
                 return;
               }
               j->channel_of[r.channel] = c;
-              auto& cs = j->speech.channels[c];
-              for (const auto& s : cs.segments)
-                self->send(r.handle, segment_atom::value,
-                           std::vector<float>(cs.samples.begin() + s.start_sample, cs.samples.begin() + s.end_sample),
-                           s.start_sample);
-              self->send(r.handle, end_atom::value);
-              // The segments carry their own copies now: the channel's samples are not needed
-              // again, so an upload's peak is its samples plus one copy, not two until the end.
-              std::vector<float>().swap(cs.samples);
+              // The feeder takes the channel's samples over and sends its segments as the VAD
+              // finds them, then the end (feed_segments): the job holds no samples of its own.
+              auto fed = feed_segments(self->system(), r.handle, std::move(j->speech.channels[c].samples), j->vad,
+                                       j->segment, j->nice);
+              if (!fed) {
+                j->errors.push_back(fed.error().message);
+                self->send(r.handle, end_atom::value);
+              }
             },
             [=](caf::error& e) {
               j->done({503, error_json("the engine did not answer: " + self->system().render(e)), j->retry_after_s});
@@ -122,10 +125,13 @@ std::string upload_channel_label(std::size_t c, std::size_t n) {
 }
 
 void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
-                         std::function<void(upload_reply)> done, int retry_after_s,
+                         const config::sluice_config& cfg, std::function<void(upload_reply)> done, int retry_after_s,
                          std::string tenant, upload_observer observer) {
   auto j = std::make_shared<job>();
   j->speech = std::move(speech);
+  j->vad = cfg.vad;
+  j->segment = cfg.segment;
+  j->nice = cfg.engine.offline_nice;
   j->done = std::move(done);
   j->retry_after_s = retry_after_s;
   j->tenant = std::move(tenant);

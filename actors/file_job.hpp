@@ -1,5 +1,5 @@
 #pragma once
-/// The engine half of an upload: a file already decoded and cut (dsp::file_speech) sent through
+/// The engine half of an upload: a file already decoded (dsp::file_speech) sent through
 /// the engine, every channel a channel, as in `sluice transcribe`, and answered as one JSON
 /// document once every channel has drained. upload_queue's workers start it.
 
@@ -16,12 +16,13 @@ namespace sluice::actors {
 /// "channel <c>" (more).
 std::string upload_channel_label(std::size_t c, std::size_t n);
 
-/// Spawns the actor that opens a channel per channel of `speech` at `supervisor`, sends the
-/// segments and gathers the finals; `done` gets 200 and the transcript, or 503 (with
-/// `retry_after_s`) when the engine refuses a channel or does not answer. Every channel carries
-/// `tenant` (auth: who may read it).
+/// Spawns the actor that opens a channel per channel of `speech` (16 kHz samples, not yet sliced:
+/// dsp::front_end::samples) at `supervisor`, has each channel's segments sent as the VAD finds
+/// them (feed_segments, `cfg`'s vad, segment and engine.offline_nice) and gathers the finals;
+/// `done` gets 200 and the transcript, or 503 (with `retry_after_s`) when the engine refuses a
+/// channel or does not answer. Every channel carries `tenant` (auth: who may read it).
 void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
-                         std::function<void(upload_reply)> done, int retry_after_s,
+                         const config::sluice_config& cfg, std::function<void(upload_reply)> done, int retry_after_s,
                          std::string tenant = {}, upload_observer observer = {});
 
 }  // namespace sluice::actors

@@ -39,12 +39,12 @@ void run(upload_work& w, const caf::actor& supervisor, caf::actor_system& sys, c
     return done({status_of(decoded.error().code),
                  upload_error_json(decoded.error().message, limit ? w.budget_key : nullptr), 0});
   }
-  auto speech = dsp::prepare_audio(std::move(*decoded), cfg);
+  auto speech = dsp::prepare_audio(std::move(*decoded), cfg, dsp::front_end::samples);
   if (!speech) return done({status_unprocessable, upload_error_json(speech.error().message), 0});
   if (speech->channels.empty()) return done({status_unprocessable, upload_error_json("the file has no audio channels"), 0});
   speech->input_sample_rate = w.info.sample_rate;
   speech->duration_s = w.info.duration_s;
-  start_transcription(sys, supervisor, std::move(*speech), std::move(done), cfg.upload.retry_after_s, w.req.tenant,
+  start_transcription(sys, supervisor, std::move(*speech), cfg, std::move(done), cfg.upload.retry_after_s, w.req.tenant,
                       std::move(w.req.observer));
 }
 
@@ -64,7 +64,7 @@ caf::behavior upload_worker(caf::event_based_actor* self, caf::actor dispatcher,
         if (sh->before_decode) sh->before_decode();
         spdlog::debug("upload: decoding {} s x {} channels from {}", w->info.duration_s, w->info.channels, w->req.client);
         run(*w, supervisor, self->system(), cfg);
-        // The body and the decoded samples go now; the transcription holds its own segments.
+        // The body goes now; the decoded samples went to the transcription's feeders.
         w.reset();
         self->send(dispatcher, upload_idle_atom::value, caf::actor_cast<caf::actor>(self));
       },

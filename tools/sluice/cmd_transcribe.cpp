@@ -21,6 +21,7 @@
 #include <caf/all.hpp>
 
 #include "actors/engine.hpp"
+#include "actors/segment_feeder.hpp"
 #include "dsp/file_speech.hpp"
 #include "moe/acoustic_model.hpp"
 #include "moe/decoder/context_graph.hpp"
@@ -172,7 +173,10 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
   auto prepare_ahead = [&]() {
     while (next_prepare < args.files.size() && preparing.size() < lookahead) {
       const std::string path = args.files[next_prepare++];
-      preparing.push_back(std::async(std::launch::async, [path, &cfg] { return dsp::prepare_file(path, cfg); }));
+      // Decoding and resampling only: the VAD and slicing run beside recognition (feed_segments).
+      preparing.push_back(std::async(std::launch::async, [path, &cfg] {
+        return dsp::prepare_file(path, cfg, dsp::front_end::samples);
+      }));
     }
   };
   const std::size_t max_open = static_cast<std::size_t>(cfg.engine.max_channels);
@@ -217,12 +221,14 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
         }
         slots[r.channel] = {f, ch};
         ++job.open_channels;
-        const auto& cs = job.speech.channels[ch];
-        for (const auto& s : cs.segments)
-          self->send(r.handle, actors::segment_atom::value,
-                     std::vector<float>(cs.samples.begin() + s.start_sample, cs.samples.begin() + s.end_sample),
-                     s.start_sample);
-        self->send(r.handle, actors::end_atom::value);
+        // Its segments go out as the VAD finds them, the channel's end after the last.
+        auto fed = actors::feed_segments(eng->system(), r.handle, std::move(job.speech.channels[ch].samples), cfg.vad,
+                                         cfg.segment, cfg.engine.offline_nice);
+        if (!fed) {
+          std::fprintf(stderr, "sluice transcribe: %s: %s\n", path.c_str(), fed.error().message.c_str());
+          status = exit_failure;
+          self->send(r.handle, actors::end_atom::value);  // the channel ends with nothing to recognise
+        }
       }
       if (job.open_channels == 0) ++finished;
     }

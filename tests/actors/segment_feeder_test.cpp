@@ -1,0 +1,73 @@
+// feed_segments: a file channel sliced while it is recognised gets what the whole-file slicing
+// gives it.
+#include "actors/segment_feeder.hpp"
+#include "dsp/slicer.hpp"
+#include "tests/actors/engine_test_util.hpp"
+
+using namespace sluice;
+using namespace sluice::actors;
+
+namespace {
+
+using finals = std::vector<std::tuple<std::string, int64_t, int64_t, std::vector<std::tuple<std::string, int64_t, int64_t>>>>;
+
+finals finals_of(const test::run_result& res, channel_id ch) {
+  finals f;
+  if (auto it = res.finals.find(ch); it != res.finals.end())
+    for (const auto& ev : it->second) {
+      std::vector<std::tuple<std::string, int64_t, int64_t>> words;
+      for (const auto& w : ev.words) words.emplace_back(w.word, w.start_ms, w.end_ms);
+      f.emplace_back(ev.text, ev.start_ms, ev.end_ms, std::move(words));
+    }
+  return f;
+}
+
+}  // namespace
+
+TEST_SUITE("engine") {
+  TEST_CASE("feed_segments: each channel of the call, sliced while it is recognised, gets the finals of its whole-file slicing") {
+    auto cfg = test::base_config();
+    // Short segments: many of them, so the feeder sends while the channel is busy.
+    cfg.segment.min_s = 1.0;
+    cfg.segment.max_s = 2.5;
+    auto e = engine::start(test::resources(cfg));
+    caf::scoped_actor self{e->system()};
+    const auto& speech = test::call_speech();  // 16 kHz samples of both channels
+    REQUIRE(speech.channels.size() == 2);
+    channel_request req;
+    req.offline = true;
+    req.partials = false;
+    for (std::size_t ch = 0; ch < 2; ++ch) {
+      CAPTURE(ch);
+      const auto& x = speech.channels[ch].samples;
+      auto whole = dsp::slice(x, cfg.vad, cfg.segment);
+      REQUIRE(whole.has_value());
+      REQUIRE(whole->size() >= 3);
+      auto by_hand = test::open_ok(*e, self, req);
+      for (const auto& s : *whole)
+        self->send(by_hand.handle, segment_atom::value, std::vector<float>(x.begin() + s.start_sample, x.begin() + s.end_sample),
+                   s.start_sample);
+      self->send(by_hand.handle, end_atom::value);
+      auto fed = test::open_ok(*e, self, req);
+      auto feeder = feed_segments(e->system(), fed.handle, x, cfg.vad, cfg.segment, 0);
+      REQUIRE(feeder.has_value());
+      auto res = test::collect(self, 2);
+      REQUIRE_FALSE(res.timed_out);
+      CHECK(res.errors.empty());
+      const auto want = finals_of(res, by_hand.channel);
+      CHECK(want.size() == whole->size());
+      CHECK(finals_of(res, fed.channel) == want);
+    }
+  }
+
+  TEST_CASE("feed_segments: an invalid segment section is an error and nothing is spawned") {
+    auto e = engine::start(test::resources(test::base_config()));
+    caf::scoped_actor self{e->system()};
+    config::segment_config bad;
+    bad.min_s = 30;  // not below max_s
+    auto r = feed_segments(e->system(), caf::actor_cast<caf::actor>(self), std::vector<float>(16000, 0.0f),
+                           config::vad_config{}, bad, 0);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == errc::invalid_config);
+  }
+}
