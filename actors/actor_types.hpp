@@ -9,6 +9,11 @@
 ///   spillway_actor_type  a block sink, plus the replicated (hot) expert set and its report timer
 ///   metrics_actor_type   takes every actor's actor_report, answers snapshot_atom with the
 ///                        snapshot JSON, plus its own publish timer (report_atom)
+///   compute_actor_type   a lane, or the batcher (actors/batcher_actor.hpp): a channel's
+///                        features (features_atom, feature_chunk), the supervisor's shard
+///                        handles (shards_atom, ...) and channel drops (drop_atom, channel_id),
+///                        its own timers (flush_atom, report_atom). What channels hold
+///                        (lane_set) and send their features to.
 ///
 /// An expert_actor_type or spillway_actor_type handle converts to a block_sink_actor (a
 /// subset of its interface); the other way does not compile.
@@ -32,5 +37,10 @@ using spillway_actor_type =
 
 using metrics_actor_type = caf::typed_actor<caf::reacts_to<actor_report>, caf::replies_to<snapshot_atom>::with<std::string>,
                                             caf::reacts_to<report_atom>>;
+
+using compute_actor_type =
+    caf::typed_actor<caf::reacts_to<shards_atom, std::vector<block_sink_actor>, std::vector<spillway_actor_type>>,
+                     caf::reacts_to<features_atom, feature_chunk>, caf::reacts_to<drop_atom, channel_id>,
+                     caf::reacts_to<flush_atom>, caf::reacts_to<report_atom>>;
 
 }  // namespace sluice::actors

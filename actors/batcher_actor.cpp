@@ -91,8 +91,15 @@ struct batcher {
   std::vector<int64_t> shard_before, shard_after;  // scratch [n_shards + 1]
 };
 
-using self_ptr = caf::event_based_actor*;
+using self_ptr = compute_actor_type::pointer;
 using state_ptr = std::shared_ptr<batcher>;
+
+// CAF lets a typed actor send() only to typed actors; channels and the supervisor are dynamically
+// typed. Sent with this actor as the sender all the same: the supervisor tells lanes apart by it.
+template <class... Ts>
+void send_to_untyped(self_ptr self, const caf::actor& to, Ts&&... xs) {
+  caf::send_as(caf::actor_cast<caf::actor>(self), to, std::forward<Ts>(xs)...);
+}
 
 std::size_t capacity_of(const block_msg& m) {
   return m.block->rows.capacity() + m.block->pair_row.capacity() + m.block->pair_expert.capacity() +
@@ -124,7 +131,7 @@ void report_lost(self_ptr self, const state_ptr& st, const stream_key& key, stre
   c.utterance = key.second;
   c.last = true;
   c.error = why;
-  self->send(e.channel, logits_atom::value, std::move(c));
+  send_to_untyped(self, e.channel, logits_atom::value, std::move(c));
   st->meter.count("utterances_lost");
 }
 
@@ -210,7 +217,7 @@ void send_done(self_ptr self, const state_ptr& st, const stream_key& key, stream
   done.last = true;
   if (e.dropped) return;  // its channel is gone
   if (e.decoder) decode_here(st, e, moe::stream_logits{e.state->position(), 0, done.vocab, {}}, true, done);
-  self->send(e.channel, logits_atom::value, std::move(done));
+  send_to_untyped(self, e.channel, logits_atom::value, std::move(done));
 }
 
 void finish_half(self_ptr self, const state_ptr& st, int hi) {
@@ -244,7 +251,7 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       c.last = done;
       if (e.decoder) decode_here(st, e, lg, done, c);
       else c.logits.assign(lg.logits.begin(), lg.logits.end());
-      self->send(e.channel, logits_atom::value, std::move(c));
+      send_to_untyped(self, e.channel, logits_atom::value, std::move(c));
     }
     if (done || e.dropped) {
       st->streams.erase(it);
@@ -640,8 +647,8 @@ void rebalance(self_ptr self, const state_ptr& st) {
 
 namespace {
 
-caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                               metrics_actor_type metrics, caf::actor supervisor, int32_t lane) {
+compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_ptr<const engine_resources> res,
+                                                   metrics_actor_type metrics, caf::actor supervisor, int32_t lane) {
   auto st = std::make_shared<batcher>();
   if (lane >= 0) {
     st->local.emplace(*res->model, res->compute);
@@ -715,7 +722,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
             lost.utterance = key.second;
             lost.last = true;
             lost.error = "cannot create the model state: " + s.error().message;
-            self->send(channel, logits_atom::value, std::move(lost));
+            send_to_untyped(self, channel, logits_atom::value, std::move(lost));
             st->meter.count("utterances_lost");
             if (!c.last) st->lost.emplace(key, channel.address());
             return;
@@ -797,7 +804,7 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
         st->meter.gauge("replicated_experts", static_cast<double>(hot));
         add_pair_counts(st->meter, st->lane_pairs, st->res->model->arch().n_routed);
         std::fill(st->lane_pairs.begin(), st->lane_pairs.end(), 0);
-        if (st->supervisor) self->send(st->supervisor, load_atom::value, oldest);
+        if (st->supervisor) send_to_untyped(self, st->supervisor, load_atom::value, oldest);
         if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
       },
@@ -806,13 +813,15 @@ caf::behavior batcher_behavior(caf::event_based_actor* self, std::shared_ptr<con
 
 }  // namespace
 
-caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                            metrics_actor_type metrics, caf::actor supervisor) {
+compute_actor_type::behavior_type batcher_actor(compute_actor_type::pointer self,
+                                                std::shared_ptr<const engine_resources> res, metrics_actor_type metrics,
+                                                caf::actor supervisor) {
   return batcher_behavior(self, std::move(res), std::move(metrics), std::move(supervisor), -1);
 }
 
-caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                         metrics_actor_type metrics, caf::actor supervisor, int32_t index, int32_t cpu) {
+compute_actor_type::behavior_type lane_actor(compute_actor_type::pointer self, std::shared_ptr<const engine_resources> res,
+                                             metrics_actor_type metrics, caf::actor supervisor, int32_t index,
+                                             int32_t cpu) {
   // A detached actor is initialised on its own thread: what is set here holds for the lane's life.
   if (self->getf(caf::abstract_actor::is_detached_flag)) {
     if (cpu >= 0) {

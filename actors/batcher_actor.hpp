@@ -41,8 +41,11 @@
 
 namespace sluice::actors {
 
-caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                            metrics_actor_type metrics, caf::actor supervisor);
+/// Typed (compute_actor_type): the messages above are the only ones it takes, checked where they
+/// are sent.
+compute_actor_type::behavior_type batcher_actor(compute_actor_type::pointer self,
+                                                std::shared_ptr<const engine_resources> res, metrics_actor_type metrics,
+                                                caf::actor supervisor);
 
 /// The same actor as lane `index` ([engine] lanes > 0): it speaks the same protocol to its
 /// channels, but runs every routed expert itself, right after each layer's dense part
@@ -51,7 +54,8 @@ caf::behavior batcher_actor(caf::event_based_actor* self, std::shared_ptr<const 
 /// Spawned detached (its own thread), it names that thread "sluice-lane-<index>" and pins it to
 /// `cpu` when `cpu` >= 0 ([engine] pin_lanes, actors/cpu_affinity.hpp's lane_cpu); a pin the OS
 /// refuses is a warning and the lane runs unpinned.
-caf::behavior lane_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                         metrics_actor_type metrics, caf::actor supervisor, int32_t index, int32_t cpu);
+compute_actor_type::behavior_type lane_actor(compute_actor_type::pointer self, std::shared_ptr<const engine_resources> res,
+                                             metrics_actor_type metrics, caf::actor supervisor, int32_t index,
+                                             int32_t cpu);
 
 }  // namespace sluice::actors

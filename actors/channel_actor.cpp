@@ -92,7 +92,7 @@ struct utterance {
   int64_t start_sample = 0;
   // Where it runs (lane_set::place at its start): the slot and the compute actor that was in it.
   std::size_t lane = 0;
-  caf::actor compute;
+  compute_actor_type compute;
   lane_claim claim;
   int64_t end_sample = -1;  // known for a whole segment: its final ends there
   // The stream options the decoder was made from: the decoder points into them (a lexicon

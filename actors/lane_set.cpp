@@ -7,7 +7,7 @@ lane_set::lane_set(std::size_t lanes, bool decodes)
   for (std::size_t i = 0; i < n_; ++i) load_[i].store(0, std::memory_order_relaxed);
 }
 
-std::shared_ptr<lane_set> lane_set::of(caf::actor compute) {
+std::shared_ptr<lane_set> lane_set::of(compute_actor_type compute) {
   auto s = std::make_shared<lane_set>(1);
   s->set(0, std::move(compute));
   return s;
@@ -33,16 +33,16 @@ void lane_set::add(std::size_t index, int64_t frames) {
   load_[index].fetch_add(frames, std::memory_order_relaxed);
 }
 
-bool lane_set::set(std::size_t index, caf::actor compute) {
+bool lane_set::set(std::size_t index, compute_actor_type compute) {
   if (index >= n_) return false;
   std::lock_guard<std::mutex> lock(mu_);
   lanes_[index] = std::move(compute);
   return true;
 }
 
-caf::actor lane_set::at(std::size_t index) const {
+compute_actor_type lane_set::at(std::size_t index) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return index < n_ ? lanes_[index] : caf::actor{};
+  return index < n_ ? lanes_[index] : compute_actor_type{};
 }
 
 int64_t lane_set::load(std::size_t index) const {

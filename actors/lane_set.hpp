@@ -17,6 +17,8 @@
 
 #include <caf/all.hpp>
 
+#include "actors/actor_types.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -34,11 +36,11 @@ class lane_set {
   /// the offline utterances handed to them with their decoder ([engine] lane_decoding).
   explicit lane_set(std::size_t lanes, bool decodes = false);
   /// A set of one slot holding `compute` (tests, batcher mode).
-  static std::shared_ptr<lane_set> of(caf::actor compute);
+  static std::shared_ptr<lane_set> of(compute_actor_type compute);
 
   struct placement {
     std::size_t index = 0;
-    caf::actor lane;
+    compute_actor_type lane;
   };
   /// The slot with the least outstanding work (the lowest index on a tie), with `frames` claimed
   /// on it at once.
@@ -47,8 +49,8 @@ class lane_set {
   void add(std::size_t index, int64_t frames);
 
   /// Puts `compute` in slot `index` (spawn and restart); false when there is no such slot.
-  bool set(std::size_t index, caf::actor compute);
-  caf::actor at(std::size_t index) const;
+  bool set(std::size_t index, compute_actor_type compute);
+  compute_actor_type at(std::size_t index) const;
   std::size_t size() const { return n_; }
   /// Whether a channel hands its offline utterances' decoders over (feature_chunk::decoder).
   bool decodes() const { return decodes_; }
@@ -60,7 +62,7 @@ class lane_set {
   bool decodes_;
   std::unique_ptr<std::atomic<int64_t>[]> load_;
   mutable std::mutex mu_;
-  std::vector<caf::actor> lanes_;
+  std::vector<compute_actor_type> lanes_;
 };
 
 }  // namespace sluice::actors

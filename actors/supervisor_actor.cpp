@@ -23,9 +23,9 @@ struct supervisor {
   metrics_actor_type metrics;
   std::vector<expert_actor_type> experts;
   std::vector<spillway_actor_type> spillways;
-  caf::actor batcher;  // lane mode: lanes[0]
+  compute_actor_type batcher;  // lane mode: lanes[0]
   // Lane mode ([engine] lanes > 0): the lanes and each lane's queue wait.
-  std::vector<caf::actor> lanes;
+  std::vector<compute_actor_type> lanes;
   std::vector<double> lane_wait_ms;
   // Where channels place each utterance: the lanes, or the batcher alone. Shared with them.
   std::shared_ptr<lane_set> compute;
@@ -55,12 +55,12 @@ spillway_actor_type spawn_spillway(self_ptr self, const state_ptr& st, int32_t i
 }
 
 // The shard handles as the batcher takes them: each expert as a block sink.
-void send_shards(self_ptr self, const state_ptr& st, const caf::actor& batcher) {
+void send_shards(self_ptr self, const state_ptr& st, const compute_actor_type& batcher) {
   self->send(batcher, shards_atom::value, std::vector<block_sink_actor>(st->experts.begin(), st->experts.end()),
              st->spillways);
 }
 
-caf::actor spawn_batcher(self_ptr self, const state_ptr& st) {
+compute_actor_type spawn_batcher(self_ptr self, const state_ptr& st) {
   auto a = self->spawn(batcher_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self));
   self->monitor(a);
   send_shards(self, st, a);
@@ -72,7 +72,7 @@ caf::actor spawn_batcher(self_ptr self, const state_ptr& st) {
 // like every other, so that the test decides the order of every message.
 // With [engine] pin_lanes and one lane per allowed core, lane i is pinned to the i-th core (a
 // restarted lane to the same one).
-caf::actor spawn_lane(self_ptr self, const state_ptr& st, std::size_t i, std::size_t lanes) {
+compute_actor_type spawn_lane(self_ptr self, const state_ptr& st, std::size_t i, std::size_t lanes) {
   const bool deterministic = dynamic_cast<caf::scheduler::test_coordinator*>(&self->system().scheduler()) != nullptr;
   const auto cpu = static_cast<int32_t>(
       st->res->cfg.engine.pin_lanes ? lane_cpu(static_cast<int>(i), static_cast<int>(lanes), allowed_cpus()) : -1);
@@ -89,7 +89,7 @@ caf::actor spawn_lane(self_ptr self, const state_ptr& st, std::size_t i, std::si
 // utterance on it report it lost (by the dead actor's address: a lane restarted twice before a
 // channel reads the first notice must not cost an utterance already on the newest one).
 void replace_compute(self_ptr self, const state_ptr& st, std::size_t index, const caf::actor_addr& dead,
-                     const caf::actor& a) {
+                     const compute_actor_type& a) {
   st->compute->set(index, a);
   for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, static_cast<int32_t>(index), dead);
 }
@@ -242,7 +242,7 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         spdlog::warn("drain timed out: {} channels aborted", st->channels.size());
         return static_cast<int64_t>(st->channels.size());
       },
-      [st](shards_atom) { return caf::make_message(st->experts, st->spillways, st->batcher); },
+      [st](shards_atom) { return caf::make_message(st->experts, st->spillways, caf::actor_cast<caf::actor>(st->batcher)); },
       [self, st](load_atom, double wait_ms) {
         if (st->lanes.empty()) {
           st->queue_wait_ms = wait_ms;

@@ -31,7 +31,7 @@ block_sink_actor::behavior_type keeping_expert(block_sink_actor::pointer, std::s
   };
 }
 
-caf::behavior probe(caf::event_based_actor* self, caf::actor batcher, std::vector<std::vector<float>> utts,
+caf::behavior probe(caf::event_based_actor* self, compute_actor_type batcher, std::vector<std::vector<float>> utts,
                     std::shared_ptr<std::vector<logits_chunk>> out) {
   return {
       [=](go_atom) { self->send(batcher, features_atom::value, feature_chunk{4, 0, utts[0], true}); },

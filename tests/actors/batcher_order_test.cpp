@@ -23,7 +23,7 @@ struct received {
   std::map<int64_t, std::vector<logits_chunk>> by_utterance;
 };
 
-caf::behavior probe_channel(caf::event_based_actor* self, caf::actor batcher, std::vector<std::vector<float>> utts,
+caf::behavior probe_channel(caf::event_based_actor* self, compute_actor_type batcher, std::vector<std::vector<float>> utts,
                             int64_t n_mels, std::shared_ptr<received> out) {
   return {
       [=](go_atom) {

@@ -17,7 +17,7 @@ namespace {
 
 using go_atom = caf::atom_constant<caf::atom("go")>;
 
-caf::behavior probe(caf::event_based_actor* self, caf::actor batcher, std::vector<float> frames,
+caf::behavior probe(caf::event_based_actor* self, compute_actor_type batcher, std::vector<float> frames,
                     std::shared_ptr<std::vector<logits_chunk>> out) {
   return {
       [=](go_atom) { self->send(batcher, features_atom::value, feature_chunk{3, 0, frames, true}); },
@@ -62,7 +62,7 @@ TEST_SUITE("lost utterances") {
     caf::scoped_actor self{sys};
     auto batcher = sys.spawn(failing_batcher);
     auto ch = sys.spawn(channel_actor, res, channel_id{7}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
-                        std::string{}, caf::actor_cast<caf::actor>(self), lane_set::of(batcher), metrics_actor_type{},
+                        std::string{}, caf::actor_cast<caf::actor>(self), lane_set::of(caf::actor_cast<compute_actor_type>(batcher)), metrics_actor_type{},
                         caf::actor{});
     const auto segs = test::call_segments();
     REQUIRE(segs.size() >= 2);
@@ -128,7 +128,7 @@ TEST_SUITE("lost utterances") {
     caf::scoped_actor self{sys};
     // No batcher: the utterance must not get as far as sending features.
     auto ch = sys.spawn(channel_actor, res, channel_id{5}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
-                        std::string{}, caf::actor_cast<caf::actor>(self), lane_set::of(caf::actor{}), metrics_actor_type{},
+                        std::string{}, caf::actor_cast<caf::actor>(self), lane_set::of(compute_actor_type{}), metrics_actor_type{},
                         caf::actor{});
     const auto segs = test::call_segments();
     self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);

@@ -146,7 +146,7 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
     return out;
   }
 
-  caf::actor spawn_batcher(const std::vector<block_sink_actor>& experts) {
+  compute_actor_type spawn_batcher(const std::vector<block_sink_actor>& experts) {
     auto b = sys.spawn(batcher_actor, res, metrics_actor_type{}, caf::actor{});
     sched.run();  // its first report (to nobody: no metrics actor)
     caf::anon_send(b, shards_atom::value, experts, std::vector<spillway_actor_type>{});
@@ -157,7 +157,8 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
   // Two shards' experts, a batcher with them, and two channels (recorders) a and b, started.
   struct two_channels {
     std::vector<block_sink_actor> experts;
-    caf::actor batcher, chan_a, chan_b;
+    compute_actor_type batcher;
+    caf::actor chan_a, chan_b;
     std::shared_ptr<std::vector<logits_chunk>> got_a = std::make_shared<std::vector<logits_chunk>>();
     std::shared_ptr<std::vector<logits_chunk>> got_b = std::make_shared<std::vector<logits_chunk>>();
   };
@@ -173,7 +174,7 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
   }
   void stop(const two_channels& t) {
     for (const auto& a : t.experts) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    for (const auto& a : {t.batcher, t.chan_a, t.chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (const auto& a : {caf::actor_cast<caf::actor>(t.batcher), t.chan_a, t.chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     sched.run();
   }
 
@@ -188,7 +189,7 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
   // the batcher, all of this layer), then each reply at the batcher; no expert is sent anything
   // until the layer's last reply is in, and while another layer's blocks are out no logits go to
   // the `quiet` channels. Returns the layers seen.
-  int run_step_layers(const caf::actor& batcher, const std::vector<block_sink_actor>& experts,
+  int run_step_layers(const compute_actor_type& batcher, const std::vector<block_sink_actor>& experts,
                       const std::vector<caf::actor>& quiet) {
     int layers = 0;
     for (;;) {
@@ -361,7 +362,7 @@ CAF_TEST(a step given up while an expert holds a block reports the utterance los
 
   for (const auto& a : real) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(holder, caf::exit_reason::user_shutdown);
-  for (const auto& a : {batcher, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (const auto& a : {caf::actor_cast<caf::actor>(batcher), chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   sched.run();
 }
 
@@ -483,7 +484,7 @@ CAF_TEST(a lane handed the decoder of an utterance answers with decoded results 
     CAF_CHECK_EQUAL(got->back().words[i].start_ms, ref.words[i].start_ms);
     CAF_CHECK_EQUAL(got->back().words[i].end_ms, ref.words[i].end_ms);
   }
-  for (const auto& a : {lane, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (const auto& a : {caf::actor_cast<caf::actor>(lane), chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   sched.run();
 }
 
@@ -522,7 +523,7 @@ CAF_TEST(chunks of an utterance already reported lost start no stream and the ne
   }
   CAF_CHECK(got->back().last);
   CAF_CHECK_LESS(max_abs_diff(got->back().logits, offline_logits(0)), 1e-3);
-  for (const auto& a : {lane, chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (const auto& a : {caf::actor_cast<caf::actor>(lane), chan}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   sched.run();
 }
 
@@ -569,7 +570,7 @@ CAF_TEST(with live priority a live stream goes into a full step before an older 
     // Each is its whole utterance, equal to the offline forward: the order changed nothing else.
     CAF_CHECK_LESS(max_abs_diff(got_a->front().logits, offline_logits(0)), 1e-3);
     CAF_CHECK_LESS(max_abs_diff(got_b->front().logits, offline_logits(1)), 1e-3);
-    for (const auto& a : {lane, chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (const auto& a : {caf::actor_cast<caf::actor>(lane), chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     sched.run();
   }
 }
