@@ -9,6 +9,10 @@
 ///   spillway_actor_type  a block sink, plus the replicated (hot) expert set and its report timer
 ///   metrics_actor_type   takes every actor's actor_report, answers snapshot_atom with the
 ///                        snapshot JSON, plus its own publish timer (report_atom)
+///   supervisor_actor_type  the engine's root (actors/supervisor_actor.hpp): opens channels
+///                        (open_atom -> open_reply), drains and aborts them, answers the shard
+///                        handles, takes queue waits from lanes and drained notices from
+///                        channels, plus its report timer
 ///   compute_actor_type   a lane, or the batcher (actors/batcher_actor.hpp): a channel's
 ///                        features (features_atom, feature_chunk), the supervisor's shard
 ///                        handles (shards_atom, ...) and channel drops (drop_atom, channel_id),
@@ -42,5 +46,11 @@ using compute_actor_type =
     caf::typed_actor<caf::reacts_to<shards_atom, std::vector<block_sink_actor>, std::vector<spillway_actor_type>>,
                      caf::reacts_to<features_atom, feature_chunk>, caf::reacts_to<drop_atom, channel_id>,
                      caf::reacts_to<flush_atom>, caf::reacts_to<report_atom>>;
+
+using supervisor_actor_type = caf::typed_actor<
+    caf::replies_to<open_atom, channel_request, caf::actor>::with<open_reply>, caf::replies_to<drain_atom>::with<bool>,
+    caf::replies_to<abort_atom>::with<int64_t>,
+    caf::replies_to<shards_atom>::with<std::vector<expert_actor_type>, std::vector<spillway_actor_type>, caf::actor>,
+    caf::reacts_to<load_atom, double>, caf::reacts_to<drained_atom, channel_id>, caf::reacts_to<report_atom>>;
 
 }  // namespace sluice::actors

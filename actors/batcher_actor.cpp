@@ -64,7 +64,7 @@ struct half {
 struct batcher {
   std::shared_ptr<const engine_resources> res;
   metrics_actor_type metrics;
-  caf::actor supervisor;
+  supervisor_actor_type supervisor;
   std::vector<block_sink_actor> experts;  // by shard
   std::vector<spillway_actor_type> spillways;
   // Lane mode: every routed expert runs here, right after the dense part (no expert actors).
@@ -94,8 +94,8 @@ struct batcher {
 using self_ptr = compute_actor_type::pointer;
 using state_ptr = std::shared_ptr<batcher>;
 
-// CAF lets a typed actor send() only to typed actors; channels and the supervisor are dynamically
-// typed. Sent with this actor as the sender all the same: the supervisor tells lanes apart by it.
+// CAF lets a typed actor send() only to typed actors; channels are dynamically typed. Sent with
+// this actor as the sender all the same.
 template <class... Ts>
 void send_to_untyped(self_ptr self, const caf::actor& to, Ts&&... xs) {
   caf::send_as(caf::actor_cast<caf::actor>(self), to, std::forward<Ts>(xs)...);
@@ -648,7 +648,7 @@ void rebalance(self_ptr self, const state_ptr& st) {
 namespace {
 
 compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_ptr<const engine_resources> res,
-                                                   metrics_actor_type metrics, caf::actor supervisor, int32_t lane) {
+                                                   metrics_actor_type metrics, supervisor_actor_type supervisor, int32_t lane) {
   auto st = std::make_shared<batcher>();
   if (lane >= 0) {
     st->local.emplace(*res->model, res->compute);
@@ -804,7 +804,7 @@ compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_pt
         st->meter.gauge("replicated_experts", static_cast<double>(hot));
         add_pair_counts(st->meter, st->lane_pairs, st->res->model->arch().n_routed);
         std::fill(st->lane_pairs.begin(), st->lane_pairs.end(), 0);
-        if (st->supervisor) send_to_untyped(self, st->supervisor, load_atom::value, oldest);
+        if (st->supervisor) self->send(st->supervisor, load_atom::value, oldest);
         if (st->metrics) self->send(st->metrics, st->meter.take(static_cast<int64_t>(self->mailbox().size())));
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
       },
@@ -815,12 +815,12 @@ compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_pt
 
 compute_actor_type::behavior_type batcher_actor(compute_actor_type::pointer self,
                                                 std::shared_ptr<const engine_resources> res, metrics_actor_type metrics,
-                                                caf::actor supervisor) {
+                                                supervisor_actor_type supervisor) {
   return batcher_behavior(self, std::move(res), std::move(metrics), std::move(supervisor), -1);
 }
 
 compute_actor_type::behavior_type lane_actor(compute_actor_type::pointer self, std::shared_ptr<const engine_resources> res,
-                                             metrics_actor_type metrics, caf::actor supervisor, int32_t index,
+                                             metrics_actor_type metrics, supervisor_actor_type supervisor, int32_t index,
                                              int32_t cpu) {
   // A detached actor is initialised on its own thread: what is set here holds for the lane's life.
   if (self->getf(caf::abstract_actor::is_detached_flag)) {

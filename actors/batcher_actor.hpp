@@ -45,7 +45,7 @@ namespace sluice::actors {
 /// are sent.
 compute_actor_type::behavior_type batcher_actor(compute_actor_type::pointer self,
                                                 std::shared_ptr<const engine_resources> res, metrics_actor_type metrics,
-                                                caf::actor supervisor);
+                                                supervisor_actor_type supervisor);
 
 /// The same actor as lane `index` ([engine] lanes > 0): it speaks the same protocol to its
 /// channels, but runs every routed expert itself, right after each layer's dense part
@@ -55,7 +55,7 @@ compute_actor_type::behavior_type batcher_actor(compute_actor_type::pointer self
 /// `cpu` when `cpu` >= 0 ([engine] pin_lanes, actors/cpu_affinity.hpp's lane_cpu); a pin the OS
 /// refuses is a warning and the lane runs unpinned.
 compute_actor_type::behavior_type lane_actor(compute_actor_type::pointer self, std::shared_ptr<const engine_resources> res,
-                                             metrics_actor_type metrics, caf::actor supervisor, int32_t index,
+                                             metrics_actor_type metrics, supervisor_actor_type supervisor, int32_t index,
                                              int32_t cpu);
 
 }  // namespace sluice::actors

@@ -124,7 +124,7 @@ struct channel {
   caf::actor subscriber;
   std::shared_ptr<lane_set> lanes;  // where each new utterance is placed
   metrics_actor_type metrics;
-  caf::actor supervisor;
+  supervisor_actor_type supervisor;
   dsp::streaming_fbank fbank;
   std::map<int64_t, utterance> utterances;  // in flight
   int64_t next_utterance = 0;
@@ -481,7 +481,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
 caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
                             std::string tenant, caf::actor subscriber, std::shared_ptr<lane_set> lanes,
-                            metrics_actor_type metrics, caf::actor supervisor) {
+                            metrics_actor_type metrics, supervisor_actor_type supervisor) {
   auto st = std::make_shared<channel>(channel{res, id, std::move(pipeline), partials, std::move(subscriber),
                                               std::move(lanes), std::move(metrics), std::move(supervisor),
                                               dsp::streaming_fbank(res->fbank), {}, 0, {}, 0, 0, -1, false, 0, false,

@@ -47,6 +47,6 @@ namespace sluice::actors {
 caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
                             std::string tenant, caf::actor subscriber, std::shared_ptr<lane_set> lanes,
-                            metrics_actor_type metrics, caf::actor supervisor);
+                            metrics_actor_type metrics, supervisor_actor_type supervisor);
 
 }  // namespace sluice::actors

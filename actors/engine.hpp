@@ -46,7 +46,7 @@ class engine {
   bool shutdown(std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
   caf::actor_system& system() { return system_; }
-  caf::actor supervisor() const { return supervisor_; }
+  supervisor_actor_type supervisor() const { return supervisor_; }
   metrics_actor_type metrics() const { return metrics_; }
   /// Rereads the tenant directory now (as the watcher does every postproc.tenants_poll_ms);
   /// returns how many files failed (-1: the watcher did not answer). Blocks.
@@ -70,7 +70,8 @@ class engine {
   int lanes_ = 0;
   std::shared_ptr<snapshot_board> board_ = std::make_shared<snapshot_board>();
   metrics_actor_type metrics_;
-  caf::actor supervisor_, tenant_watcher_;
+  supervisor_actor_type supervisor_;
+  caf::actor tenant_watcher_;
   std::unique_ptr<upload_queue> uploads_;
   bool drained_ = false;
 };

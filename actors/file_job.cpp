@@ -57,7 +57,7 @@ void finish(job& j) {
   j.done({200, out.dump(-1, ' ', false, json::error_handler_t::replace), 0});
 }
 
-caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, caf::actor supervisor) {
+caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, supervisor_actor_type supervisor) {
   if (j->observer.started) {
     std::vector<std::string> labels;
     const auto n = j->speech.channels.size();
@@ -124,7 +124,7 @@ std::string upload_channel_label(std::size_t c, std::size_t n) {
   return "channel " + std::to_string(c);
 }
 
-void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
+void start_transcription(caf::actor_system& sys, const supervisor_actor_type& supervisor, dsp::file_speech speech,
                          const config::sluice_config& cfg, std::function<void(upload_reply)> done, int retry_after_s,
                          std::string tenant, upload_observer observer) {
   auto j = std::make_shared<job>();

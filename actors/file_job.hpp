@@ -7,6 +7,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/actor_types.hpp"
 #include "actors/upload_job.hpp"
 #include "dsp/file_speech.hpp"
 
@@ -21,7 +22,7 @@ std::string upload_channel_label(std::size_t c, std::size_t n);
 /// them (feed_segments, `cfg`'s vad, segment and engine.offline_nice) and gathers the finals;
 /// `done` gets 200 and the transcript, or 503 (with `retry_after_s`) when the engine refuses a
 /// channel or does not answer. Every channel carries `tenant` (auth: who may read it).
-void start_transcription(caf::actor_system& sys, const caf::actor& supervisor, dsp::file_speech speech,
+void start_transcription(caf::actor_system& sys, const supervisor_actor_type& supervisor, dsp::file_speech speech,
                          const config::sluice_config& cfg, std::function<void(upload_reply)> done, int retry_after_s,
                          std::string tenant = {}, upload_observer observer = {});
 

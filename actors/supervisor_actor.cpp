@@ -33,11 +33,18 @@ struct supervisor {
   channel_id next_channel = 1;
   double queue_wait_ms = 0;
   bool draining = false;
-  std::vector<caf::response_promise> drain_waiters;
+  std::vector<caf::typed_response_promise<bool>> drain_waiters;
   actor_meter meter{"supervisor", "supervisor"};
 };
 
-using self_ptr = caf::event_based_actor*;
+using self_ptr = supervisor_actor_type::pointer;
+
+// CAF lets a typed actor send() only to typed actors; channels are dynamically typed. Sent with
+// the supervisor as the sender all the same.
+template <caf::message_priority P = caf::message_priority::normal, class... Ts>
+void send_to_untyped(self_ptr self, const caf::actor& to, Ts&&... xs) {
+  caf::send_as<P>(caf::actor_cast<caf::actor>(self), to, std::forward<Ts>(xs)...);
+}
 using state_ptr = std::shared_ptr<supervisor>;
 
 expert_actor_type spawn_expert(self_ptr self, const state_ptr& st, int32_t shard) {
@@ -61,7 +68,7 @@ void send_shards(self_ptr self, const state_ptr& st, const compute_actor_type& b
 }
 
 compute_actor_type spawn_batcher(self_ptr self, const state_ptr& st) {
-  auto a = self->spawn(batcher_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self));
+  auto a = self->spawn(batcher_actor, st->res, st->metrics, caf::actor_cast<supervisor_actor_type>(self));
   self->monitor(a);
   send_shards(self, st, a);
   return a;
@@ -76,10 +83,10 @@ compute_actor_type spawn_lane(self_ptr self, const state_ptr& st, std::size_t i,
   const bool deterministic = dynamic_cast<caf::scheduler::test_coordinator*>(&self->system().scheduler()) != nullptr;
   const auto cpu = static_cast<int32_t>(
       st->res->cfg.engine.pin_lanes ? lane_cpu(static_cast<int>(i), static_cast<int>(lanes), allowed_cpus()) : -1);
-  auto a = deterministic ? self->spawn(lane_actor, st->res, st->metrics, caf::actor_cast<caf::actor>(self),
+  auto a = deterministic ? self->spawn(lane_actor, st->res, st->metrics, caf::actor_cast<supervisor_actor_type>(self),
                                        static_cast<int32_t>(i), int32_t{-1})
                          : self->spawn<caf::detached>(lane_actor, st->res, st->metrics,
-                                                      caf::actor_cast<caf::actor>(self), static_cast<int32_t>(i), cpu);
+                                                      caf::actor_cast<supervisor_actor_type>(self), static_cast<int32_t>(i), cpu);
   self->monitor(a);
   return a;
 }
@@ -91,7 +98,7 @@ compute_actor_type spawn_lane(self_ptr self, const state_ptr& st, std::size_t i,
 void replace_compute(self_ptr self, const state_ptr& st, std::size_t index, const caf::actor_addr& dead,
                      const compute_actor_type& a) {
   st->compute->set(index, a);
-  for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, static_cast<int32_t>(index), dead);
+  for (auto& [id, ch] : st->channels) send_to_untyped(self, ch, batcher_atom::value, static_cast<int32_t>(index), dead);
 }
 
 void check_drained(const state_ptr& st) {
@@ -113,8 +120,9 @@ void release_channel(self_ptr self, const state_ptr& st, channel_id id) {
 
 }  // namespace
 
-caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                               metrics_actor_type metrics, int lanes) {
+supervisor_actor_type::behavior_type supervisor_actor(supervisor_actor_type::pointer self,
+                                                      std::shared_ptr<const engine_resources> res,
+                                                      metrics_actor_type metrics, int lanes) {
   auto st = std::make_shared<supervisor>();
   st->res = res;
   st->metrics = metrics;
@@ -218,9 +226,9 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
         auto ch = req.offline && cfg.offline_nice > 0
                       ? self->spawn<caf::detached>(channel_actor, st->res, id, std::move(p), req.partials, req.tenant,
                                                    subscriber, st->compute, st->metrics,
-                                                   caf::actor_cast<caf::actor>(self))
+                                                   caf::actor_cast<supervisor_actor_type>(self))
                       : self->spawn(channel_actor, st->res, id, std::move(p), req.partials, req.tenant, subscriber,
-                                    st->compute, st->metrics, caf::actor_cast<caf::actor>(self));
+                                    st->compute, st->metrics, caf::actor_cast<supervisor_actor_type>(self));
         self->monitor(ch);
         st->channels.emplace(id, ch);
         st->meter.count("opened");
@@ -229,20 +237,22 @@ caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<con
       [self, st](drain_atom) -> caf::result<bool> {
         st->draining = true;
         if (st->channels.empty()) return true;
-        for (auto& [id, ch] : st->channels) self->send(ch, end_atom::value);
-        auto rp = self->make_response_promise();
+        for (auto& [id, ch] : st->channels) send_to_untyped(self, ch, end_atom::value);
+        auto rp = self->make_response_promise<bool>();
         st->drain_waiters.push_back(rp);
         return rp;
       },
-      [self, st](abort_atom) {
+      [self, st](abort_atom) -> int64_t {
         // The drain ran out of time (engine::shutdown): every channel still open stops now. High
         // priority, so that the abort overtakes audio already queued in a channel's mailbox
         // (a client that sent faster than real time can have queued hours of it).
-        for (auto& [id, ch] : st->channels) self->send<caf::message_priority::high>(ch, abort_atom::value);
+        for (auto& [id, ch] : st->channels) send_to_untyped<caf::message_priority::high>(self, ch, abort_atom::value);
         spdlog::warn("drain timed out: {} channels aborted", st->channels.size());
         return static_cast<int64_t>(st->channels.size());
       },
-      [st](shards_atom) { return caf::make_message(st->experts, st->spillways, caf::actor_cast<caf::actor>(st->batcher)); },
+      [st](shards_atom) -> caf::result<std::vector<expert_actor_type>, std::vector<spillway_actor_type>, caf::actor> {
+        return {st->experts, st->spillways, caf::actor_cast<caf::actor>(st->batcher)};
+      },
       [self, st](load_atom, double wait_ms) {
         if (st->lanes.empty()) {
           st->queue_wait_ms = wait_ms;

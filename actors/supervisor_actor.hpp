@@ -19,6 +19,7 @@
 /// Messages:
 ///   (open_atom, channel_request, caf::actor subscriber) -> open_reply
 ///   (drain_atom) -> bool            after every channel has drained; new channels refused
+///   (abort_atom) -> i64             the drain ran out of time: every open channel aborted
 ///   (shards_atom) -> (std::vector<expert_actor_type> experts, std::vector<spillway_actor_type>
 ///                     spillways, caf::actor batcher)   (actors/actor_types.hpp)
 ///   (load_atom, double)             from the batcher or a lane: how long ready audio waits (ms)
@@ -34,7 +35,9 @@
 
 namespace sluice::actors {
 
-caf::behavior supervisor_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
-                               metrics_actor_type metrics, int lanes);
+/// Typed (supervisor_actor_type): the messages above are checked where they are sent.
+supervisor_actor_type::behavior_type supervisor_actor(supervisor_actor_type::pointer self,
+                                                      std::shared_ptr<const engine_resources> res,
+                                                      metrics_actor_type metrics, int lanes);
 
 }  // namespace sluice::actors

@@ -116,7 +116,7 @@ bool admit(upload_work& w, const upload_limits& lim, std::map<std::string, int>&
   return true;
 }
 
-caf::behavior upload_dispatcher(caf::stateful_actor<dispatcher_state>* self, upload_limits lim, caf::actor supervisor,
+caf::behavior upload_dispatcher(caf::stateful_actor<dispatcher_state>* self, upload_limits lim, supervisor_actor_type supervisor,
                                 std::shared_ptr<upload_queue::shared> sh, config::sluice_config cfg) {
   const auto me = caf::actor_cast<caf::actor>(self);
   for (int i = 0; i < lim.workers; ++i)
@@ -174,7 +174,7 @@ upload_limits upload_limits::from(const config::sluice_config& cfg) {
   return l;
 }
 
-upload_queue::upload_queue(caf::actor_system& sys, caf::actor supervisor, const config::sluice_config& cfg)
+upload_queue::upload_queue(caf::actor_system& sys, supervisor_actor_type supervisor, const config::sluice_config& cfg)
     : limits_(upload_limits::from(cfg)), shared_(std::make_shared<shared>()) {
   dispatcher_ = sys.spawn<caf::detached>(upload_dispatcher, limits_, std::move(supervisor), shared_, cfg);
 }

@@ -19,6 +19,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/actor_types.hpp"
 #include "actors/upload_job.hpp"
 #include "config/sluice_config.hpp"
 
@@ -40,7 +41,7 @@ struct upload_limits {
 class upload_queue {
  public:
   /// Spawns the dispatcher and the workers in `sys`; transcriptions open channels at `supervisor`.
-  upload_queue(caf::actor_system& sys, caf::actor supervisor, const config::sluice_config& cfg);
+  upload_queue(caf::actor_system& sys, supervisor_actor_type supervisor, const config::sluice_config& cfg);
   /// Stops the dispatcher and its workers (an upload being decoded finishes first).
   ~upload_queue();
   upload_queue(const upload_queue&) = delete;

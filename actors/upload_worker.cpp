@@ -27,7 +27,7 @@ int status_of(errc code) {
   }
 }
 
-void run(upload_work& w, const caf::actor& supervisor, caf::actor_system& sys, const config::sluice_config& cfg) {
+void run(upload_work& w, const supervisor_actor_type& supervisor, caf::actor_system& sys, const config::sluice_config& cfg) {
   auto& done = w.req.done;
   const auto& body = w.req.body;
   const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size());
@@ -57,7 +57,7 @@ std::string upload_error_json(const std::string& why, const char* limit_key) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-caf::behavior upload_worker(caf::event_based_actor* self, caf::actor dispatcher, caf::actor supervisor,
+caf::behavior upload_worker(caf::event_based_actor* self, caf::actor dispatcher, supervisor_actor_type supervisor,
                             std::shared_ptr<upload_queue::shared> sh, config::sluice_config cfg) {
   return {
       [=](upload_work_ptr& w) {

@@ -35,7 +35,7 @@ using upload_release_atom = caf::atom_constant<caf::atom("uprelease")>;  ///< ch
 
 /// A worker (spawned detached): decodes, cuts and starts the transcription of each upload_work
 /// it gets, then tells `dispatcher` it is free.
-caf::behavior upload_worker(caf::event_based_actor* self, caf::actor dispatcher, caf::actor supervisor,
+caf::behavior upload_worker(caf::event_based_actor* self, caf::actor dispatcher, supervisor_actor_type supervisor,
                             std::shared_ptr<upload_queue::shared> sh, config::sluice_config cfg);
 
 /// {"error": why} and, for a refusal over a configured limit, {"limit": "section.key"}.

@@ -40,7 +40,7 @@ constexpr auto pause_check_interval = std::chrono::milliseconds(100);
 
 template <class Session>
 caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> s,
-                           std::shared_ptr<server_state::io_gate> gate, caf::actor supervisor,
+                           std::shared_ptr<server_state::io_gate> gate, actors::supervisor_actor_type supervisor,
                            std::size_t index);
 
 // One template for both transports: Stream is beast::tcp_stream or
@@ -626,7 +626,7 @@ void post_to(const std::weak_ptr<Session>& w, const std::shared_ptr<server_state
 
 template <class Session>
 caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> w,
-                           std::shared_ptr<server_state::io_gate> gate, caf::actor supervisor, std::size_t i) {
+                           std::shared_ptr<server_state::io_gate> gate, actors::supervisor_actor_type supervisor, std::size_t i) {
   using session = Session;
   // CAF already keeps a throwing handler inside this actor (it exits with an error); the
   // session is told, instead of waiting for events that will not come.

@@ -15,6 +15,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/actor_types.hpp"
 #include "actors/messages.hpp"
 #include "net/calls/call_registry.hpp"
 
@@ -43,7 +44,7 @@ class call_completion {
 };
 
 struct bridge_args {
-  caf::actor supervisor;
+  actors::supervisor_actor_type supervisor;
   actors::channel_request request;
   std::shared_ptr<call_completion> call;
   int channel_index = 0;

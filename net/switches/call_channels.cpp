@@ -64,7 +64,7 @@ struct bridge_state {
 };
 
 caf::behavior bridge_actor(caf::stateful_actor<bridge_state>* self, std::weak_ptr<call_channels> w,
-                           std::shared_ptr<server_state::io_gate> exec, caf::actor supervisor, int channels) {
+                           std::shared_ptr<server_state::io_gate> exec, actors::supervisor_actor_type supervisor, int channels) {
   self->state.channels = channels;
   self->set_exception_handler([w, exec](caf::scheduled_actor*, std::exception_ptr&) -> caf::error {
     post_to(w, exec, "bridge failure", [](call_channels& c) { c.on_lost("the call's bridge actor failed"); });

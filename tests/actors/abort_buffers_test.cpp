@@ -57,7 +57,7 @@ TEST_SUITE("aborted step buffers") {
     auto& sched = det.sched;
     auto held = std::make_shared<held_blocks>();
     auto expert = sys.spawn(keeping_expert, held);
-    auto batcher = sys.spawn(batcher_actor, res, metrics_actor_type{}, caf::actor{});
+    auto batcher = sys.spawn(batcher_actor, res, metrics_actor_type{}, supervisor_actor_type{});
     caf::anon_send(batcher, shards_atom::value, std::vector<block_sink_actor>{expert}, std::vector<spillway_actor_type>{});
     const auto segs = test::call_segments();
     auto out = std::make_shared<std::vector<logits_chunk>>();

@@ -56,7 +56,7 @@ TEST_SUITE("batcher_order") {
     std::vector<block_sink_actor> experts;
     for (int32_t s = 0; s < res->placement.n_shards(); ++s) experts.push_back(sys.spawn(expert_actor, res, s, metrics_actor_type{}));
     std::vector<spillway_actor_type> spill{sys.spawn(spillway_actor, res, 0, metrics_actor_type{})};
-    auto batcher = sys.spawn(batcher_actor, res, metrics_actor_type{}, caf::actor{});
+    auto batcher = sys.spawn(batcher_actor, res, metrics_actor_type{}, supervisor_actor_type{});
     caf::anon_send(batcher, shards_atom::value, experts, spill);
 
     const auto segs = test::call_segments();

@@ -63,7 +63,7 @@ TEST_SUITE("lost utterances") {
     auto batcher = sys.spawn(failing_batcher);
     auto ch = sys.spawn(channel_actor, res, channel_id{7}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
                         std::string{}, caf::actor_cast<caf::actor>(self), lane_set::of(caf::actor_cast<compute_actor_type>(batcher)), metrics_actor_type{},
-                        caf::actor{});
+                        supervisor_actor_type{});
     const auto segs = test::call_segments();
     REQUIRE(segs.size() >= 2);
     self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);
@@ -97,7 +97,7 @@ TEST_SUITE("lost utterances") {
     test::deterministic_system det;
     auto& sys = det.sys;
     auto& sched = det.sched;
-    auto batcher = sys.spawn(batcher_actor, std::shared_ptr<const engine_resources>(doctored), metrics_actor_type{}, caf::actor{});
+    auto batcher = sys.spawn(batcher_actor, std::shared_ptr<const engine_resources>(doctored), metrics_actor_type{}, supervisor_actor_type{});
     const auto segs = test::call_segments();
     auto out = std::make_shared<std::vector<logits_chunk>>();
     auto p = sys.spawn(probe, batcher, good->fbank->compute(segs[0].samples), out);
@@ -129,7 +129,7 @@ TEST_SUITE("lost utterances") {
     // No batcher: the utterance must not get as far as sending features.
     auto ch = sys.spawn(channel_actor, res, channel_id{5}, std::make_shared<channel_pipeline>(std::move(*pipe)), true,
                         std::string{}, caf::actor_cast<caf::actor>(self), lane_set::of(compute_actor_type{}), metrics_actor_type{},
-                        caf::actor{});
+                        supervisor_actor_type{});
     const auto segs = test::call_segments();
     self->send(ch, segment_atom::value, segs[0].samples, segs[0].start_sample);
     self->send(ch, end_atom::value);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/actor_types.hpp"
 #include "actors/messages.hpp"
 
 namespace sluice::test {
@@ -22,7 +23,7 @@ struct subscriber_log {
   std::vector<actors::channel_id> drained;
 };
 
-inline caf::behavior opening_subscriber(caf::event_based_actor* self, caf::actor supervisor, int n,
+inline caf::behavior opening_subscriber(caf::event_based_actor* self, sluice::actors::supervisor_actor_type supervisor, int n,
                                         std::shared_ptr<subscriber_log> out) {
   using namespace sluice::actors;
   return {

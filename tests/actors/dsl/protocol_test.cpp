@@ -147,7 +147,7 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
   }
 
   compute_actor_type spawn_batcher(const std::vector<block_sink_actor>& experts) {
-    auto b = sys.spawn(batcher_actor, res, metrics_actor_type{}, caf::actor{});
+    auto b = sys.spawn(batcher_actor, res, metrics_actor_type{}, supervisor_actor_type{});
     sched.run();  // its first report (to nobody: no metrics actor)
     caf::anon_send(b, shards_atom::value, experts, std::vector<spillway_actor_type>{});
     expect((shards_atom, std::vector<block_sink_actor>, std::vector<spillway_actor_type>), from(_).to(b));
@@ -443,7 +443,7 @@ CAF_TEST(a lane handed the decoder of an utterance answers with decoded results 
   // [engine] lane_decoding: the channel sends the decoder with the first features; the lane
   // decodes after each step. The reference: a decoder of the same stream options fed the offline
   // forward's logits in one go.
-  auto lane = sys.spawn(lane_actor, res, metrics_actor_type{}, caf::actor{}, 0, -1);
+  auto lane = sys.spawn(lane_actor, res, metrics_actor_type{}, supervisor_actor_type{}, 0, -1);
   auto got = std::make_shared<std::vector<logits_chunk>>();
   auto chan = sys.spawn(recorder, got);
   sched.run();
@@ -489,7 +489,7 @@ CAF_TEST(a lane handed the decoder of an utterance answers with decoded results 
 }
 
 CAF_TEST(chunks of an utterance already reported lost start no stream and the next utterance runs) {
-  auto lane = sys.spawn(lane_actor, res, metrics_actor_type{}, caf::actor{}, 0, -1);
+  auto lane = sys.spawn(lane_actor, res, metrics_actor_type{}, supervisor_actor_type{}, 0, -1);
   auto got = std::make_shared<std::vector<logits_chunk>>();
   auto chan = sys.spawn(recorder, got);
   sched.run();
@@ -537,7 +537,7 @@ CAF_TEST(with live priority a live stream goes into a full step before an older 
     conf.engine.live_priority = priority;
     auto r = engine_resources::create(conf, res->model);
     CAF_REQUIRE(r.has_value());
-    auto lane = sys.spawn(lane_actor, *r, metrics_actor_type{}, caf::actor{}, 0, -1);
+    auto lane = sys.spawn(lane_actor, *r, metrics_actor_type{}, supervisor_actor_type{}, 0, -1);
     auto got_a = std::make_shared<std::vector<logits_chunk>>();
     auto got_b = std::make_shared<std::vector<logits_chunk>>();
     auto chan_a = sys.spawn(recorder, got_a);
