@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include <caf/scheduler/test_coordinator.hpp>
 #include <spdlog/spdlog.h>
@@ -30,6 +31,9 @@ struct supervisor {
   // Where channels place each utterance: the lanes, or the batcher alone. Shared with them.
   std::shared_ptr<lane_set> compute;
   std::map<channel_id, caf::actor> channels;
+  // Channels opened for a file (channel_request::offline): whoever feeds them their file (a
+  // segment feeder) sends their end, after its last segment.
+  std::set<channel_id> file_channels;
   channel_id next_channel = 1;
   double queue_wait_ms = 0;
   bool draining = false;
@@ -115,6 +119,7 @@ void release_channel(self_ptr self, const state_ptr& st, channel_id id) {
   if (it == st->channels.end()) return;
   for (std::size_t i = 0; i < st->compute->size(); ++i) self->send(st->compute->at(i), drop_atom::value, id);
   st->channels.erase(it);
+  st->file_channels.erase(id);
   check_drained(st);
 }
 
@@ -231,13 +236,18 @@ supervisor_actor_type::behavior_type supervisor_actor(supervisor_actor_type::poi
                                     st->compute, st->metrics, caf::actor_cast<supervisor_actor_type>(self));
         self->monitor(ch);
         st->channels.emplace(id, ch);
+        if (req.offline) st->file_channels.insert(id);
         st->meter.count("opened");
         return open_reply{true, {}, id, ch};
       },
       [self, st](drain_atom) -> caf::result<bool> {
         st->draining = true;
         if (st->channels.empty()) return true;
-        for (auto& [id, ch] : st->channels) send_to_untyped(self, ch, end_atom::value);
+        // A live channel ends with the audio it has; a file channel with its file: its segments
+        // may still be on the way from its feeder (found by the VAD as it goes), and an end now
+        // would let it drain, and its job answer, before the rest of the file came.
+        for (auto& [id, ch] : st->channels)
+          if (!st->file_channels.count(id)) send_to_untyped(self, ch, end_atom::value);
         auto rp = self->make_response_promise<bool>();
         st->drain_waiters.push_back(rp);
         return rp;

@@ -18,7 +18,9 @@
 ///
 /// Messages:
 ///   (open_atom, channel_request, caf::actor subscriber) -> open_reply
-///   (drain_atom) -> bool            after every channel has drained; new channels refused
+///   (drain_atom) -> bool            after every channel has drained; new channels refused. Live
+///                                   channels are sent their end; file channels (offline) are
+///                                   left to their feeder's end, after the whole file
 ///   (abort_atom) -> i64             the drain ran out of time: every open channel aborted
 ///   (shards_atom) -> (std::vector<expert_actor_type> experts, std::vector<spillway_actor_type>
 ///                     spillways, caf::actor batcher)   (actors/actor_types.hpp)

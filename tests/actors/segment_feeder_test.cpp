@@ -60,6 +60,36 @@ TEST_SUITE("engine") {
     }
   }
 
+  TEST_CASE("feed_segments: an engine drained while a file is still being sliced finishes the whole file first") {
+    // Speech, ten minutes of silence, speech: the first utterance's final comes back while the
+    // feeder is still working through the silence, so a file channel that took the drain's end
+    // as its own would drain there and never see the second speech.
+    auto cfg = test::base_config();
+    auto e = engine::start(test::resources(cfg));
+    caf::scoped_actor self{e->system()};
+    const auto& x = test::call_speech().channels[0].samples;
+    std::vector<float> file(x);
+    file.resize(file.size() + 600 * 16000, 0.0f);
+    file.insert(file.end(), x.begin(), x.end());
+    auto whole = dsp::slice(file, cfg.vad, cfg.segment);
+    REQUIRE(whole.has_value());
+    const int64_t second_speech_ms = static_cast<int64_t>(x.size() + 600 * 16000) / 16;
+    REQUIRE(whole->back().start_sample / 16 >= second_speech_ms - 1000);
+    channel_request req;
+    req.offline = true;
+    req.partials = false;
+    auto fed = test::open_ok(*e, self, req);
+    REQUIRE(feed_segments(e->system(), fed.handle, file, cfg.vad, cfg.segment, 0).has_value());
+    CHECK(e->shutdown(std::chrono::seconds(300)));
+    auto res = test::collect(self, 1);
+    REQUIRE_FALSE(res.timed_out);
+    CHECK(res.errors.empty());
+    const auto got = finals_of(res, fed.channel);
+    CHECK(got.size() == whole->size());
+    REQUIRE_FALSE(got.empty());
+    CHECK(std::get<1>(got.back()) >= second_speech_ms - 1000);
+  }
+
   TEST_CASE("feed_segments: an invalid segment section is an error and nothing is spawned") {
     auto e = engine::start(test::resources(test::base_config()));
     caf::scoped_actor self{e->system()};
