@@ -11,8 +11,6 @@
 #include <utility>
 
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "actors/actor_meter.hpp"
@@ -493,8 +491,7 @@ caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const 
     if (!self->getf(caf::abstract_actor::is_detached_flag)) {
       st->meter.count("nice_skipped");
     } else {
-      if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), res->cfg.engine.offline_nice) != 0)
-        st->meter.count("nice_failed");
+      if (!nice_current_thread(res->cfg.engine.offline_nice)) st->meter.count("nice_failed");
       // Named after the renice: whoever finds the name finds the thread's final nice value.
       name_current_thread("sluice-offline");
     }

@@ -5,6 +5,9 @@
 
 #if defined(__linux__)
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sched.h>
 
 #include <cerrno>
@@ -53,6 +56,15 @@ void name_current_thread(const std::string& name) {
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
 #else
   (void)name;
+#endif
+}
+
+bool nice_current_thread(int nice) {
+#if defined(__linux__)
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice) == 0;
+#else
+  (void)nice;
+  return false;
 #endif
 }
 

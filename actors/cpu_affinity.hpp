@@ -23,4 +23,7 @@ std::string pin_current_thread(int cpu);
 /// Names the calling thread (at most 15 bytes are kept), for top -H, perf and /proc/<pid>/task.
 void name_current_thread(const std::string& name);
 
+/// Sets the calling thread's nice value (Linux: per thread); false when the OS refuses.
+bool nice_current_thread(int nice);
+
 }  // namespace sluice::actors

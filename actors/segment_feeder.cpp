@@ -6,9 +6,6 @@
 #include <span>
 
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "actors/cpu_affinity.hpp"
 #include "actors/messages.hpp"
@@ -38,10 +35,7 @@ void send_segments(caf::event_based_actor* self, const feed& f, const std::vecto
 
 // Runs to the end in one go: the actor is detached, so this thread is its own.
 void run(caf::event_based_actor* self, feed& f) {
-  if (f.nice > 0) {
-    if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), f.nice) != 0)
-      spdlog::debug("segment feeder: cannot set nice {}", f.nice);
-  }
+  if (f.nice > 0 && !nice_current_thread(f.nice)) spdlog::debug("segment feeder: cannot set nice {}", f.nice);
   name_current_thread("sluice-feeder");
   const std::span<const float> all(f.samples);
   for (std::size_t at = 0; at < all.size(); at += feed_step_samples)

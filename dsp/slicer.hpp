@@ -50,8 +50,6 @@ class segment_stream {
   std::vector<segment> accept(std::span<const float> samples16k);
   /// Ends the recording; returns the remaining segments. The stream is then spent.
   std::vector<segment> finish();
-  /// Samples the VAD has judged so far.
-  int64_t judged_samples() const { return vad_.frames_done() * vad_hop_samples; }
 
  private:
   segment_stream(vad detector, const config::segment_config& cfg);
