@@ -18,6 +18,10 @@
 ///                        handles (shards_atom, ...) and channel drops (drop_atom, channel_id),
 ///                        its own timers (flush_atom, report_atom). What channels hold
 ///                        (lane_set) and send their features to.
+///   channel_actor_type   a channel (actors/messages.hpp, beside open_reply, which carries it):
+///                        audio, samples, segments, end, abort, progress from its front end or
+///                        feeder; logits from a lane; a restarted lane from the supervisor; its
+///                        report timer. It answers its (untyped) subscriber through send_as.
 ///
 /// An expert_actor_type or spillway_actor_type handle converts to a block_sink_actor (a
 /// subset of its interface); the other way does not compile.

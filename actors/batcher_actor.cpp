@@ -34,7 +34,7 @@ double ms_since(clock::time_point t, clock::time_point now) {
 }
 
 struct stream_entry {
-  caf::actor channel;
+  channel_actor_type channel;
   std::unique_ptr<moe::stream_state> state;
   bool in_step = false;
   bool dropped = false;
@@ -94,12 +94,6 @@ struct batcher {
 using self_ptr = compute_actor_type::pointer;
 using state_ptr = std::shared_ptr<batcher>;
 
-// CAF lets a typed actor send() only to typed actors; channels are dynamically typed. Sent with
-// this actor as the sender all the same.
-template <class... Ts>
-void send_to_untyped(self_ptr self, const caf::actor& to, Ts&&... xs) {
-  caf::send_as(caf::actor_cast<caf::actor>(self), to, std::forward<Ts>(xs)...);
-}
 
 std::size_t capacity_of(const block_msg& m) {
   return m.block->rows.capacity() + m.block->pair_row.capacity() + m.block->pair_expert.capacity() +
@@ -131,7 +125,7 @@ void report_lost(self_ptr self, const state_ptr& st, const stream_key& key, stre
   c.utterance = key.second;
   c.last = true;
   c.error = why;
-  send_to_untyped(self, e.channel, logits_atom::value, std::move(c));
+  self->send(e.channel, logits_atom::value, std::move(c));
   st->meter.count("utterances_lost");
 }
 
@@ -217,7 +211,7 @@ void send_done(self_ptr self, const state_ptr& st, const stream_key& key, stream
   done.last = true;
   if (e.dropped) return;  // its channel is gone
   if (e.decoder) decode_here(st, e, moe::stream_logits{e.state->position(), 0, done.vocab, {}}, true, done);
-  send_to_untyped(self, e.channel, logits_atom::value, std::move(done));
+  self->send(e.channel, logits_atom::value, std::move(done));
 }
 
 void finish_half(self_ptr self, const state_ptr& st, int hi) {
@@ -251,7 +245,7 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
       c.last = done;
       if (e.decoder) decode_here(st, e, lg, done, c);
       else c.logits.assign(lg.logits.begin(), lg.logits.end());
-      send_to_untyped(self, e.channel, logits_atom::value, std::move(c));
+      self->send(e.channel, logits_atom::value, std::move(c));
     }
     if (done || e.dropped) {
       st->streams.erase(it);
@@ -712,7 +706,7 @@ compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_pt
           return;
         }
         auto it = st->streams.find(key);
-        auto channel = caf::actor_cast<caf::actor>(self->current_sender());
+        auto channel = caf::actor_cast<channel_actor_type>(self->current_sender());
         if (it == st->streams.end()) {
           auto s = moe::stream_state::create(*st->res->model, st->res->window, st->res->compute);
           if (!s) {
@@ -722,7 +716,7 @@ compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_pt
             lost.utterance = key.second;
             lost.last = true;
             lost.error = "cannot create the model state: " + s.error().message;
-            send_to_untyped(self, channel, logits_atom::value, std::move(lost));
+            self->send(channel, logits_atom::value, std::move(lost));
             st->meter.count("utterances_lost");
             if (!c.last) st->lost.emplace(key, channel.address());
             return;

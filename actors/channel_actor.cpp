@@ -149,8 +149,15 @@ struct channel {
   int64_t input_samples = 0;  // samples taken in at the channel's own rate
 };
 
-using self_ptr = caf::event_based_actor*;
+using self_ptr = channel_actor_type::pointer;
+
 using state_ptr = std::shared_ptr<channel>;
+// CAF lets a typed actor send() only to typed actors; the subscriber is dynamically typed (a
+// network session, a file job, a test). Sent with the channel as the sender all the same.
+template <class... Ts>
+void to_subscriber(self_ptr self, const state_ptr& st, Ts&&... xs) {
+  caf::send_as(caf::actor_cast<caf::actor>(self), st->subscriber, std::forward<Ts>(xs)...);
+}
 
 void send_error(self_ptr self, const state_ptr& st, int64_t utt, const std::string& why) {
   transcript_event ev;
@@ -158,7 +165,7 @@ void send_error(self_ptr self, const state_ptr& st, int64_t utt, const std::stri
   ev.utterance = utt;
   ev.is_final = utt >= 0;
   ev.error = why;
-  self->send(st->subscriber, std::move(ev));
+  to_subscriber(self, st, std::move(ev));
   st->meter.count("errors");
 }
 
@@ -170,7 +177,7 @@ void flush_finals(self_ptr self, const state_ptr& st) {
   while (!st->utterances.empty() && st->utterances.begin()->second.final_event) {
     auto& ev = *st->utterances.begin()->second.final_event;
     if (!ev.error.empty()) {  // a lost utterance: its error, in its place; no text to post-process
-      self->send(st->subscriber, std::move(ev));
+      to_subscriber(self, st, std::move(ev));
       st->utterances.erase(st->utterances.begin());
       continue;
     }
@@ -179,7 +186,7 @@ void flush_finals(self_ptr self, const state_ptr& st) {
     // Debug only (never info: transcripts stay out of normal logs); the text is already redacted.
     spdlog::debug("channel {}: final {}: \"{}\" ({} redacted spans)", st->id, ev.utterance, ev.display_text,
                   ev.redactions.size());
-    self->send(st->subscriber, std::move(ev));
+    to_subscriber(self, st, std::move(ev));
     st->utterances.erase(st->utterances.begin());
   }
 }
@@ -230,7 +237,7 @@ void report_progress(self_ptr self, const state_ptr& st) {
   const int64_t pending = pending_ms(st);
   st->reported_received = st->received;
   st->reported_pending_ms = pending;
-  self->send(st->subscriber, progress_atom::value, st->taken, pending);
+  to_subscriber(self, st, progress_atom::value, st->taken, pending);
 }
 
 // After an audio message (see channel_progress.hpp for when a report goes).
@@ -258,7 +265,7 @@ void maybe_drained(self_ptr self, const state_ptr& st) {
     r.gone = true;
     self->send(st->metrics, std::move(r));
   }
-  self->send(st->subscriber, drained_atom::value, st->id);
+  to_subscriber(self, st, drained_atom::value, st->id);
   self->quit();
 }
 
@@ -468,7 +475,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     auto ev = to_event(r, false);
     u.last_partial = ev.text;
     st->latest_text = ev.display_text;
-    self->send(st->subscriber, std::move(ev));
+    to_subscriber(self, st, std::move(ev));
     if (newest != clock::time_point{}) st->meter.histogram(latency_key::partial).add(ms_between(newest, now));
     st->meter.count("partials");
   }
@@ -476,7 +483,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
 
 }  // namespace
 
-caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+channel_actor_type::behavior_type channel_actor(channel_actor_type::pointer self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
                             std::string tenant, caf::actor subscriber, std::shared_ptr<lane_set> lanes,
                             metrics_actor_type metrics, supervisor_actor_type supervisor) {

@@ -44,7 +44,9 @@
 
 namespace sluice::actors {
 
-caf::behavior channel_actor(caf::event_based_actor* self, std::shared_ptr<const engine_resources> res,
+/// Typed (channel_actor_type, actors/messages.hpp): the messages above are checked where they
+/// are sent.
+channel_actor_type::behavior_type channel_actor(channel_actor_type::pointer self, std::shared_ptr<const engine_resources> res,
                             channel_id id, std::shared_ptr<channel_pipeline> pipeline, bool partials,
                             std::string tenant, caf::actor subscriber, std::shared_ptr<lane_set> lanes,
                             metrics_actor_type metrics, supervisor_actor_type supervisor);

@@ -23,9 +23,9 @@
 #include <span>
 #include <string>
 
-namespace sluice::actors {
+#include "actors/messages.hpp"  // progress_atom
 
-using progress_atom = caf::atom_constant<caf::atom("progress")>;
+namespace sluice::actors {
 
 /// The duration in microseconds of one audio message of a channel opened with `codec`
 /// ("pcm_s16le", "mulaw", "alaw", "opus") at `sample_rate` Hz, mono, from its size (an Opus

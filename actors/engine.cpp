@@ -33,7 +33,11 @@ engine::engine(std::shared_ptr<const engine_resources> res)
   spdlog::info("placement: {}; running {}", describe(plan_),
                lanes_ > 0 ? std::to_string(lanes_) + " lanes" : std::string("the batcher and expert actors"));
   metrics_ = system_.spawn(metrics_actor, std::string("sluice"), board_, res_->cfg.engine.report_ms);
-  supervisor_ = system_.spawn(supervisor_actor, res_, metrics_, lanes_);
+  // The plan's lanes carry their measured speeds; lanes chosen by configuration are all equal.
+  std::vector<double> lane_speeds;
+  if (lanes_ == plan_.n_lanes())
+    for (const auto& l : plan_.lanes) lane_speeds.push_back(l.speed);
+  supervisor_ = system_.spawn(supervisor_actor, res_, metrics_, lanes_, std::move(lane_speeds));
   tenant_watcher_ = system_.spawn(tenant_watcher, res_);
   uploads_ = std::make_unique<upload_queue>(system_, supervisor_, res_->cfg);
   // The board is empty until the metrics actor first publishes, which it does asynchronously:

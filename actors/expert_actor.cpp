@@ -44,8 +44,7 @@ expert_actor_type::behavior_type expert_actor_for(expert_pointer self, std::shar
         st.last_bytes_out = r.bytes_out();
         add_pair_counts(st.meter, r.take_pairs(), n_experts);
         st.meter.gauge("buffer_growths", static_cast<double>(r.growths()));
-        // A typed actor may send() only to typed ones: the metrics actor is dynamically typed.
-        caf::anon_send(st.metrics, st.meter.take(static_cast<int64_t>(self->mailbox().size())));
+        self->send(st.metrics, st.meter.take(static_cast<int64_t>(self->mailbox().size())));
         self->delayed_send(self, std::chrono::milliseconds(st.report_ms), report_atom::value);
       },
   };

@@ -5,6 +5,11 @@
 /// least work outstanding at the moment it starts, so a long call, or a file whose segments all
 /// arrive at once, is spread over every lane rather than tied to the one its channel opened on.
 ///
+/// Lanes of unequal speed (a plan over heterogeneous devices: moe/placement) get work in
+/// proportion to their measured speed: an utterance goes where it would finish first, i.e. to
+/// the least (outstanding work + its claim) / speed. On one CPU every lane has the same speed
+/// and this is the least outstanding work.
+///
 /// Work outstanding on a lane, in 10 ms feature frames: what its channels have claimed and not
 /// yet released. A channel claims `open_cost` when it places an utterance (so that utterances
 /// started in the same instant see each other before any features go out), adds the frames it
@@ -34,7 +39,9 @@ class lane_set {
 
   /// A set of `lanes` slots, all empty until set(). `decodes`: the slots are lanes that decode
   /// the offline utterances handed to them with their decoder ([engine] lane_decoding).
-  explicit lane_set(std::size_t lanes, bool decodes = false);
+  /// `speeds`: each slot's expected frames/s (the placement plan's lanes); all equal when it is
+  /// empty, of another size, or holds a value that is not positive and finite.
+  explicit lane_set(std::size_t lanes, bool decodes = false, std::vector<double> speeds = {});
   /// A set of one slot holding `compute` (tests, batcher mode).
   static std::shared_ptr<lane_set> of(compute_actor_type compute);
 
@@ -42,8 +49,8 @@ class lane_set {
     std::size_t index = 0;
     compute_actor_type lane;
   };
-  /// The slot with the least outstanding work (the lowest index on a tie), with `frames` claimed
-  /// on it at once.
+  /// The slot where `frames` more would finish first, (load + frames) / speed (the lowest index
+  /// on a tie), with `frames` claimed on it at once.
   placement place(int64_t frames);
   /// Frames claimed on (+) or released from (-) slot `index`.
   void add(std::size_t index, int64_t frames);
@@ -56,10 +63,13 @@ class lane_set {
   bool decodes() const { return decodes_; }
   /// Outstanding work on slot `index` now, in frames.
   int64_t load(std::size_t index) const;
+  /// Slot `index`'s speed relative to the fastest slot (1: the fastest, or every slot equal).
+  double speed(std::size_t index) const { return index < n_ ? speed_[index] : 0.0; }
 
  private:
   std::size_t n_;
   bool decodes_;
+  std::vector<double> speed_;  // [n_], fastest 1
   std::unique_ptr<std::atomic<int64_t>[]> load_;
   mutable std::mutex mu_;
   std::vector<compute_actor_type> lanes_;

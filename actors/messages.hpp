@@ -45,6 +45,7 @@ using load_atom = caf::atom_constant<caf::atom("load")>;          ///< batcher -
 using drop_atom = caf::atom_constant<caf::atom("drop")>;          ///< channel gone: forget its stream
 using abort_atom = caf::atom_constant<caf::atom("abort")>;        ///< subscriber gone: stop the channel now
 using reload_atom = caf::atom_constant<caf::atom("reload")>;      ///< tenant watcher: reread tenant files now
+using progress_atom = caf::atom_constant<caf::atom("progress")>;  ///< flow control (actors/channel_progress.hpp)
 
 struct word_event {
   std::string word;
@@ -166,13 +167,22 @@ struct actor_report {
   bool gone = false;  ///< the actor has stopped: drop it from the live view
 };
 
+/// A channel's typed interface (actors/channel_actor.hpp says what each message means): what
+/// its subscriber, its feeder, the lanes (or the batcher) and the supervisor may send it. A
+/// message it has no handler for, sent through this handle, does not build.
+using channel_actor_type =
+    caf::typed_actor<caf::reacts_to<samples_atom, std::vector<float>>, caf::reacts_to<audio_atom, std::vector<uint8_t>>,
+                     caf::reacts_to<segment_atom, std::vector<float>, int64_t>, caf::reacts_to<end_atom>,
+                     caf::reacts_to<abort_atom>, caf::reacts_to<logits_atom, logits_chunk>, caf::reacts_to<progress_atom>,
+                     caf::reacts_to<batcher_atom, int32_t, caf::actor_addr>, caf::reacts_to<report_atom>>;
+
 /// Why a channel was refused or failed, supervisor -> caller. `code` says what kind of refusal
 /// it is (callers decide on it, never on `reason`, which is for people).
 struct open_reply {
   bool ok = false;
   std::string reason;
   channel_id channel = 0;
-  caf::actor handle;
+  channel_actor_type handle;
   refusal code = refusal::none;
 };
 

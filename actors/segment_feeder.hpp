@@ -12,6 +12,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/messages.hpp"
 #include "config/error.hpp"
 #include "config/vad_config.hpp"
 
@@ -19,9 +20,11 @@ namespace sluice::actors {
 
 /// Starts feeding `channel` (a channel actor opened for a file) from `samples16k`. What the
 /// channel is sent, in order: (segment_atom, samples, start_sample) per segment, then end_atom.
+/// Should the channel terminate first (aborted, killed), the feeder stops within a second of
+/// audio, sends nothing more and exits with exit_reason::user_shutdown (normal otherwise).
 /// errc::invalid_config when a section is invalid (nothing is spawned or sent then).
 /// `nice`: the feeder thread's nice value (0: left as it is).
-result<caf::actor> feed_segments(caf::actor_system& sys, const caf::actor& channel, std::vector<float> samples16k,
+result<caf::actor> feed_segments(caf::actor_system& sys, const channel_actor_type& channel, std::vector<float> samples16k,
                                  const config::vad_config& vad_cfg, const config::segment_config& segment_cfg,
                                  int nice = 0);
 

@@ -82,8 +82,7 @@ spillway_actor_type::behavior_type spillway_actor(spillway_pointer self, std::sh
         st.meter.gauge("standin_shards",
                        static_cast<double>(std::accumulate(st.standin.begin(), st.standin.end(), int64_t{0})));
         st.meter.gauge("buffer_growths", static_cast<double>(st.runner->growths()));
-        // A typed actor may send() only to typed ones: the metrics actor is dynamically typed.
-        caf::anon_send(st.metrics, st.meter.take(static_cast<int64_t>(self->mailbox().size())));
+        self->send(st.metrics, st.meter.take(static_cast<int64_t>(self->mailbox().size())));
         self->delayed_send(self, std::chrono::milliseconds(st.res->cfg.engine.report_ms), report_atom::value);
       },
   };

@@ -30,7 +30,7 @@ struct supervisor {
   std::vector<double> lane_wait_ms;
   // Where channels place each utterance: the lanes, or the batcher alone. Shared with them.
   std::shared_ptr<lane_set> compute;
-  std::map<channel_id, caf::actor> channels;
+  std::map<channel_id, channel_actor_type> channels;
   // Channels opened for a file (channel_request::offline): whoever feeds them their file (a
   // segment feeder) sends their end, after its last segment.
   std::set<channel_id> file_channels;
@@ -43,12 +43,6 @@ struct supervisor {
 
 using self_ptr = supervisor_actor_type::pointer;
 
-// CAF lets a typed actor send() only to typed actors; channels are dynamically typed. Sent with
-// the supervisor as the sender all the same.
-template <caf::message_priority P = caf::message_priority::normal, class... Ts>
-void send_to_untyped(self_ptr self, const caf::actor& to, Ts&&... xs) {
-  caf::send_as<P>(caf::actor_cast<caf::actor>(self), to, std::forward<Ts>(xs)...);
-}
 using state_ptr = std::shared_ptr<supervisor>;
 
 expert_actor_type spawn_expert(self_ptr self, const state_ptr& st, int32_t shard) {
@@ -102,7 +96,7 @@ compute_actor_type spawn_lane(self_ptr self, const state_ptr& st, std::size_t i,
 void replace_compute(self_ptr self, const state_ptr& st, std::size_t index, const caf::actor_addr& dead,
                      const compute_actor_type& a) {
   st->compute->set(index, a);
-  for (auto& [id, ch] : st->channels) send_to_untyped(self, ch, batcher_atom::value, static_cast<int32_t>(index), dead);
+  for (auto& [id, ch] : st->channels) self->send(ch, batcher_atom::value, static_cast<int32_t>(index), dead);
 }
 
 void check_drained(const state_ptr& st) {
@@ -127,13 +121,14 @@ void release_channel(self_ptr self, const state_ptr& st, channel_id id) {
 
 supervisor_actor_type::behavior_type supervisor_actor(supervisor_actor_type::pointer self,
                                                       std::shared_ptr<const engine_resources> res,
-                                                      metrics_actor_type metrics, int lanes) {
+                                                      metrics_actor_type metrics, int lanes,
+                                                      std::vector<double> lane_speeds) {
   auto st = std::make_shared<supervisor>();
   st->res = res;
   st->metrics = metrics;
   if (lanes > 0) {
     const auto k = static_cast<std::size_t>(lanes);
-    st->compute = std::make_shared<lane_set>(k, res->cfg.engine.lane_decoding);
+    st->compute = std::make_shared<lane_set>(k, res->cfg.engine.lane_decoding, std::move(lane_speeds));
     for (std::size_t i = 0; i < k; ++i) {
       st->lanes.push_back(spawn_lane(self, st, i, k));
       st->compute->set(i, st->lanes.back());
@@ -247,7 +242,7 @@ supervisor_actor_type::behavior_type supervisor_actor(supervisor_actor_type::poi
         // may still be on the way from its feeder (found by the VAD as it goes), and an end now
         // would let it drain, and its job answer, before the rest of the file came.
         for (auto& [id, ch] : st->channels)
-          if (!st->file_channels.count(id)) send_to_untyped(self, ch, end_atom::value);
+          if (!st->file_channels.count(id)) self->send(ch, end_atom::value);
         auto rp = self->make_response_promise<bool>();
         st->drain_waiters.push_back(rp);
         return rp;
@@ -256,7 +251,7 @@ supervisor_actor_type::behavior_type supervisor_actor(supervisor_actor_type::poi
         // The drain ran out of time (engine::shutdown): every channel still open stops now. High
         // priority, so that the abort overtakes audio already queued in a channel's mailbox
         // (a client that sent faster than real time can have queued hours of it).
-        for (auto& [id, ch] : st->channels) send_to_untyped<caf::message_priority::high>(self, ch, abort_atom::value);
+        for (auto& [id, ch] : st->channels) self->send<caf::message_priority::high>(ch, abort_atom::value);
         spdlog::warn("drain timed out: {} channels aborted", st->channels.size());
         return static_cast<int64_t>(st->channels.size());
       },

@@ -31,6 +31,7 @@
 #include <caf/all.hpp>
 
 #include <memory>
+#include <vector>
 
 #include "actors/actor_types.hpp"
 #include "actors/engine_resources.hpp"
@@ -38,8 +39,11 @@
 namespace sluice::actors {
 
 /// Typed (supervisor_actor_type): the messages above are checked where they are sent.
+/// `lanes` > 0: that many lanes, given new utterances in proportion to `lane_speeds` (frames/s
+/// each, the placement plan's; empty: all equal; lane_set); 0: the batcher and expert actors.
 supervisor_actor_type::behavior_type supervisor_actor(supervisor_actor_type::pointer self,
                                                       std::shared_ptr<const engine_resources> res,
-                                                      metrics_actor_type metrics, int lanes);
+                                                      metrics_actor_type metrics, int lanes,
+                                                      std::vector<double> lane_speeds);
 
 }  // namespace sluice::actors

@@ -262,7 +262,8 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
     channel_phase phase = channel_phase::opening;
     bool end_requested = false;  ///< end_channel while opening
     int call_channel = 0;        ///< where the call registry keeps its results
-    caf::actor handle, bridge;
+    actors::channel_actor_type handle;
+    caf::actor bridge;
     std::vector<std::vector<uint8_t>> early_audio;  ///< pushed while opening
     std::vector<std::vector<float>> early_samples;
     // Flow control: the channel's codec and rate (to tell a message's duration), the

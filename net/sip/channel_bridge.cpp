@@ -15,7 +15,7 @@ constexpr std::size_t max_early_packets = 500;
 constexpr auto open_timeout = std::chrono::seconds(10);
 
 struct bridge_state {
-  caf::actor channel;
+  actors::channel_actor_type channel;
   bool open_answered = false, end_pending = false, done = false;
   std::vector<std::vector<uint8_t>> early;
   std::size_t early_dropped = 0;

@@ -211,7 +211,7 @@ void call_channels::abort(std::string reason) {
   if (done_) return;
   for (auto& h : handles_)
     if (h) caf::anon_send(h, actors::abort_atom::value);
-  handles_.assign(handles_.size(), caf::actor{});
+  handles_.assign(handles_.size(), actors::channel_actor_type{});
   finish(reason);
 }
 

@@ -106,7 +106,7 @@ class call_channels : public std::enable_shared_from_this<call_channels> {
   calls::call_id id_;
   std::chrono::steady_clock::time_point began_;
   caf::actor bridge_;
-  std::vector<caf::actor> handles_;
+  std::vector<actors::channel_actor_type> handles_;
   std::vector<std::vector<std::vector<uint8_t>>> early_;  // per channel, audio before it opened
   std::vector<sip::rate_limiter> speed_;                  // per channel: server.switch_max_speed
   std::string codec_;                                     // the channels' codec and rate (one request)

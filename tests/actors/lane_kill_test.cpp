@@ -31,7 +31,7 @@ TEST_SUITE("lane kill") {
     REQUIRE(segs[0].size() >= 2);
     REQUIRE(segs[1].size() >= 1);
 
-    auto sup = sys.spawn(supervisor_actor, res, metrics_actor_type{}, 2);
+    auto sup = sys.spawn(supervisor_actor, res, metrics_actor_type{}, 2, std::vector<double>{});
     auto out = std::make_shared<test::subscriber_log>();
     auto p = sys.spawn(test::opening_subscriber, sup, 2, out);
     caf::anon_send(p, test::go_atom::value);

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -28,6 +30,45 @@ TEST_SUITE("lane set") {
     s.add(1, 200);
     s.add(0, 100);
     CHECK(s.place(0).index == 2);  // 15 is now the least
+  }
+
+  TEST_CASE("lanes of unequal measured speed get work in proportion to it: 3 to 1 for speeds 300 and 100") {
+    lane_set s(2, false, {300.0, 100.0});
+    CHECK(s.speed(0) == doctest::Approx(1.0));
+    CHECK(s.speed(1) == doctest::Approx(1.0 / 3.0));
+    // 400 utterances of 10 frames, none released. Each goes where it would finish first, so the
+    // two lanes' finish times (load / speed) never differ by more than one claim's time on the
+    // slow lane: |L0 - 3 L1| <= 30 with L0 + L1 = 4000, i.e. L1 = 1000 +- 7.5 frames.
+    int on_slow = 0;
+    for (int i = 0; i < 400; ++i) on_slow += s.place(10).index == 1 ? 1 : 0;
+    CHECK(s.load(0) + s.load(1) == 4000);
+    CHECK(on_slow >= 99);
+    CHECK(on_slow <= 101);
+    CHECK(std::abs(static_cast<double>(s.load(0)) - 3.0 * static_cast<double>(s.load(1))) <= 30.0);
+  }
+
+  TEST_CASE("an idle slow lane is passed over for an idle fast one, whatever their order") {
+    lane_set s(2, false, {100.0, 400.0});
+    CHECK(s.place(50).index == 1);  // 50/1 on the fast lane against 50/0.25 = 200 on the slow one
+    CHECK(s.place(50).index == 1);  // 100 against 200
+    CHECK(s.place(50).index == 1);  // 150 against 200
+    CHECK(s.place(50).index == 0);  // 200 against 200: a tie, the lowest index
+    CHECK(s.load(0) == 50);
+    CHECK(s.load(1) == 150);
+  }
+
+  TEST_CASE("speeds that are missing, of the wrong count, zero, negative or not finite leave every lane equal") {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    for (const auto& speeds : std::vector<std::vector<double>>{
+             {}, {1.0, 2.0}, {1.0, 0.0, 2.0}, {1.0, -3.0, 2.0}, {1.0, nan, 2.0}, {1.0, inf, 2.0}}) {
+      CAPTURE(speeds.size());
+      lane_set s(3, false, speeds);
+      for (std::size_t i = 0; i < 3; ++i) CHECK(s.speed(i) == 1.0);
+      CHECK(s.place(10).index == 0);
+      CHECK(s.place(10).index == 1);
+      CHECK(s.place(10).index == 2);
+      CHECK(s.place(10).index == 0);
+    }
   }
 
   TEST_CASE("the handle returned is the one set in the slot, and a replaced one is returned after set") {

@@ -95,9 +95,53 @@ TEST_SUITE("engine") {
     caf::scoped_actor self{e->system()};
     config::segment_config bad;
     bad.min_s = 30;  // not below max_s
-    auto r = feed_segments(e->system(), caf::actor_cast<caf::actor>(self), std::vector<float>(16000, 0.0f),
+    auto r = feed_segments(e->system(), caf::actor_cast<channel_actor_type>(self), std::vector<float>(16000, 0.0f),
                            config::vad_config{}, bad, 0);
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().code == errc::invalid_config);
+  }
+}
+
+TEST_SUITE("engine") {
+  TEST_CASE("feed_segments: a feeder whose channel has terminated stops and sends nothing, one whose channel lives feeds it all") {
+    caf::actor_system_config sys_cfg;
+    caf::actor_system sys{sys_cfg};
+    caf::scoped_actor self{sys};
+    const auto cfg = test::base_config();
+    const auto& x = test::call_speech().channels[0].samples;
+    auto whole = dsp::slice(x, cfg.vad, cfg.segment);
+    REQUIRE(whole.has_value());
+    REQUIRE(whole->size() >= 2);
+
+    auto exit_of = [&](const caf::actor& feeder) {
+      self->monitor(feeder);
+      caf::error reason;
+      self->receive([&](caf::down_msg& dm) { reason = dm.reason; });
+      return reason;
+    };
+
+    // Alive: the test's own actor stands in for the channel and gets every segment, then the end.
+    auto live = feed_segments(sys, caf::actor_cast<channel_actor_type>(self), x, cfg.vad, cfg.segment, 0);
+    REQUIRE(live.has_value());
+    std::size_t segments = 0;
+    bool ended = false;
+    while (!ended)
+      self->receive([&](segment_atom, const std::vector<float>&, int64_t) { ++segments; },
+                    [&](end_atom) { ended = true; });
+    CHECK(segments == whole->size());
+    CHECK(exit_of(*live) == caf::exit_reason::normal);
+
+    // Gone: a channel stand-in that has terminated before the feeder starts. Its mailbox is
+    // closed, so what reached it is unknowable from here; the feeder's own exit reason says
+    // whether it stopped or went through the whole file.
+    auto gone = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+      return {[](segment_atom, const std::vector<float>&, int64_t) {}, [](end_atom) {}};
+    });
+    self->monitor(gone);
+    self->send_exit(gone, caf::exit_reason::kill);
+    self->receive([&](caf::down_msg&) {});
+    auto stopped = feed_segments(sys, caf::actor_cast<channel_actor_type>(gone), x, cfg.vad, cfg.segment, 0);
+    REQUIRE(stopped.has_value());
+    CHECK(exit_of(*stopped) == caf::exit_reason::user_shutdown);
   }
 }

@@ -107,7 +107,7 @@ bool engine_run::real_time(double seconds) const {
 
 // Ends every channel, waits for all of them to drain (at most 120 s), then lets a few metrics
 // reports land and takes the snapshot.
-engine_run finish_run(actors::engine& e, caf::scoped_actor& self, const std::vector<caf::actor>& chans,
+engine_run finish_run(actors::engine& e, caf::scoped_actor& self, const std::vector<actors::channel_actor_type>& chans,
                       clk::time_point t0, const char* what) {
   for (auto& c : chans) self->send(c, actors::end_atom::value);
   std::size_t drained = 0;
@@ -129,10 +129,10 @@ engine_run offline_run(std::shared_ptr<const actors::engine_resources> res, cons
                        int copies) {
   auto e = actors::engine::start(res);
   caf::scoped_actor self{e->system()};
-  std::vector<caf::actor> chans;
+  std::vector<actors::channel_actor_type> chans;
   const auto t0 = clk::now();
   for (int c = 0; c < copies; ++c) {
-    caf::actor ch[2];
+    actors::channel_actor_type ch[2];
     for (int k = 0; k < 2; ++k) {
       actors::channel_request req;
       req.partials = false;
@@ -160,7 +160,7 @@ struct offline_feed {
   const std::vector<utterance>* utts = nullptr;
   int jobs = 0;
   double audio_s_per_job = 0;
-  std::map<actors::channel_id, caf::actor> open;
+  std::map<actors::channel_id, actors::channel_actor_type> open;
   int finished = 0;  // jobs drained within the live period
 };
 
@@ -170,7 +170,7 @@ engine_run live_run(std::shared_ptr<const actors::engine_resources> res, const s
                     double seconds, offline_feed* feed = nullptr) {
   auto e = actors::engine::start(res);
   caf::scoped_actor self{e->system()};
-  std::vector<caf::actor> chans;
+  std::vector<actors::channel_actor_type> chans;
   bool refilling = true;
   const auto start_job = [&] {
     actors::channel_request req;

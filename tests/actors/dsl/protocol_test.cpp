@@ -371,7 +371,7 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only the cha
   auto r = engine_resources::create(conf, res->model);
   CAF_REQUIRE(r.has_value());
   res = *r;
-  auto sup = sys.spawn(supervisor_actor, res, metrics_actor_type{}, 2);
+  auto sup = sys.spawn(supervisor_actor, res, metrics_actor_type{}, 2, std::vector<double>{});
   auto log = std::make_shared<test::subscriber_log>();
   auto sub = sys.spawn(test::opening_subscriber, sup, 2, log);
   anon_send(sub, test::go_atom::value);
