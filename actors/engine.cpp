@@ -6,6 +6,7 @@
 #include "actors/placement_probe.hpp"
 #include "actors/supervisor_actor.hpp"
 #include "actors/tenant_watcher.hpp"
+#include "kernels/cpu/gemm.hpp"
 
 namespace sluice::actors {
 
@@ -28,6 +29,14 @@ moe::placement_plan choose_placement(const engine_resources& res) {
 
 engine::engine(std::shared_ptr<const engine_resources> res)
     : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads), system_(config_) {
+  // Lanes are the engine's parallelism: each runs its micro-batches' dense layers on its own
+  // thread, through OpenBLAS where the kernels pick it (AVX2 machines: moe/compute.cpp). Left
+  // at its default (a thread per core), every lane's sgemm fans out over every core and the
+  // lanes' calls contend for OpenBLAS's one thread pool. Measured on a 2-core AVX2 machine (the
+  // placement probe, frames/s): 35-44k on one core and 35-43k on both (so the plan chose one
+  // lane) with the default, 50k and 83-97k (two lanes) with one BLAS thread. Process-wide; the
+  // batcher mode (lanes = 0, dense layers on one actor) keeps OpenBLAS's own threads.
+  if (res_->cfg.engine.lanes != 0) kernels::cpu::set_blas_threads(1);
   plan_ = choose_placement(*res_);
   lanes_ = res_->cfg.engine.lanes < 0 ? plan_.n_lanes() : res_->cfg.engine.lanes;
   spdlog::info("placement: {}; running {}", describe(plan_),

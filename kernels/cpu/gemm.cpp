@@ -52,4 +52,6 @@ void blas_matmul(const matmul_args& g) {
 
 void set_blas_threads(int n) { openblas_set_num_threads(n); }
 
+int blas_threads() { return openblas_get_num_threads(); }
+
 }  // namespace sluice::kernels::cpu

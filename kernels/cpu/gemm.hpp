@@ -29,7 +29,10 @@ void gemm(const gemm_args& g);
 /// model can use either for any product and benchmarks can compare them.
 void blas_matmul(const matmul_args& g);
 
-/// Sets OpenBLAS's own thread count (a process-wide setting: tools and benchmarks only).
+/// Sets OpenBLAS's own thread count (a process-wide setting). The engine sets 1 when lanes run
+/// the model (actors/engine.cpp): the lanes are its parallelism. Tools and benchmarks too.
 void set_blas_threads(int n);
+/// OpenBLAS's thread count now.
+int blas_threads();
 
 }  // namespace sluice::kernels::cpu

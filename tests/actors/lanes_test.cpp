@@ -4,6 +4,7 @@
 // least-loaded lane (lane_set), so even one channel's segments are spread over every lane.
 #include "tests/actors/engine_test_util.hpp"
 #include "tests/common/poll_until.hpp"
+#include "kernels/cpu/gemm.hpp"
 
 #include <map>
 #include <thread>
@@ -192,6 +193,27 @@ two_lane_run run_two_lanes(bool kill_lane0, bool lane_decoding) {
 }  // namespace
 
 TEST_SUITE("lanes") {
+  TEST_CASE("an engine with lanes runs OpenBLAS single-threaded (its lanes are the parallelism), the batcher mode leaves it as it was") {
+    // OpenBLAS's own default is a thread per core: with lanes, every lane's sgemm would fan out
+    // over every core (actors/engine.cpp has the measured cost).
+    kernels::cpu::set_blas_threads(2);
+    REQUIRE(kernels::cpu::blas_threads() == 2);
+    {
+      auto cfg = test::base_config();
+      cfg.engine.lanes = 0;
+      auto e = engine::start(test::resources(cfg));
+      CHECK(kernels::cpu::blas_threads() == 2);
+    }
+    for (int lanes : {-1, 2}) {
+      CAPTURE(lanes);
+      kernels::cpu::set_blas_threads(2);
+      auto cfg = test::base_config();
+      cfg.engine.lanes = lanes;  // -1: as many as the (nominal) plan says
+      auto e = engine::start(test::resources(cfg));
+      CHECK(kernels::cpu::blas_threads() == 1);
+    }
+  }
+
   TEST_CASE("a lane killed mid-call is restarted: every utterance is exact or reported lost, and only those sent before the kill can be lost") {
    for (const bool lane_decoding : {false, true}) {
     CAPTURE(lane_decoding);  // with it, the killed lane held the decoders of its utterances
