@@ -94,7 +94,6 @@ struct batcher {
 using self_ptr = compute_actor_type::pointer;
 using state_ptr = std::shared_ptr<batcher>;
 
-
 std::size_t capacity_of(const block_msg& m) {
   return m.block->rows.capacity() + m.block->pair_row.capacity() + m.block->pair_expert.capacity() +
          m.block->pair_weight.capacity() + m.fp8->q.capacity() + m.fp8->scales.capacity() + m.reply->out.capacity();

@@ -150,8 +150,8 @@ struct channel {
 };
 
 using self_ptr = channel_actor_type::pointer;
-
 using state_ptr = std::shared_ptr<channel>;
+
 // CAF lets a typed actor send() only to typed actors; the subscriber is dynamically typed (a
 // network session, a file job, a test). Sent with the channel as the sender all the same.
 template <class... Ts>

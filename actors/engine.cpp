@@ -42,7 +42,8 @@ engine::engine(std::shared_ptr<const engine_resources> res)
   spdlog::info("placement: {}; running {}", describe(plan_),
                lanes_ > 0 ? std::to_string(lanes_) + " lanes" : std::string("the batcher and expert actors"));
   metrics_ = system_.spawn(metrics_actor, std::string("sluice"), board_, res_->cfg.engine.report_ms);
-  // The plan's lanes carry their measured speeds; lanes chosen by configuration are all equal.
+  // The plan's lanes carry their measured speeds; a configured lane count other than the
+  // plan's makes them all equal.
   std::vector<double> lane_speeds;
   if (lanes_ == plan_.n_lanes())
     for (const auto& l : plan_.lanes) lane_speeds.push_back(l.speed);
