@@ -26,8 +26,8 @@ int32_t arpa_lm::word_id(std::string_view w) const {
 }
 
 int32_t arpa_lm::find(int32_t context, int32_t word) const {
-  auto it = index_.find(key(context, word));
-  return it == index_.end() ? -1 : it->second;
+  const int32_t* e = index_.find(key(context, word));
+  return e ? *e : -1;
 }
 
 int32_t arpa_lm::find_sequence(const std::vector<int32_t>& words, std::size_t first) const {

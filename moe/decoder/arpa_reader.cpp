@@ -117,7 +117,8 @@ class arpa_reader {
     if (total >= std::numeric_limits<int32_t>::max())
       return bad(errc::unsupported, std::to_string(total) + " n-grams are more than this loader indexes");
     lm_.entries_.reserve(static_cast<std::size_t>(total) + 1);
-    lm_.index_.reserve(static_cast<std::size_t>(total));
+    // Capped: the counts are the file's claim, checked only as the n-grams are read.
+    lm_.index_.reserve(static_cast<std::size_t>(std::min<int64_t>(total, int64_t{1} << 24)));
     lm_.words_.reserve(static_cast<std::size_t>(lm_.counts_[0]));
     return {};
   }
@@ -185,7 +186,7 @@ class arpa_reader {
       return bad(errc::corrupt, "duplicate " + std::to_string(n) + "-gram '" + joined(n) + "'");
     const auto id = static_cast<int32_t>(lm_.entries_.size());
     lm_.entries_.push_back({log10_prob * ln_10, log10_backoff * ln_10, context, ids_.back(), 0, n});
-    lm_.index_.emplace(arpa_lm::key(context, ids_.back()), id);
+    lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), id);
     return {};
   }
 

@@ -89,18 +89,18 @@ void beam_search_decoder::advance(std::span<const token_log_prob> frame) {
 }
 
 std::size_t beam_search_decoder::same(const hypothesis& h) {
-  auto [it, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.token), next_.size());
+  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.token), next_.size());
   if (inserted) {
     next_.push_back(h);
     next_.back().log_blank = neg_inf;
     next_.back().log_token = neg_inf;
   }
-  return it->second;
+  return *index;
 }
 
 std::size_t beam_search_decoder::extended(const hypothesis& h, int32_t token) {
-  auto [it, inserted] = slot_.try_emplace(prefix_trie::key(h.node, token), next_.size());
-  if (!inserted) return it->second;
+  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.node, token), next_.size());
+  if (!inserted) return *index;
   // A prefix's terms depend on the prefix alone, so computing them once per prefix is exact.
   hypothesis e;
   e.parent = h.node;
@@ -115,7 +115,7 @@ std::size_t beam_search_decoder::extended(const hypothesis& h, int32_t token) {
   // A word ends at a <space>, or where a word-start piece begins the next one.
   if (token == tokens_->space_id() || tokens_->starts_word(token)) e.bonus += close_word(h.node, e.lm_state);
   next_.push_back(e);
-  return it->second;
+  return *index;
 }
 
 void beam_search_decoder::prune() {

@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "config/error.hpp"
@@ -37,6 +36,7 @@
 #include "moe/decoder/ctc_frames.hpp"
 #include "moe/decoder/decode_result.hpp"
 #include "moe/decoder/decoder_options.hpp"
+#include "moe/decoder/flat_map.hpp"
 #include "moe/decoder/prefix_trie.hpp"
 #include "moe/tokens.hpp"
 
@@ -106,7 +106,7 @@ class beam_search_decoder {
 
   // Per-frame scratch, kept to reuse its memory.
   std::vector<hypothesis> next_;
-  std::unordered_map<uint64_t, std::size_t> slot_;  ///< prefix key -> index in next_
+  flat_u64_map<std::size_t> slot_;  ///< prefix key -> index in next_
   std::vector<std::size_t> order_;
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;

@@ -46,8 +46,8 @@ result<std::vector<int32_t>> phrase_tokens(const std::string& phrase, const toke
 context_graph::context_graph() : nodes_(1), child_lists_(1) {}
 
 int32_t context_graph::child(int32_t n, int32_t token) const {
-  auto it = children_.find(edge_key(n, token));
-  return it == children_.end() ? -1 : it->second;
+  const int32_t* c = children_.find(edge_key(n, token));
+  return c ? *c : -1;
 }
 
 int32_t context_graph::add_child(int32_t n, int32_t token) {
@@ -55,7 +55,7 @@ int32_t context_graph::add_child(int32_t n, int32_t token) {
   const auto id = static_cast<int32_t>(nodes_.size());
   nodes_.emplace_back();
   child_lists_.emplace_back();
-  children_.emplace(edge_key(n, token), id);
+  children_.try_emplace(edge_key(n, token), id);
   child_lists_[static_cast<std::size_t>(n)].push_back(id);
   return id;
 }
@@ -92,7 +92,8 @@ result<context_graph> context_graph::build(std::span<const hotword> hotwords, co
 void context_graph::link() {
   std::deque<std::pair<int32_t, int32_t>> queue;  // (node, token on its incoming edge)
   std::vector<int32_t> token_into(nodes_.size(), -1);
-  for (const auto& [key, c] : children_) token_into[static_cast<std::size_t>(c)] = static_cast<int32_t>(key & 0xffffffffu);
+  children_.for_each(
+      [&](uint64_t key, int32_t c) { token_into[static_cast<std::size_t>(c)] = static_cast<int32_t>(key & 0xffffffffu); });
   for (int32_t c : child_lists_[root]) {
     nodes_[static_cast<std::size_t>(c)].fail = root;
     nodes_[static_cast<std::size_t>(c)].score = nodes_[static_cast<std::size_t>(c)].bonus;

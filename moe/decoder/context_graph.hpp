@@ -23,10 +23,11 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_map>
+
 #include <vector>
 
 #include "config/error.hpp"
+#include "moe/decoder/flat_map.hpp"
 #include "moe/tokens.hpp"
 
 namespace sluice::moe {
@@ -85,7 +86,7 @@ class context_graph {
   void link();
 
   std::vector<node> nodes_;
-  std::unordered_map<uint64_t, int32_t> children_;  ///< (node << 32 | token) -> child node
+  flat_u64_map<int32_t> children_;  ///< (node << 32 | token) -> child node
   std::vector<std::vector<int32_t>> child_lists_;   ///< per node: its children, for the BFS in link()
   context_state start_;
 };

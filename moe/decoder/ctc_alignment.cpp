@@ -1,5 +1,6 @@
 #include "moe/decoder/ctc_alignment.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -34,41 +35,68 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
 
   // Extended sequence: state 2i+1 is labels[i], even states are blanks around them.
   const int32_t n_states = 2 * n_labels + 1;
-  auto state_token = [&](int32_t s) { return (s % 2 == 0) ? blank_id : labels[static_cast<std::size_t>(s / 2)]; };
-
-  std::vector<float> dense(static_cast<std::size_t>(vocab_size), -std::numeric_limits<float>::infinity());
-  std::vector<double> emit(static_cast<std::size_t>(n_states));
+  // Scratch kept per thread (decoders call this for every partial result): no allocation once
+  // warm. The arrays of states are offset by 2 so state s reads s - 1 and s - 2 without a test.
+  thread_local std::vector<float> dense;
+  thread_local std::vector<int32_t> token_of;
+  thread_local std::vector<uint8_t> can_skip;
+  thread_local std::vector<double> emit, prev_buf, cur_buf;
+  thread_local std::vector<step_back> back;
+  dense.assign(static_cast<std::size_t>(vocab_size), -std::numeric_limits<float>::infinity());
+  token_of.resize(static_cast<std::size_t>(n_states));
+  can_skip.resize(static_cast<std::size_t>(n_states));
+  for (int32_t st = 0; st < n_states; ++st) {
+    const auto u = static_cast<std::size_t>(st);
+    token_of[u] = (st % 2 == 0) ? blank_id : labels[static_cast<std::size_t>(st / 2)];
+    can_skip[u] = st >= 2 && st % 2 == 1 && token_of[u] != token_of[u - 2];
+  }
+  emit.resize(static_cast<std::size_t>(n_states));
   auto load_frame = [&](int32_t t) {
     auto f = frames.frame(t);
     for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = x.log_prob;
-    for (int32_t s = 0; s < n_states; ++s) emit[static_cast<std::size_t>(s)] = dense[static_cast<std::size_t>(state_token(s))];
+    for (int32_t st = 0; st < n_states; ++st)
+      emit[static_cast<std::size_t>(st)] = dense[static_cast<std::size_t>(token_of[static_cast<std::size_t>(st)])];
     for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = -std::numeric_limits<float>::infinity();
   };
 
-  std::vector<double> prev(static_cast<std::size_t>(n_states), neg_inf), cur(prev.size());
-  std::vector<step_back> back(static_cast<std::size_t>(n_frames) * static_cast<std::size_t>(n_states), 0);
+  // Only states on some complete path are computed (the band): at frame t a path has reached at
+  // most state 2t + 1, and must still be able to reach state n_states - 2 by the last frame,
+  // two states a frame. Every state outside it is -inf on every path, so the result is the full
+  // recursion's. Above the band the arrays stay -inf; below it they are never read again.
+  prev_buf.assign(static_cast<std::size_t>(n_states) + 2, neg_inf);
+  cur_buf.assign(prev_buf.size(), neg_inf);
+  double* prev = prev_buf.data() + 2;
+  double* cur = cur_buf.data() + 2;
+  back.resize(static_cast<std::size_t>(n_frames) * static_cast<std::size_t>(n_states));
+  auto band_low = [&](int32_t t) {
+    return std::max<int64_t>(0, int64_t{n_states} - 2 - 2 * (int64_t{n_frames} - 1 - t));
+  };
   load_frame(0);
-  prev[0] = emit[0];
-  prev[1] = emit[1];
+  if (band_low(0) <= 0) prev[0] = emit[0];
+  if (band_low(0) <= 1 && n_states > 1) prev[1] = emit[1];
   for (int32_t t = 1; t < n_frames; ++t) {
+    const auto lo = static_cast<int32_t>(band_low(t));
+    const int32_t hi = std::min(n_states - 1, 2 * t + 1);
+    if (lo > hi) {  // more labels than the frames can read
+      prev[n_states - 1] = prev[n_states - 2] = neg_inf;
+      break;
+    }
     load_frame(t);
     step_back* bp = &back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states)];
-    for (int32_t s = 0; s < n_states; ++s) {
-      const auto us = static_cast<std::size_t>(s);
-      double best = prev[us];
+    for (int32_t st = lo; st <= hi; ++st) {
+      double best = prev[st];
       step_back k = 0;
-      if (s >= 1 && prev[us - 1] > best) best = prev[us - 1], k = 1;
-      const bool can_skip = s >= 2 && s % 2 == 1 && state_token(s) != state_token(s - 2);
-      if (can_skip && prev[us - 2] > best) best = prev[us - 2], k = 2;
-      cur[us] = best + emit[us];
-      bp[s] = k;
+      if (prev[st - 1] > best) best = prev[st - 1], k = 1;
+      if (can_skip[static_cast<std::size_t>(st)] && prev[st - 2] > best) best = prev[st - 2], k = 2;
+      cur[st] = best + emit[static_cast<std::size_t>(st)];
+      bp[st] = k;
     }
-    prev.swap(cur);
+    std::swap(prev, cur);
   }
 
   int32_t s = n_states - 1;
-  if (prev[static_cast<std::size_t>(n_states - 2)] > prev[static_cast<std::size_t>(s)]) s = n_states - 2;
-  if (prev[static_cast<std::size_t>(s)] == neg_inf)
+  if (prev[n_states - 2] > prev[s]) s = n_states - 2;
+  if (prev[s] == neg_inf)
     return fail(errc::invalid_argument, "align: no CTC path reads the " + std::to_string(n_labels) +
                                             " labels in " + std::to_string(n_frames) + " frames");
 
@@ -85,7 +113,7 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
       const float p = posterior_of(log_prob_of(frames.frame(t), a.token));
       if (p > a.posterior) a.posterior = p;
     }
-    s -= back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states) + static_cast<std::size_t>(s)];
+    if (t > 0) s -= back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states) + static_cast<std::size_t>(s)];
   }
   return out;
 }

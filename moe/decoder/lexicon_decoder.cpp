@@ -12,7 +12,7 @@ namespace sluice::moe {
 namespace {
 
 constexpr double neg_inf = -std::numeric_limits<double>::infinity();
-// The LM memo is dropped when it grows past this many entries (about 330 KiB with its buckets),
+// The LM memo is dropped when it grows past this many entries (256 KiB of table),
 // so a decoder's memory stays bounded however long the utterance.
 constexpr std::size_t max_lm_cache_entries = 1 << 13;
 // A token this far (ln) below the frame's best extends no hypothesis. CTC posteriors are peaky:
@@ -112,20 +112,20 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
 }
 
 std::size_t lexicon_decoder::same(const hypothesis& h) {
-  auto [it, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.label), next_.size());
+  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.label), next_.size());
   if (inserted) {
     next_.push_back(h);
     next_.back().log_blank = neg_inf;
     next_.back().log_token = neg_inf;
   }
-  return it->second;
+  return *index;
 }
 
 // Returns the slot of h + label, or null when it is new (then `index` is where it goes and the
 // caller fills it). A reading's terms depend on the labels alone, so computing them once is exact.
 lexicon_decoder::hypothesis* lexicon_decoder::slot_for(const hypothesis& h, int32_t label, std::size_t& index) {
-  auto [it, inserted] = slot_.try_emplace(prefix_trie::key(h.node, label), next_.size());
-  index = it->second;
+  auto [slot, inserted] = slot_.try_emplace(prefix_trie::key(h.node, label), next_.size());
+  index = *slot;
   return inserted ? nullptr : &next_[index];
 }
 
@@ -217,13 +217,13 @@ double lexicon_decoder::close_word(int32_t lm_word, int32_t& lm_state) const {
     // walk through the LM's large tables, which dominated the decoder's time.
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(lm_state)) << 32) |
                          static_cast<uint32_t>(lm_word + 1);
-    auto it = lm_cache_.find(key);
-    if (it == lm_cache_.end()) {
+    const lm_step* step = lm_cache_.find(key);
+    if (!step) {
       if (lm_cache_.size() >= max_lm_cache_entries) lm_cache_.clear();
-      it = lm_cache_.emplace(key, lm_->score(lm_state, lm_word)).first;
+      step = lm_cache_.try_emplace(key, lm_->score(lm_state, lm_word)).first;
     }
-    lm_state = it->second.next;
-    s += opts_.lexicon_lm_weight * it->second.log_prob;
+    lm_state = step->next;
+    s += opts_.lexicon_lm_weight * step->log_prob;
   }
   return s;
 }
@@ -279,11 +279,8 @@ decode_result lexicon_decoder::finalize() {
 std::size_t lexicon_decoder::memory_bytes() const {
   return frames_.memory_bytes() + trie_.memory_bytes() +
          (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
-         slot_.size() * (sizeof(std::pair<const uint64_t, std::size_t>) + sizeof(void*)) +
-         slot_.bucket_count() * sizeof(void*) + order_.capacity() * sizeof(std::size_t) +
-         row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) +
-         lm_cache_.size() * (sizeof(std::pair<const uint64_t, lm_step>) + sizeof(void*)) +
-         lm_cache_.bucket_count() * sizeof(void*);
+         slot_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + row_.capacity() * sizeof(float) +
+         candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes();
 }
 
 }  // namespace sluice::moe

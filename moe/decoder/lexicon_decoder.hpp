@@ -45,7 +45,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "config/error.hpp"
@@ -54,6 +53,7 @@
 #include "moe/decoder/ctc_frames.hpp"
 #include "moe/decoder/decode_result.hpp"
 #include "moe/decoder/decoder_options.hpp"
+#include "moe/decoder/flat_map.hpp"
 #include "moe/decoder/prefix_trie.hpp"
 #include "moe/decoder/word_lexicon.hpp"
 #include "moe/tokens.hpp"
@@ -136,11 +136,11 @@ class lexicon_decoder {
 
   // Per-frame scratch, kept to reuse its memory.
   std::vector<hypothesis> next_;
-  std::unordered_map<uint64_t, std::size_t> slot_;
+  flat_u64_map<std::size_t> slot_;
   std::vector<std::size_t> order_;
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;
-  mutable std::unordered_map<uint64_t, lm_step> lm_cache_;  ///< (history, word + 1) -> LM step
+  mutable flat_u64_map<lm_step> lm_cache_;  ///< (history, word + 1) -> LM step
 };
 
 }  // namespace sluice::moe

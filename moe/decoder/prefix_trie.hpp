@@ -5,8 +5,9 @@
 /// hypotheses add nodes (at most beam_size per frame); clear() at the end of an utterance.
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
+
+#include "moe/decoder/flat_map.hpp"
 
 namespace sluice::moe {
 
@@ -24,15 +25,15 @@ class prefix_trie {
 
   /// The child of `parent` by `token`, or -1.
   int32_t find(int32_t parent, int32_t token) const {
-    auto it = children_.find(key(parent, token));
-    return it == children_.end() ? -1 : it->second;
+    const int32_t* c = children_.find(key(parent, token));
+    return c ? *c : -1;
   }
 
   /// The child of `parent` by `token`, created when missing.
   int32_t add(int32_t parent, int32_t token) {
-    auto [it, inserted] = children_.try_emplace(key(parent, token), static_cast<int32_t>(nodes_.size()));
+    auto [c, inserted] = children_.try_emplace(key(parent, token), static_cast<int32_t>(nodes_.size()));
     if (inserted) nodes_.push_back({parent, token});
-    return it->second;
+    return *c;
   }
 
   int32_t parent(int32_t n) const { return nodes_[static_cast<std::size_t>(n)].parent; }
@@ -47,13 +48,8 @@ class prefix_trie {
     return {out.rbegin(), out.rend()};
   }
 
-  /// Heap bytes held: the nodes, and the child index (a map node holds the pair and a next
-  /// pointer; the bucket array one pointer per bucket).
-  std::size_t memory_bytes() const {
-    return nodes_.capacity() * sizeof(node) +
-           children_.size() * (sizeof(std::pair<const uint64_t, int32_t>) + sizeof(void*)) +
-           children_.bucket_count() * sizeof(void*);
-  }
+  /// Heap bytes held: the nodes and the child index.
+  std::size_t memory_bytes() const { return nodes_.capacity() * sizeof(node) + children_.memory_bytes(); }
 
   void clear() {
     nodes_.assign(1, {-1, -1});
@@ -66,7 +62,7 @@ class prefix_trie {
     int32_t token;
   };
   std::vector<node> nodes_;
-  std::unordered_map<uint64_t, int32_t> children_;
+  flat_u64_map<int32_t> children_;
 };
 
 }  // namespace sluice::moe

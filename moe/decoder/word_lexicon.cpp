@@ -57,10 +57,10 @@ void word_lexicon::add(std::span<const int32_t> spelling, int32_t lm_word, float
   int32_t n = root;
   nodes_[root].lookahead = std::max(nodes_[root].lookahead, unigram);
   for (int32_t token : spelling) {
-    auto [it, inserted] = children_.try_emplace(child_key(n, token), static_cast<int32_t>(nodes_.size()));
+    auto [child, inserted] = children_.try_emplace(child_key(n, token), static_cast<int32_t>(nodes_.size()));
     if (inserted) nodes_.push_back({-1, no_lookahead, false, false});
     nodes_[static_cast<std::size_t>(n)].has_children = true;
-    n = it->second;
+    n = *child;
     nodes_[static_cast<std::size_t>(n)].lookahead = std::max(nodes_[static_cast<std::size_t>(n)].lookahead, unigram);
   }
   node& end = nodes_[static_cast<std::size_t>(n)];
@@ -83,8 +83,8 @@ result<std::vector<std::string>> word_lexicon::read_words(const std::string& pat
 }
 
 int32_t word_lexicon::child(int32_t node, int32_t token) const {
-  auto it = children_.find(child_key(node, token));
-  return it == children_.end() ? -1 : it->second;
+  const int32_t* child = children_.find(child_key(node, token));
+  return child ? *child : -1;
 }
 
 bool word_lexicon::contains(std::span<const int32_t> word) const {
@@ -95,10 +95,7 @@ bool word_lexicon::contains(std::span<const int32_t> word) const {
 }
 
 std::size_t word_lexicon::memory_bytes() const {
-  // An unordered_map node holds the pair and a next pointer; the bucket array one pointer each.
-  constexpr std::size_t map_node_bytes = sizeof(std::pair<const uint64_t, int32_t>) + sizeof(void*);
-  return nodes_.capacity() * sizeof(node) + children_.size() * map_node_bytes +
-         children_.bucket_count() * sizeof(void*);
+  return nodes_.capacity() * sizeof(node) + children_.memory_bytes();
 }
 
 lexicon_cursor lexicon_view::step(lexicon_cursor c, int32_t token) const {

@@ -19,11 +19,11 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "config/error.hpp"
 #include "moe/decoder/arpa_lm.hpp"
+#include "moe/decoder/flat_map.hpp"
 #include "moe/tokens.hpp"
 
 namespace sluice::moe {
@@ -72,7 +72,7 @@ class word_lexicon {
   void add(std::span<const int32_t> spelling, int32_t lm_word, float unigram);
 
   std::vector<node> nodes_;
-  std::unordered_map<uint64_t, int32_t> children_;  ///< (node << 32 | token) -> child
+  flat_u64_map<int32_t> children_;  ///< (node << 32 | token) -> child
   int32_t n_words_ = 0;
   int32_t n_skipped_ = 0;
 };

@@ -13,8 +13,10 @@
 // seconds per wall second (x real time) of each, min and median of --runs.
 //
 // --torch also runs tools/bench/moe_bench_torch.py: the same model's offline forward in PyTorch
-// eager, --batch streams of the segments' mean length in one batch, on --threads threads (no
-// fbank, no decoding: the forward alone) and prints recognition / torch (both x real time).
+// eager, --batch streams of the segments' mean length in batches of the size at which PyTorch is
+// fastest (moe_bench_torch.py --best-batch: its masked full attention grows slower per stream
+// with the batch), on --threads threads (no fbank, no decoding: the forward alone) and prints
+// recognition / torch (both x real time).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -119,7 +121,7 @@ bool parse(int argc, char** argv, options& o) {
 double torch_x_real_time(const options& o, double seconds) {
   const std::string cmd = "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tools/bench/moe_bench_torch.py --json --model " +
                           o.model + " --batch " + std::to_string(o.batch) + " --threads " + std::to_string(o.threads) +
-                          " --runs " + std::to_string(o.runs) + " --seconds " + std::to_string(seconds);
+                          " --runs " + std::to_string(o.runs) + " --seconds " + std::to_string(seconds) + " --best-batch";
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   if (!p) return 0;
   std::string out;
@@ -130,9 +132,10 @@ double torch_x_real_time(const options& o, double seconds) {
     std::fprintf(stderr, "torch reference failed: %s\n", out.c_str());
     return 0;
   }
-  std::printf("torch %s eager, %d threads, batch %d x %.2f s: min %.1f ms, median %.1f ms\n",
-              j["torch"].get<std::string>().c_str(), o.threads, o.batch, seconds, j["min_ms"].get<double>(),
-              j["median_ms"].get<double>());
+  std::printf("torch %s eager, %d threads, %d streams of %.2f s in batches of %d (its fastest): min %.1f ms, "
+              "median %.1f ms\n",
+              j["torch"].get<std::string>().c_str(), o.threads, o.batch, seconds, j["batch"].get<int>(),
+              j["min_ms"].get<double>(), j["median_ms"].get<double>());
   return o.batch * seconds / (j["min_ms"].get<double>() / 1000.0);
 }
 

@@ -17,10 +17,14 @@ core is then pinned to it). --set passes config overrides to sluice (repeatable)
 
 The reference, unless --no-torch: tools/bench/moe_bench_torch.py (the same weights in
 tools/train/model.py, PyTorch eager, torch.set_num_threads(C), pinned the same way), the model's
-forward alone -- no audio decoding, no fbank, no decoding -- on one batch holding as many frames
-as the engine runs the model on: one stream per speech segment `sluice segment` cuts from the
-call, times --copies, each of the segments' mean length. Its x real time counts the same call
-seconds, so `sluice / torch` is end to end against the forward alone.
+forward alone -- no audio decoding, no fbank, no decoding -- on as many frames as the engine runs
+the model on: one stream per speech segment `sluice segment` cuts from the call, times --copies,
+each of the segments' mean length, run in batches of the size at which PyTorch is fastest (moe_bench_torch.py --best-batch; the chosen size is printed). Until
+2026-12-03 it was one batch of all the streams, PyTorch's slowest way: its masked full attention
+makes the time per stream grow several-fold with the batch (on one core of this 2-core machine
+2.4-2.7 ms per second of audio at batch 1-2, 11 at 16, 19 at 192), so the ratios printed before
+then flattered sluice. Its x real time counts the same call seconds, so `sluice / torch` is end
+to end against the forward alone.
 """
 from __future__ import annotations
 
@@ -85,7 +89,7 @@ def main() -> None:
               "segment_s_mean": statistics.mean(segs), "runs": args.runs, "cores": {}}
     print(f"{args.copies} copies of {args.audio} ({call_s:.1f} s each, {len(segs)} segments, "
           f"{sum(segs):.1f} s of them); min/median of {args.runs} runs")
-    print(f"{'cores':>5} {'sluice xRT min':>15} {'median':>8} {'CPU % med':>10} {'torch fwd xRT':>14} "
+    print(f"{'cores':>5} {'sluice xRT min':>15} {'median':>8} {'CPU % med':>10} {'torch fwd xRT (batch)':>22} "
           f"{'sluice/torch':>13}")
     with tempfile.TemporaryDirectory() as tmp:
         files = []
@@ -108,18 +112,18 @@ def main() -> None:
             if not args.no_torch:
                 tcmd = pin + ["/usr/bin/python3", os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
                               args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
-                              f"{statistics.mean(segs):.3f}", "--runs", str(args.runs)]
+                              f"{statistics.mean(segs):.3f}", "--runs", str(args.runs), "--best-batch"]
                 env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
                 out = subprocess.run(tcmd, check=True, capture_output=True, text=True, env=env).stdout
                 t = json.loads(out.strip().splitlines()[-1])
                 row["torch"] = t
                 row["torch_x_real_time_median"] = audio_s / (t["median_ms"] / 1000.0)
                 row["sluice_over_torch_median"] = row["x_real_time_median"] / row["torch_x_real_time_median"]
-                torch_txt = f"{row['torch_x_real_time_median']:.1f}"
+                torch_txt = f"{row['torch_x_real_time_median']:.1f} (b{t['batch']})"
                 ratio_txt = f"{row['sluice_over_torch_median']:.2f}"
             report["cores"][str(c)] = row
             print(f"{c:>5} {row['x_real_time_min_wall']:>15.1f} {row['x_real_time_median']:>8.1f} "
-                  f"{row['cpu_percent_median']:>10.0f} {torch_txt:>14} {ratio_txt:>13}")
+                  f"{row['cpu_percent_median']:>10.0f} {torch_txt:>22} {ratio_txt:>13}")
     if len(cores) > 1:
         lo, hi = str(min(cores)), str(max(cores))
         s = report["cores"][hi]["x_real_time_median"] / report["cores"][lo]["x_real_time_median"]

@@ -1,0 +1,145 @@
+// The decoders' own fast-path pieces against independent references: flat_u64_map against
+// std::unordered_map under random operations, and align_labels (banded Viterbi with per-thread
+// scratch) against an exhaustive search over every CTC path of small random cases.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "moe/decoder/ctc_alignment.hpp"
+#include "moe/decoder/flat_map.hpp"
+
+using namespace sluice::moe;
+
+TEST_CASE("decoder/flat_u64_map: random inserts, lookups and clears agree with std::unordered_map") {
+  std::mt19937_64 rng(11);
+  flat_u64_map<int32_t> m;
+  std::unordered_map<uint64_t, int32_t> ref;
+  // Keys from a small pool (many repeats), with the all-ones key, zero and keys equal in their
+  // low or high 32 bits, as the decoders' (node << 32 | token) keys are.
+  std::vector<uint64_t> pool = {~uint64_t{0}, 0, 1, uint64_t{1} << 32, (uint64_t{1} << 32) | 1, 0xffffffffull};
+  for (int i = 0; i < 300; ++i) pool.push_back(rng() % 4 == 0 ? (rng() % 64) << 32 : rng());
+  for (int round = 0; round < 6; ++round) {
+    for (int op = 0; op < 4000; ++op) {
+      const uint64_t k = pool[rng() % pool.size()];
+      if (rng() % 2) {
+        const auto v = static_cast<int32_t>(rng() % 1000);
+        auto [p, inserted] = m.try_emplace(k, v);
+        auto [it, ref_inserted] = ref.try_emplace(k, v);
+        REQUIRE(inserted == ref_inserted);
+        REQUIRE(*p == it->second);
+      } else {
+        const int32_t* p = m.find(k);
+        auto it = ref.find(k);
+        REQUIRE((p != nullptr) == (it != ref.end()));
+        if (p) REQUIRE(*p == it->second);
+      }
+      REQUIRE(m.size() == ref.size());
+    }
+    std::unordered_map<uint64_t, int32_t> seen;
+    m.for_each([&](uint64_t k, int32_t v) { CHECK(seen.emplace(k, v).second); });
+    CHECK(seen == ref);
+    const std::size_t bytes = m.memory_bytes();
+    m.clear();
+    ref.clear();
+    CHECK(m.empty());
+    CHECK(m.find(pool[0]) == nullptr);
+    CHECK(m.find(pool[7]) == nullptr);
+    CHECK(m.memory_bytes() == bytes);  // clear() keeps the table
+  }
+}
+
+namespace {
+
+// Every CTC path of n_frames frames that reads `labels` (blanks between equal neighbours), by
+// brute force over all token sequences: the best total ln posterior, or -inf when none reads it.
+double best_path_score(const frame_store& frames, const std::vector<int32_t>& labels, int32_t blank, int32_t vocab) {
+  const int32_t n = frames.size();
+  auto lp = [&](int32_t t, int32_t tok) {
+    for (const auto& x : frames.frame(t))
+      if (x.token == tok) return static_cast<double>(x.log_prob);
+    return -std::numeric_limits<double>::infinity();
+  };
+  double best = -std::numeric_limits<double>::infinity();
+  std::vector<int32_t> path(static_cast<std::size_t>(n));
+  std::function<void(int32_t, double)> walk = [&](int32_t t, double score) {
+    if (score == -std::numeric_limits<double>::infinity()) return;
+    if (t == n) {
+      std::vector<int32_t> read;  // CTC collapse: merge repeats, drop blanks
+      for (int32_t i = 0; i < n; ++i)
+        if (path[static_cast<std::size_t>(i)] != blank && (i == 0 || path[static_cast<std::size_t>(i)] != path[static_cast<std::size_t>(i - 1)]))
+          read.push_back(path[static_cast<std::size_t>(i)]);
+      if (read == labels) best = std::max(best, score);
+      return;
+    }
+    for (int32_t tok = 0; tok < vocab; ++tok) {
+      path[static_cast<std::size_t>(t)] = tok;
+      walk(t + 1, score + lp(t, tok));
+    }
+  };
+  walk(0, 0.0);
+  return best;
+}
+
+// The score of the path an alignment describes: each token on [first_frame, last_frame], blank
+// on every other frame.
+double alignment_score(const frame_store& frames, const std::vector<aligned_token>& a, int32_t blank) {
+  auto lp = [&](int32_t t, int32_t tok) {
+    for (const auto& x : frames.frame(t))
+      if (x.token == tok) return static_cast<double>(x.log_prob);
+    return -std::numeric_limits<double>::infinity();
+  };
+  double s = 0;
+  int32_t t = 0;
+  for (const auto& tok : a) {
+    for (; t < tok.first_frame; ++t) s += lp(t, blank);
+    for (; t <= tok.last_frame; ++t) s += lp(t, tok.token);
+  }
+  for (; t < frames.size(); ++t) s += lp(t, blank);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("decoder/align_labels: the path found is the best of every CTC path (exhaustive, small random cases)") {
+  std::mt19937 rng(5);
+  constexpr int32_t vocab = 3, blank = 0;
+  int paths = 0, no_path = 0;
+  for (int c = 0; c < 400; ++c) {
+    const int32_t n_frames = 1 + static_cast<int32_t>(rng() % 7);
+    frame_store frames;
+    for (int32_t t = 0; t < n_frames; ++t) {
+      std::vector<token_log_prob> f;
+      for (int32_t tok = 0; tok < vocab; ++tok)
+        if (rng() % 4 != 0)  // pruned tokens are absent (-inf), as the decoders store frames
+          f.push_back({tok, -static_cast<float>(rng() % 1000) / 100.0f});
+      frames.append(f);
+    }
+    std::vector<int32_t> labels(1 + rng() % 4);
+    for (auto& l : labels) l = 1 + static_cast<int32_t>(rng() % (vocab - 1));
+    const double best = best_path_score(frames, labels, blank, vocab);
+    auto a = align_labels(frames, labels, blank, vocab);
+    if (best == -std::numeric_limits<double>::infinity()) {
+      CHECK_FALSE(a.has_value());
+      ++no_path;
+      continue;
+    }
+    REQUIRE(a.has_value());
+    REQUIRE(a->size() == labels.size());
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      CHECK((*a)[i].token == labels[i]);
+      CHECK((*a)[i].first_frame <= (*a)[i].last_frame);
+      if (i > 0) CHECK((*a)[i - 1].last_frame < (*a)[i].first_frame);
+    }
+    CHECK(alignment_score(frames, *a, blank) == doctest::Approx(best).epsilon(1e-9));
+    ++paths;
+  }
+  // Both outcomes were exercised.
+  CHECK(paths > 100);
+  CHECK(no_path > 50);
+}
