@@ -26,6 +26,11 @@ int32_t arpa_lm::word_id(std::string_view w) const {
 }
 
 int32_t arpa_lm::find(int32_t context, int32_t word) const {
+  // Unigrams, where every backoff ends, by index rather than through the large n-gram table.
+  if (context == 0) {
+    const auto w = static_cast<std::size_t>(word);
+    return word >= 0 && w < unigram_entry_.size() ? unigram_entry_[w] : -1;
+  }
   const int32_t* e = index_.find(key(context, word));
   return e ? *e : -1;
 }

@@ -95,7 +95,8 @@ class arpa_lm {
   std::vector<std::string> words_;
   std::unordered_map<std::string, int32_t, string_hash, std::equal_to<>> word_ids_;
   std::vector<entry> entries_{entry{}};          ///< entries_[0] is the empty history
-  flat_u64_map<int32_t> index_;                  ///< key(context, word) -> entry
+  flat_u64_map<int32_t> index_;                  ///< key(context, word) -> entry, context > 0
+  std::vector<int32_t> unigram_entry_;           ///< word -> entry of the unigram (every word has one)
   int32_t begin_state_ = 0;
   int32_t unk_id_ = -1;
   int32_t end_id_ = -1;

@@ -186,7 +186,13 @@ class arpa_reader {
       return bad(errc::corrupt, "duplicate " + std::to_string(n) + "-gram '" + joined(n) + "'");
     const auto id = static_cast<int32_t>(lm_.entries_.size());
     lm_.entries_.push_back({log10_prob * ln_10, log10_backoff * ln_10, context, ids_.back(), 0, n});
-    lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), id);
+    if (context == 0) {
+      const auto w = static_cast<std::size_t>(ids_.back());
+      if (lm_.unigram_entry_.size() <= w) lm_.unigram_entry_.resize(w + 1, -1);
+      lm_.unigram_entry_[w] = id;
+    } else {
+      lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), id);
+    }
     return {};
   }
 

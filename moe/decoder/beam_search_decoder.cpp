@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "moe/decoder/beam_prune.hpp"
 #include "moe/decoder/ctc_alignment.hpp"
 
 namespace sluice::moe {
@@ -89,7 +90,7 @@ void beam_search_decoder::advance(std::span<const token_log_prob> frame) {
 }
 
 std::size_t beam_search_decoder::same(const hypothesis& h) {
-  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.token), next_.size());
+  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.token), static_cast<uint32_t>(next_.size()));
   if (inserted) {
     next_.push_back(h);
     next_.back().log_blank = neg_inf;
@@ -99,7 +100,7 @@ std::size_t beam_search_decoder::same(const hypothesis& h) {
 }
 
 std::size_t beam_search_decoder::extended(const hypothesis& h, int32_t token) {
-  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.node, token), next_.size());
+  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.node, token), static_cast<uint32_t>(next_.size()));
   if (!inserted) return *index;
   // A prefix's terms depend on the prefix alone, so computing them once per prefix is exact.
   hypothesis e;
@@ -120,21 +121,10 @@ std::size_t beam_search_decoder::extended(const hypothesis& h, int32_t token) {
 
 void beam_search_decoder::prune() {
   if (next_.empty()) return;  // only for a frame with no tokens, which select_tokens never makes
-  order_.resize(next_.size());
-  for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-  // Equal scores go to the earlier candidate: the order is fixed by the beams and the frame, so the
-  // choice is reproducible and does not depend on chunking.
-  auto better = [&](std::size_t a, std::size_t b) {
-    const double sa = next_[a].total(), sb = next_[b].total();
-    return sa != sb ? sa > sb : a < b;
-  };
-  const std::size_t keep = std::min(order_.size(), static_cast<std::size_t>(opts_.beam_size));
-  std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep), order_.end(), better);
+  keep_best(next_, opts_.beam_size, opts_.beam_log_threshold, scores_, order_);
   beams_.clear();
-  const double floor = next_[order_[0]].total() - opts_.beam_log_threshold;
-  for (std::size_t i = 0; i < keep; ++i) {
-    hypothesis& h = next_[order_[i]];
-    if (h.total() < floor) break;
+  for (std::size_t i : order_) {
+    hypothesis& h = next_[i];
     if (h.node < 0) h.node = trie_.add(h.parent, h.token);
     beams_.push_back(h);
   }

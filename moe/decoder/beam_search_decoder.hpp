@@ -106,8 +106,9 @@ class beam_search_decoder {
 
   // Per-frame scratch, kept to reuse its memory.
   std::vector<hypothesis> next_;
-  flat_u64_map<std::size_t> slot_;  ///< prefix key -> index in next_
+  flat_u64_map<uint32_t> slot_;  ///< prefix key -> index in next_
   std::vector<std::size_t> order_;
+  std::vector<double> scores_;
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;
   mutable std::string word_;

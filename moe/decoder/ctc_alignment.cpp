@@ -51,10 +51,11 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
     can_skip[u] = st >= 2 && st % 2 == 1 && token_of[u] != token_of[u - 2];
   }
   emit.resize(static_cast<std::size_t>(n_states));
-  auto load_frame = [&](int32_t t) {
+  // emit[s] for the states lo..hi at frame t.
+  auto load_frame = [&](int32_t t, int32_t lo, int32_t hi) {
     auto f = frames.frame(t);
     for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = x.log_prob;
-    for (int32_t st = 0; st < n_states; ++st)
+    for (int32_t st = lo; st <= hi; ++st)
       emit[static_cast<std::size_t>(st)] = dense[static_cast<std::size_t>(token_of[static_cast<std::size_t>(st)])];
     for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = -std::numeric_limits<float>::infinity();
   };
@@ -71,7 +72,7 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
   auto band_low = [&](int32_t t) {
     return std::max<int64_t>(0, int64_t{n_states} - 2 - 2 * (int64_t{n_frames} - 1 - t));
   };
-  load_frame(0);
+  load_frame(0, 0, std::min(n_states - 1, 1));
   if (band_low(0) <= 0) prev[0] = emit[0];
   if (band_low(0) <= 1 && n_states > 1) prev[1] = emit[1];
   for (int32_t t = 1; t < n_frames; ++t) {
@@ -81,7 +82,7 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
       prev[n_states - 1] = prev[n_states - 2] = neg_inf;
       break;
     }
-    load_frame(t);
+    load_frame(t, lo, hi);
     step_back* bp = &back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states)];
     for (int32_t st = lo; st <= hi; ++st) {
       double best = prev[st];
@@ -113,7 +114,8 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
       const float p = posterior_of(log_prob_of(frames.frame(t), a.token));
       if (p > a.posterior) a.posterior = p;
     }
-    if (t > 0) s -= back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states) + static_cast<std::size_t>(s)];
+    if (t == 0) break;
+    s -= back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states) + static_cast<std::size_t>(s)];
   }
   return out;
 }

@@ -8,12 +8,13 @@
 /// (perf of decoder_bench: std::unordered_map's find, node allocation and free were 20-25% of the
 /// lexicon decoder's) and Debian 12 ships no header-only flat map made for it.
 ///
-/// The key ~0 (all ones) is the empty marker; it is stored beside the table, so every key works.
-/// Pointers to values stay valid until the next insertion.
+/// A slot is in use when its stamp equals the table's, so clear() is O(1) (it starts a new
+/// stamp): the decoders clear their per-frame maps every frame. Every key is allowed. Pointers
+/// to values stay valid until the next insertion.
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -24,38 +25,33 @@ class flat_u64_map {
  public:
   flat_u64_map() = default;
 
-  std::size_t size() const { return size_ + (has_empty_key_ ? 1 : 0); }
-  bool empty() const { return size() == 0; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
 
   /// The value of `key`, or null.
   const V* find(uint64_t key) const {
-    if (key == empty_key) return has_empty_key_ ? &empty_key_value_ : nullptr;
     if (slots_.empty()) return nullptr;
     for (std::size_t i = home(key);; i = (i + 1) & mask_) {
       const slot& s = slots_[i];
+      if (s.stamp != stamp_) return nullptr;
       if (s.key == key) return &s.value;
-      if (s.key == empty_key) return nullptr;
     }
   }
   V* find(uint64_t key) { return const_cast<V*>(std::as_const(*this).find(key)); }
 
   /// The value of `key`, inserted as `value` when missing; second: whether it was inserted.
   std::pair<V*, bool> try_emplace(uint64_t key, const V& value) {
-    if (key == empty_key) {
-      const bool inserted = !has_empty_key_;
-      if (inserted) empty_key_value_ = value, has_empty_key_ = true;
-      return {&empty_key_value_, inserted};
-    }
     if ((size_ + 1) * 2 > slots_.size()) grow((size_ + 1) * 2);
     for (std::size_t i = home(key);; i = (i + 1) & mask_) {
       slot& s = slots_[i];
-      if (s.key == key) return {&s.value, false};
-      if (s.key == empty_key) {
+      if (s.stamp != stamp_) {
         s.key = key;
+        s.stamp = stamp_;
         s.value = value;
         ++size_;
         return {&s.value, true};
       }
+      if (s.key == key) return {&s.value, false};
     }
   }
 
@@ -66,27 +62,27 @@ class flat_u64_map {
 
   /// Forgets every key; keeps the table's memory.
   void clear() {
-    if (size_ > 0)
-      for (slot& s : slots_) s.key = empty_key;
     size_ = 0;
-    has_empty_key_ = false;
+    if (++stamp_ == 0) {  // the stamp wrapped: no slot may look in use
+      for (slot& s : slots_) s.stamp = 0;
+      stamp_ = 1;
+    }
   }
 
   /// Calls f(key, value) for every entry, in no particular order.
   template <class F>
   void for_each(F&& f) const {
     for (const slot& s : slots_)
-      if (s.key != empty_key) f(s.key, s.value);
-    if (has_empty_key_) f(empty_key, empty_key_value_);
+      if (s.stamp == stamp_) f(s.key, s.value);
   }
 
   /// Heap bytes held.
   std::size_t memory_bytes() const { return slots_.capacity() * sizeof(slot); }
 
  private:
-  static constexpr uint64_t empty_key = ~uint64_t{0};
   struct slot {
-    uint64_t key = empty_key;
+    uint64_t key = 0;
+    uint32_t stamp = 0;  // in use when equal to the table's stamp_
     V value{};
   };
 
@@ -99,20 +95,21 @@ class flat_u64_map {
     const std::size_t n = std::bit_ceil(std::max<std::size_t>(min_slots, 16));
     std::vector<slot> old;
     old.swap(slots_);
+    const uint32_t old_stamp = stamp_;
     slots_.assign(n, slot{});
+    stamp_ = 1;
     mask_ = n - 1;
     shift_ = 64 - std::countr_zero(n);
     size_ = 0;
     for (const slot& s : old)
-      if (s.key != empty_key) try_emplace(s.key, s.value);
+      if (s.stamp == old_stamp) try_emplace(s.key, s.value);
   }
 
   std::vector<slot> slots_;
   std::size_t mask_ = 0;
   int shift_ = 64;
-  std::size_t size_ = 0;  // keys in slots_ (the empty marker's key not counted)
-  bool has_empty_key_ = false;
-  V empty_key_value_{};
+  std::size_t size_ = 0;
+  uint32_t stamp_ = 1;
 };
 
 }  // namespace sluice::moe

@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 
+#include "moe/decoder/beam_prune.hpp"
 #include "moe/decoder/ctc_alignment.hpp"
 
 namespace sluice::moe {
@@ -93,26 +94,17 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   // Keep the best lexicon_beam_size (ties: the earlier candidate, so chunking cannot matter)
   // within beam_log_threshold of the best.
   if (next_.empty()) return;
-  order_.resize(next_.size());
-  for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-  auto better = [&](std::size_t a, std::size_t b) {
-    const double sa = next_[a].total(), sb = next_[b].total();
-    return sa != sb ? sa > sb : a < b;
-  };
-  const std::size_t keep = std::min(order_.size(), static_cast<std::size_t>(opts_.lexicon_beam_size));
-  std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep), order_.end(), better);
+  keep_best(next_, opts_.lexicon_beam_size, opts_.beam_log_threshold, scores_, order_);
   beams_.clear();
-  const double floor = next_[order_[0]].total() - opts_.beam_log_threshold;
-  for (std::size_t i = 0; i < keep; ++i) {
-    hypothesis& h = next_[order_[i]];
-    if (h.total() < floor) break;
+  for (std::size_t i : order_) {
+    hypothesis& h = next_[i];
     if (h.node < 0) h.node = trie_.add(h.parent, h.label);
     beams_.push_back(h);
   }
 }
 
 std::size_t lexicon_decoder::same(const hypothesis& h) {
-  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.label), next_.size());
+  auto [index, inserted] = slot_.try_emplace(prefix_trie::key(h.parent, h.label), static_cast<uint32_t>(next_.size()));
   if (inserted) {
     next_.push_back(h);
     next_.back().log_blank = neg_inf;
@@ -124,7 +116,7 @@ std::size_t lexicon_decoder::same(const hypothesis& h) {
 // Returns the slot of h + label, or null when it is new (then `index` is where it goes and the
 // caller fills it). A reading's terms depend on the labels alone, so computing them once is exact.
 lexicon_decoder::hypothesis* lexicon_decoder::slot_for(const hypothesis& h, int32_t label, std::size_t& index) {
-  auto [slot, inserted] = slot_.try_emplace(prefix_trie::key(h.node, label), next_.size());
+  auto [slot, inserted] = slot_.try_emplace(prefix_trie::key(h.node, label), static_cast<uint32_t>(next_.size()));
   index = *slot;
   return inserted ? nullptr : &next_[index];
 }
@@ -277,10 +269,9 @@ decode_result lexicon_decoder::finalize() {
 }
 
 std::size_t lexicon_decoder::memory_bytes() const {
-  return frames_.memory_bytes() + trie_.memory_bytes() +
-         (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
-         slot_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + row_.capacity() * sizeof(float) +
-         candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes();
+  return frames_.memory_bytes() + trie_.memory_bytes() + (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
+         slot_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
+         row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes();
 }
 
 }  // namespace sluice::moe

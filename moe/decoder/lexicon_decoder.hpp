@@ -136,8 +136,9 @@ class lexicon_decoder {
 
   // Per-frame scratch, kept to reuse its memory.
   std::vector<hypothesis> next_;
-  flat_u64_map<std::size_t> slot_;
+  flat_u64_map<uint32_t> slot_;
   std::vector<std::size_t> order_;
+  std::vector<double> scores_;
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;
   mutable flat_u64_map<lm_step> lm_cache_;  ///< (history, word + 1) -> LM step

@@ -21,7 +21,10 @@ bool is_special(std::string_view w) {
 
 }  // namespace
 
-word_lexicon::word_lexicon() { nodes_.push_back({-1, no_lookahead, false, false}); }
+word_lexicon::word_lexicon() {
+  nodes_.push_back({-1, no_lookahead, false, false});
+  freeze();
+}
 
 word_lexicon word_lexicon::build(const token_table& tokens, const arpa_lm* lm, std::span<const std::string> words,
                                  bool with_lm_unigrams) {
@@ -50,6 +53,7 @@ word_lexicon word_lexicon::build(const token_table& tokens, const arpa_lm* lm, s
   for (const std::string& w : words) add_word(w, lm ? lm->word_id(w) : -1);
   if (!lm)
     for (node& n : lex.nodes_) n.lookahead = 0;
+  lex.freeze();
   return lex;
 }
 
@@ -57,7 +61,7 @@ void word_lexicon::add(std::span<const int32_t> spelling, int32_t lm_word, float
   int32_t n = root;
   nodes_[root].lookahead = std::max(nodes_[root].lookahead, unigram);
   for (int32_t token : spelling) {
-    auto [child, inserted] = children_.try_emplace(child_key(n, token), static_cast<int32_t>(nodes_.size()));
+    auto [child, inserted] = building_.try_emplace(child_key(n, token), static_cast<int32_t>(nodes_.size()));
     if (inserted) nodes_.push_back({-1, no_lookahead, false, false});
     nodes_[static_cast<std::size_t>(n)].has_children = true;
     n = *child;
@@ -82,9 +86,29 @@ result<std::vector<std::string>> word_lexicon::read_words(const std::string& pat
   return out;
 }
 
+void word_lexicon::freeze() {
+  std::vector<std::pair<uint64_t, int32_t>> all;
+  all.reserve(building_.size());
+  building_.for_each([&](uint64_t key, int32_t child) { all.emplace_back(key, child); });
+  std::sort(all.begin(), all.end());  // by node, then token
+  first_edge_.assign(nodes_.size() + 1, 0);
+  edges_.clear();
+  edges_.reserve(all.size());
+  for (const auto& [key, child] : all) {
+    ++first_edge_[static_cast<std::size_t>(key >> 32) + 1];
+    edges_.push_back({static_cast<int32_t>(key & 0xffffffffu), child});
+  }
+  for (std::size_t n = 1; n < first_edge_.size(); ++n) first_edge_[n] += first_edge_[n - 1];
+  building_ = {};
+}
+
 int32_t word_lexicon::child(int32_t node, int32_t token) const {
-  const int32_t* child = children_.find(child_key(node, token));
-  return child ? *child : -1;
+  const auto n = static_cast<std::size_t>(node);
+  const edge* e = edges_.data() + first_edge_[n];
+  const edge* end = edges_.data() + first_edge_[n + 1];
+  for (; e != end && e->token <= token; ++e)
+    if (e->token == token) return e->child;
+  return -1;
 }
 
 bool word_lexicon::contains(std::span<const int32_t> word) const {
@@ -95,7 +119,8 @@ bool word_lexicon::contains(std::span<const int32_t> word) const {
 }
 
 std::size_t word_lexicon::memory_bytes() const {
-  return nodes_.capacity() * sizeof(node) + children_.memory_bytes();
+  return nodes_.capacity() * sizeof(node) + building_.memory_bytes() + first_edge_.capacity() * sizeof(int32_t) +
+         edges_.capacity() * sizeof(edge);
 }
 
 lexicon_cursor lexicon_view::step(lexicon_cursor c, int32_t token) const {

@@ -69,10 +69,21 @@ class word_lexicon {
     bool is_word = false;
     bool has_children = false;
   };
+  struct edge {
+    int32_t token;
+    int32_t child;
+  };
   void add(std::span<const int32_t> spelling, int32_t lm_word, float unigram);
+  /// Turns the build-time child index into the read-time one (first_edge_, edges_).
+  void freeze();
 
   std::vector<node> nodes_;
-  flat_u64_map<int32_t> children_;  ///< (node << 32 | token) -> child
+  flat_u64_map<int32_t> building_;  ///< (node << 32 | token) -> child, while build() adds words
+  // After build(): node n's children are edges_[first_edge_[n], first_edge_[n + 1]), by token.
+  // A few edges a node, side by side, read in one or two cache lines: the decoder steps through
+  // this trie for every hypothesis and token of every frame.
+  std::vector<int32_t> first_edge_;
+  std::vector<edge> edges_;
   int32_t n_words_ = 0;
   int32_t n_skipped_ = 0;
 };

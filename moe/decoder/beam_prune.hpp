@@ -1,0 +1,31 @@
+#pragma once
+/// The pruning step the beam decoders share: which of a frame's candidate hypotheses survive.
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace sluice::moe {
+
+/// Leaves in `order` the indices of the best `beam` of `cands` by H::total() (ties: the earlier
+/// index, so the choice depends only on the beams and the frame, not on chunking) whose total is
+/// within `threshold` of the best, best first. Each total (a log-add) is computed once into
+/// `scores` rather than in every comparison of the sort.
+template <class H>
+void keep_best(const std::vector<H>& cands, int beam, double threshold, std::vector<double>& scores,
+               std::vector<std::size_t>& order) {
+  scores.resize(cands.size());
+  double best = -std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < cands.size(); ++i) best = std::max(best, scores[i] = cands[i].total());
+  const double floor = best - threshold;
+  order.clear();
+  for (std::size_t i = 0; i < cands.size(); ++i)
+    if (scores[i] >= floor) order.push_back(i);
+  auto better = [&](std::size_t a, std::size_t b) { return scores[a] != scores[b] ? scores[a] > scores[b] : a < b; };
+  const std::size_t keep = std::min(order.size(), static_cast<std::size_t>(beam));
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), better);
+  order.resize(keep);
+}
+
+}  // namespace sluice::moe
