@@ -72,8 +72,9 @@ double best_path_score(const frame_store& frames, const std::vector<int32_t>& la
     if (t == n) {
       std::vector<int32_t> read;  // CTC collapse: merge repeats, drop blanks
       for (int32_t i = 0; i < n; ++i)
-        if (path[static_cast<std::size_t>(i)] != blank && (i == 0 || path[static_cast<std::size_t>(i)] != path[static_cast<std::size_t>(i - 1)]))
-          read.push_back(path[static_cast<std::size_t>(i)]);
+        if (const int32_t tok = path[static_cast<std::size_t>(i)];
+            tok != blank && (i == 0 || tok != path[static_cast<std::size_t>(i - 1)]))
+          read.push_back(tok);
       if (read == labels) best = std::max(best, score);
       return;
     }
