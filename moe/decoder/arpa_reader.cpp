@@ -116,9 +116,11 @@ class arpa_reader {
     if (lm_.order_ == 0) return bad(errc::corrupt, "\\data\\ announces no n-gram counts");
     if (total >= std::numeric_limits<int32_t>::max())
       return bad(errc::unsupported, std::to_string(total) + " n-grams are more than this loader indexes");
-    lm_.entries_.reserve(static_cast<std::size_t>(total) + 1);
-    // Capped: the counts are the file's claim, checked only as the n-grams are read.
-    lm_.index_.reserve(static_cast<std::size_t>(std::min<int64_t>(total, int64_t{1} << 24)));
+    // The counts are the file's claim, checked only as the n-grams are read: room is reserved for
+    // no more n-grams than the text has lines (an n-gram line is at least 4 bytes: "p\tw\n").
+    const auto room = static_cast<std::size_t>(std::min<int64_t>(total, static_cast<int64_t>(text_.size() / 4)));
+    lm_.entries_.reserve(room + 1);
+    lm_.index_.reserve(room);
     lm_.words_.reserve(static_cast<std::size_t>(lm_.counts_[0]));
     return {};
   }

@@ -14,6 +14,10 @@ constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 // How a Viterbi state was entered, as the number of states stepped over (CTC allows 0, 1 or 2).
 using step_back = uint8_t;
 
+// Back pointers kept per thread between calls, at most (a 60 s utterance of characters at the
+// model's 40 ms frames: 1,500 frames x ~1,500 states).
+constexpr std::size_t max_kept_scratch = std::size_t{4} << 20;
+
 float log_prob_of(std::span<const token_log_prob> frame, int32_t token) {
   for (const token_log_prob& t : frame)
     if (t.token == token) return t.log_prob;
@@ -117,6 +121,8 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
     if (t == 0) break;
     s -= back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states) + static_cast<std::size_t>(s)];
   }
+  // A very long utterance's back pointers are not kept for the thread's life.
+  if (back.capacity() > max_kept_scratch) std::vector<step_back>().swap(back);
   return out;
 }
 

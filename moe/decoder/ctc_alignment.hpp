@@ -19,7 +19,8 @@ namespace sluice::moe {
 /// starts as late as possible (staying in a state wins ties). errc::invalid_argument when no path
 /// reads `labels` (more labels than frames allow, or a label absent from the frames it needs).
 /// Cost: O(frames * labels) time (only states on some complete path are computed); its scratch
-/// (frames * (2 * labels + 1) bytes and a few arrays of states) is kept per thread and reused.
+/// (frames * (2 * labels + 1) bytes and a few arrays of states) is kept per thread and reused,
+/// the back pointers only up to 4 MiB.
 result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::span<const int32_t> labels,
                                                 int32_t blank_id, int32_t vocab_size);
 

@@ -10,7 +10,7 @@
 ///
 /// A slot is in use when its stamp equals the table's, so clear() is O(1) (it starts a new
 /// stamp): the decoders clear their per-frame maps every frame. Every key is allowed. Pointers
-/// to values stay valid until the next insertion.
+/// to values stay valid until the next insertion of a new key (or reserve()).
 
 #include <algorithm>
 #include <bit>
@@ -41,18 +41,17 @@ class flat_u64_map {
 
   /// The value of `key`, inserted as `value` when missing; second: whether it was inserted.
   std::pair<V*, bool> try_emplace(uint64_t key, const V& value) {
-    if ((size_ + 1) * 2 > slots_.size()) grow((size_ + 1) * 2);
-    for (std::size_t i = home(key);; i = (i + 1) & mask_) {
-      slot& s = slots_[i];
-      if (s.stamp != stamp_) {
-        s.key = key;
-        s.stamp = stamp_;
-        s.value = value;
-        ++size_;
-        return {&s.value, true};
-      }
-      if (s.key == key) return {&s.value, false};
+    if (!slots_.empty()) {
+      std::size_t i = home(key);
+      for (; slots_[i].stamp == stamp_; i = (i + 1) & mask_)
+        if (slots_[i].key == key) return {&slots_[i].value, false};
+      if ((size_ + 1) * 2 <= slots_.size()) return {&fill(slots_[i], key, value), true};
     }
+    const V copy = value;  // `value` may live in the table grow() frees
+    grow((size_ + 1) * 2);
+    std::size_t i = home(key);
+    while (slots_[i].stamp == stamp_) i = (i + 1) & mask_;
+    return {&fill(slots_[i], key, copy), true};
   }
 
   /// Room for `n` keys without growing.
@@ -86,6 +85,14 @@ class flat_u64_map {
     V value{};
   };
 
+  V& fill(slot& s, uint64_t key, const V& value) {
+    s.key = key;
+    s.stamp = stamp_;
+    s.value = value;
+    ++size_;
+    return s.value;
+  }
+
   std::size_t home(uint64_t key) const {
     return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
   }
@@ -102,7 +109,11 @@ class flat_u64_map {
     shift_ = 64 - std::countr_zero(n);
     size_ = 0;
     for (const slot& s : old)
-      if (s.stamp == old_stamp) try_emplace(s.key, s.value);
+      if (s.stamp == old_stamp) {
+        std::size_t i = home(s.key);
+        while (slots_[i].stamp == stamp_) i = (i + 1) & mask_;
+        fill(slots_[i], s.key, s.value);
+      }
   }
 
   std::vector<slot> slots_;

@@ -13,7 +13,7 @@ namespace sluice::moe {
 namespace {
 
 constexpr double neg_inf = -std::numeric_limits<double>::infinity();
-// The LM memo is dropped when it grows past this many entries (256 KiB of table),
+// The LM memo is dropped when it grows past this many entries (384 KiB of table),
 // so a decoder's memory stays bounded however long the utterance.
 constexpr std::size_t max_lm_cache_entries = 1 << 13;
 // A token this far (ln) below the frame's best extends no hypothesis. CTC posteriors are peaky:

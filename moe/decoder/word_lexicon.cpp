@@ -106,6 +106,8 @@ int32_t word_lexicon::child(int32_t node, int32_t token) const {
   const auto n = static_cast<std::size_t>(node);
   const edge* e = edges_.data() + first_edge_[n];
   const edge* end = edges_.data() + first_edge_[n + 1];
+  if (end - e > 16)  // the root of a word-piece vocabulary: a child per word-start piece
+    e = std::lower_bound(e, end, token, [](const edge& x, int32_t t) { return x.token < t; });
   for (; e != end && e->token <= token; ++e)
     if (e->token == token) return e->child;
   return -1;

@@ -80,8 +80,9 @@ class word_lexicon {
   std::vector<node> nodes_;
   flat_u64_map<int32_t> building_;  ///< (node << 32 | token) -> child, while build() adds words
   // After build(): node n's children are edges_[first_edge_[n], first_edge_[n + 1]), by token.
-  // A few edges a node, side by side, read in one or two cache lines: the decoder steps through
-  // this trie for every hypothesis and token of every frame.
+  // Most nodes have a few edges, side by side, read in one or two cache lines (searched by
+  // halving above 16): the decoder steps through this trie for every hypothesis and token of
+  // every frame.
   std::vector<int32_t> first_edge_;
   std::vector<edge> edges_;
   int32_t n_words_ = 0;
