@@ -91,5 +91,6 @@ def main() -> None:
           f"min {best:.2f} ms, median {times[len(times) // 2]:.2f} ms | "
           f"{best / (args.seconds * args.batch):.3f} ms per s of audio, RTF {best / 1000.0 / (args.seconds * args.batch):.5f}")
 
+
 if __name__ == "__main__":
     main()
