@@ -57,4 +57,13 @@ result<const cuda::api*> cuda_backend() {
   return loaded;
 }
 
+result<std::unique_ptr<backend>> make_cuda_backend(int device) {
+  auto api = cuda_backend();
+  if (!api) return tl::unexpected(api.error());
+  std::string why;
+  backend* b = (*api)->create_backend(device, &why);
+  if (!b) return fail(errc::unavailable, "CUDA backend: " + why);
+  return std::unique_ptr<backend>(b);
+}
+
 }  // namespace sluice::kernels

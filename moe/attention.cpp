@@ -150,9 +150,14 @@ void attention_forward(const compute_ctx& ctx, const block_weights& w, const arc
   float* qkv = ws.scratch(ws.qkv, n_rows * 3 * d);
   ctx.linear(w.qkv, xn, n_rows, qkv);
   float* att = ws.scratch(ws.att, n_rows * d);
+  attention_heads(ctx, arch, segs, qkv, att, ws);
+  ctx.linear(w.proj, att, n_rows, out);
+}
+
+void attention_heads(const compute_ctx& ctx, const architecture& arch, std::span<const attention_segment> segs,
+                     float* qkv, float* att, workspace& ws) {
   for (const auto& seg : segs)
     if (seg.n > 0) segment_attention(ctx, arch, seg, qkv, att, ws);
-  ctx.linear(w.proj, att, n_rows, out);
 }
 
 }  // namespace sluice::moe

@@ -73,4 +73,9 @@ void attention_forward(const compute_ctx& ctx, const block_weights& w, const arc
                        std::span<const attention_segment> segs, const float* xn, int64_t n_rows, float* out,
                        workspace& ws);
 
+/// The heads of attention_forward between its two projections: qkv f32 [n_rows, 3 D] (rotated
+/// in place with ws.rope, which must be made for `segs`) -> att f32 [n_rows, D]. Caches as there.
+void attention_heads(const compute_ctx& ctx, const architecture& arch, std::span<const attention_segment> segs,
+                     float* qkv, float* att, workspace& ws);
+
 }  // namespace sluice::moe

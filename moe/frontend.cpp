@@ -30,19 +30,15 @@ void frontend::reset() {
   running_min_ = std::numeric_limits<float>::infinity();
 }
 
-void frontend::accept(const compute_ctx& ctx, const float* fbank, int64_t n_frames) {
-  const auto& w = model_->weights().frontend;
-  const int64_t m = n_mels_;
-  // The buffers only grow (doubling): a stream stops allocating after its first calls.
-  for (auto [buf, width] : {std::pair{&frames_, m}, std::pair{&desc_, int64_t{n_descriptors}}}) {
-    const auto need = static_cast<std::size_t>((rows_ + n_frames) * width);
-    if (buf->size() < need) buf->resize(std::max(need, 2 * buf->size()));
-  }
+void normalise_frames(const compute_ctx& ctx, const frontend_weights& w, int64_t n_mels, const float* fbank,
+                      int64_t n_frames, float* frames, float* desc, float& running_min, std::vector<float>& powers,
+                      std::vector<float>& peaks) {
+  const int64_t m = n_mels;
   // One vector exp over every bin of the call; then each frame's descriptors from its powers.
-  if (powers_.size() < static_cast<std::size_t>(n_frames * m)) powers_.resize(n_frames * m);
-  if (peak_.size() < static_cast<std::size_t>(n_frames)) peak_.resize(n_frames);
-  float* e = powers_.data();
-  float* peak = peak_.data();
+  if (powers.size() < static_cast<std::size_t>(n_frames * m)) powers.resize(n_frames * m);
+  if (peaks.size() < static_cast<std::size_t>(n_frames)) peaks.resize(n_frames);
+  float* e = powers.data();
+  float* peak = peaks.data();
   for (int64_t r = 0; r < n_frames; ++r) {
     const float* in = fbank + r * m;
     peak[r] = *std::max_element(in, in + m);
@@ -54,7 +50,7 @@ void frontend::accept(const compute_ctx& ctx, const float* fbank, int64_t n_fram
   for (int64_t r = 0; r < n_frames; ++r) {
     const float* in = fbank + r * m;
     const float* er = e + r * m;
-    float* out = frames_.data() + (rows_ + r) * m;
+    float* out = frames + r * m;
     for (int64_t i = 0; i < m; ++i) out[i] = (in[i] - w.cmvn_mean[i]) * w.cmvn_istd[i];
     float sum = 0.0f, mean = 0.0f;
     for (int64_t i = 0; i < m; ++i) {
@@ -67,13 +63,45 @@ void frontend::accept(const compute_ctx& ctx, const float* fbank, int64_t n_fram
     float ent = 0.0f;
     // q_i = e_i / sum; log q_i = x_i - energy, clamped as model.py clamps q at 1e-12.
     for (int64_t i = 0; i < m; ++i) ent -= er[i] * inv_sum * std::max(in[i] - energy, min_log_q);
-    running_min_ = std::min(running_min_, energy);
-    float* d = desc_.data() + (rows_ + r) * n_descriptors;
+    running_min = std::min(running_min, energy);
+    float* d = desc + r * n_descriptors;
     d[0] = energy / descriptor_scale;
-    d[1] = (energy - running_min_) / descriptor_scale;
+    d[1] = (energy - running_min) / descriptor_scale;
     d[2] = mean - (energy - log_m);
     d[3] = ent / log_m;
   }
+}
+
+void average_descriptors(const float* desc, int64_t n, float* acoustic) {
+  constexpr int64_t nd = n_descriptors;
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < nd; ++j) {
+      float s = 0.0f;
+      for (int64_t f = 0; f < factor; ++f) s += desc[(factor * t + f) * nd + j];
+      acoustic[t * nd + j] = s / static_cast<float>(factor);
+    }
+}
+
+void conv_patches(const float* in, int64_t rows_out, int64_t bins, int64_t channels, float* patches) {
+  // A patch is three runs of 3 * channels contiguous values (kf, channel) of input rows.
+  const int64_t out_bins = (bins - kernel) / stride + 1, run = kernel * channels;
+  for (int64_t r = 0; r < rows_out; ++r)
+    for (int64_t f = 0; f < out_bins; ++f) {
+      float* patch = patches + (r * out_bins + f) * taps * channels;
+      for (int64_t kt = 0; kt < kernel; ++kt)
+        std::copy_n(in + ((stride * r + kt) * bins + stride * f) * channels, run, patch + kt * run);
+    }
+}
+
+void frontend::accept(const compute_ctx& ctx, const float* fbank, int64_t n_frames) {
+  const int64_t m = n_mels_;
+  // The buffers only grow (doubling): a stream stops allocating after its first calls.
+  for (auto [buf, width] : {std::pair{&frames_, m}, std::pair{&desc_, int64_t{n_descriptors}}}) {
+    const auto need = static_cast<std::size_t>((rows_ + n_frames) * width);
+    if (buf->size() < need) buf->resize(std::max(need, 2 * buf->size()));
+  }
+  normalise_frames(ctx, model_->weights().frontend, m, fbank, n_frames, frames_.data() + rows_ * m,
+                   desc_.data() + rows_ * n_descriptors, running_min_, powers_, peak_);
   rows_ += n_frames;
 }
 
@@ -92,12 +120,7 @@ void frontend::take(const compute_ctx& ctx, int64_t n, float* x, float* acoustic
   const int64_t d = model_->arch().d_model;
   constexpr int64_t nd = n_descriptors;
   for (int64_t t0 = 0; t0 < n; t0 += block_frames) conv_block(ctx, t0, std::min(block_frames, n - t0), x + t0 * d, ws);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t j = 0; j < nd; ++j) {
-      float s = 0.0f;
-      for (int64_t f = 0; f < factor; ++f) s += desc_[(factor * t + f) * nd + j];
-      acoustic[t * nd + j] = s / static_cast<float>(factor);
-    }
+  average_descriptors(desc_.data(), n, acoustic);
   // Frame n (the next to make) starts at input row 4n; everything before it is done with.
   const int64_t drop = std::min(rows_, factor * n);
   std::copy(frames_.begin() + drop * n_mels_, frames_.begin() + rows_ * n_mels_, frames_.begin());
@@ -115,24 +138,12 @@ void frontend::conv_block(const compute_ctx& ctx, int64_t t0, int64_t n, float* 
   const float* in = frames_.data() + factor * t0 * n_mels_;
 
   float* im2col = ws.scratch(ws.im2col, std::max(rows1 * f1 * taps, n * f2 * taps * c));
-  for (int64_t r = 0; r < rows1; ++r)
-    for (int64_t f = 0; f < f1; ++f) {
-      float* patch = im2col + (r * f1 + f) * taps;
-      for (int64_t kt = 0; kt < kernel; ++kt)
-        for (int64_t kf = 0; kf < kernel; ++kf) patch[kt * kernel + kf] = in[(stride * r + kt) * n_mels_ + stride * f + kf];
-    }
+  conv_patches(in, rows1, n_mels_, 1, im2col);
   float* conv1 = ws.scratch(ws.conv1_out, rows1 * f1 * c);
   ctx.dense_matmul({rows1 * f1, c, taps, im2col, taps, w.conv1.data(), c, conv1, c, w.conv1_bias.data()});
   for (int64_t i = 0; i < rows1 * f1 * c; ++i) conv1[i] = std::max(conv1[i], 0.0f);
 
-  // A conv2 patch is three runs of 3 * C contiguous values (kf, channel) of conv1 rows.
-  const int64_t run = kernel * c;
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t f = 0; f < f2; ++f) {
-      float* patch = im2col + (t * f2 + f) * taps * c;
-      for (int64_t kt = 0; kt < kernel; ++kt)
-        std::copy_n(conv1 + ((stride * t + kt) * f1 + stride * f) * c, run, patch + kt * run);
-    }
+  conv_patches(conv1, n, f1, c, im2col);
   float* conv2 = ws.scratch(ws.conv2_out, n * f2 * c);
   ctx.dense_matmul({n * f2, c, taps * c, im2col, taps * c, w.conv2.data(), c, conv2, c, w.conv2_bias.data()});
   for (int64_t i = 0; i < n * f2 * c; ++i) conv2[i] = std::max(conv2[i], 0.0f);

@@ -27,6 +27,20 @@ int64_t subsampled_length(int64_t n_frames);
 /// normalised mel powers / log(n_mels).
 inline constexpr int n_descriptors = 4;
 
+/// Per raw log-mel frame (fbank f32 [n_frames, n_mels]): frames f32 [n_frames, n_mels] with
+/// CMVN applied, and desc f32 [n_frames, 4] its descriptors; running_min carries the utterance's
+/// lowest energy so far (start at +infinity). powers and peaks are scratch.
+void normalise_frames(const compute_ctx& ctx, const frontend_weights& w, int64_t n_mels, const float* fbank,
+                      int64_t n_frames, float* frames, float* desc, float& running_min, std::vector<float>& powers,
+                      std::vector<float>& peaks);
+
+/// acoustic f32 [n, 4]: subsampled frame t's descriptors, the mean of desc rows 4t .. 4t+3.
+void average_descriptors(const float* desc, int64_t n, float* acoustic);
+
+/// im2col of a 3x3 stride-2 convolution: in f32 [>= 2 rows_out + 1, bins, channels] ->
+/// patches f32 [rows_out, (bins - 3) / 2 + 1, 9 * channels], ordered (kt, kf, channel).
+void conv_patches(const float* in, int64_t rows_out, int64_t bins, int64_t channels, float* patches);
+
 /// Commits ws's frontend buffers for conv_block's largest call (preallocation).
 void preallocate_frontend(const architecture& arch, workspace& ws);
 

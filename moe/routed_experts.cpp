@@ -45,6 +45,13 @@ void swiglu_forward(const compute_ctx& ctx, bool small, const float* gate_up, co
 void grouped_experts_forward(const compute_ctx& ctx, const expert_bank& bank, const float* rows, int64_t n_rows,
                              const int32_t* pair_row, const int32_t* pair_expert, const float* pair_weight,
                              int64_t n_pairs, float* out, workspace& ws) {
+  grouped_experts_forward(ctx, expert_bank_view{bank.gate_up.data(), bank.down.data(), bank.n_experts, bank.d, bank.hidden},
+                          rows, n_rows, pair_row, pair_expert, pair_weight, n_pairs, out, ws);
+}
+
+void grouped_experts_forward(const compute_ctx& ctx, const expert_bank_view& bank, const float* rows, int64_t n_rows,
+                             const int32_t* pair_row, const int32_t* pair_expert, const float* pair_weight,
+                             int64_t n_pairs, float* out, workspace& ws) {
   const int64_t d = bank.d, hidden = bank.hidden;
   sort_pairs_by_expert(pair_expert, n_pairs, bank.n_experts, ws);
   const auto& offsets = ws.expert_offsets;

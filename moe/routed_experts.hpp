@@ -33,6 +33,20 @@ void grouped_experts_forward(const compute_ctx& ctx, const expert_bank& bank, co
                              const int32_t* pair_row, const int32_t* pair_expert, const float* pair_weight,
                              int64_t n_pairs, float* out, workspace& ws);
 
+/// The same over experts packed as in expert_bank but held elsewhere (a backend's buffers):
+/// gate_up f32 [n_experts, d, 2 hidden], down f32 [n_experts, hidden, d].
+struct expert_bank_view {
+  const float* gate_up = nullptr;
+  const float* down = nullptr;
+  int64_t n_experts = 0, d = 0, hidden = 0;
+
+  const float* gate_up_of(int64_t e) const { return gate_up + e * d * 2 * hidden; }
+  const float* down_of(int64_t e) const { return down + e * hidden * d; }
+};
+void grouped_experts_forward(const compute_ctx& ctx, const expert_bank_view& bank, const float* rows, int64_t n_rows,
+                             const int32_t* pair_row, const int32_t* pair_expert, const float* pair_weight,
+                             int64_t n_pairs, float* out, workspace& ws);
+
 /// One SwiGLU over m rows: out f32 [m, d] = (silu(x Wg) * (x Wu)) Wd for x f32 [m, d], with
 /// gate_up f32 [d, 2 hidden] and down f32 [hidden, d]; `h` is scratch f32 [m, 2 hidden].
 /// Runs on the small-product backend when `small`, else on the dense one.

@@ -45,7 +45,6 @@ void top_k_indices(const float* scores, int64_t n, int k, int32_t* out) {
 void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architecture& arch, const float* y,
                   const float* acoustic, const float* context, int64_t n, workspace& ws, routing& r) {
   const int64_t d = arch.d_model, na = arch.n_acoustic, g = arch.n_groups, e = arch.n_routed;
-  const int64_t per_group = arch.experts_per_group();
   const auto& ops = ctx.ops();
 
   r.n = n;
@@ -69,7 +68,13 @@ void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architectu
   concat_linear(w.router2, context, d, s2);
   ops.sigmoid(s1, n * g);
   ops.sigmoid(s2, n * e);
+  select_experts(w.group_bias.data(), w.expert_bias.data(), ws, r);
+}
 
+void select_experts(const float* group_bias, const float* expert_bias, workspace& ws, routing& r) {
+  const int64_t n = r.n, g = r.n_groups, e = r.n_experts, per_group = r.experts_per_group();
+  const float* s1 = r.group_scores.data();
+  const float* s2 = r.expert_scores.data();
   ws.fit(r.groups, n * r.top_groups);
   ws.fit(r.experts, n * r.top_k);
   ws.fit(r.weights, n * r.top_k);
@@ -78,12 +83,12 @@ void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architectu
   for (int64_t t = 0; t < n; ++t) {
     const float* p1 = s1 + t * g;
     const float* p2 = s2 + t * e;
-    for (int64_t i = 0; i < g; ++i) sel_g[i] = p1[i] + w.group_bias[i];
+    for (int64_t i = 0; i < g; ++i) sel_g[i] = p1[i] + group_bias[i];
     int32_t* groups = r.groups.data() + t * r.top_groups;
     top_k_indices(sel_g, g, r.top_groups, groups);
     std::fill_n(sel_e, e, -std::numeric_limits<float>::infinity());
     for (int j = 0; j < r.top_groups; ++j)
-      for (int64_t i = groups[j] * per_group; i < (groups[j] + 1) * per_group; ++i) sel_e[i] = p2[i] + w.expert_bias[i];
+      for (int64_t i = groups[j] * per_group; i < (groups[j] + 1) * per_group; ++i) sel_e[i] = p2[i] + expert_bias[i];
     int32_t* experts = r.experts.data() + t * r.top_k;
     top_k_indices(sel_e, e, r.top_k, experts);
     float* wt = r.weights.data() + t * r.top_k;

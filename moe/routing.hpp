@@ -38,6 +38,10 @@ void top_k_indices(const float* scores, int64_t n, int k, int32_t* out);
 void route_tokens(const compute_ctx& ctx, const moe_weights& w, const architecture& arch, const float* y,
                   const float* acoustic, const float* context, int64_t n, workspace& ws, routing& out);
 
+/// route_tokens' selection alone, for r's n, shapes and sigmoid scores (group_scores,
+/// expert_scores) already set: groups, experts and weights. Biases: f32 [n_groups], [n_experts].
+void select_experts(const float* group_bias, const float* expert_bias, workspace& ws, routing& r);
+
 /// The expert token t would take next: the best by level 2's selection score (sigmoid score +
 /// expert_bias, as route_tokens ranks them; the lower index among equals) inside the token's
 /// chosen groups, skipping the experts in `taken` ([top_k], the token's current experts) and

@@ -106,6 +106,7 @@ result<void> gemm(const cpu::gemm_args& g) {
 extern "C" const sluice::kernels::cuda::api* sluice_cuda_api() {
   static const sluice::kernels::cuda::api table{sluice::kernels::cuda::library_versions,
                                                  sluice::kernels::cuda::devices, sluice::kernels::cuda::silu_mul,
-                                                 sluice::kernels::cuda::gemm};
+                                                 sluice::kernels::cuda::gemm,
+                                                 sluice::kernels::cuda::create_backend};
   return &table;
 }

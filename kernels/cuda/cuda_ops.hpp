@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/error.hpp"
+#include "kernels/backend.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/device.hpp"
 
@@ -29,12 +30,17 @@ result<void> silu_mul(const float* gate, const float* up, float* out, int64_t n)
 /// The cuBLAS twin of cpu::gemm on device 0 (same row-major contract, host arrays).
 result<void> gemm(const cpu::gemm_args& g);
 
+/// A kernels::backend on CUDA device `device` (its own stream and cuBLAS handle, f32 math);
+/// null with the reason in *why when it cannot be made. The caller owns it.
+backend* create_backend(int device, std::string* why);
+
 /// The plugin's entry points, as one table (see kernels/cuda_backend.hpp).
 struct api {
   result<std::string> (*library_versions)();
   result<std::vector<device_info>> (*devices)();
   result<void> (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   result<void> (*gemm)(const cpu::gemm_args& g);
+  backend* (*create_backend)(int device, std::string* why);
 };
 
 }  // namespace sluice::kernels::cuda

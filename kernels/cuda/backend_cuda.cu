@@ -1,0 +1,633 @@
+// kernels::backend on one CUDA device: every op of the acoustic model's forward as kernels on
+// the backend's own stream, matmuls on cuBLAS. Written to be checked against the CPU backend
+// op by op (tests/gpu), so each kernel computes in the CPU code's order where that is cheap
+// (the experts' contributions are added per row in ascending expert order, the context mean is
+// a sum then one multiply, RoPE angles in f32 with cos/sin in f64 as model.py's tables).
+// Simple kernels first: one thread per value or a block per row; tuning is for the device runs.
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "kernels/cuda/cuda_ops.hpp"
+
+namespace sluice::kernels::cuda {
+namespace {
+
+constexpr int block_threads = 256;
+constexpr int row_threads = 128;      // a block per row (LayerNorm, attention queries)
+constexpr int max_head_dim = 128;     // attention: one thread per head dimension
+constexpr int key_tile = 128;         // attention: keys scored per pass (online softmax)
+constexpr int max_groups = 64;        // route: per-thread arrays
+constexpr int max_experts = 256;
+constexpr int max_top_k = 16;
+constexpr int expert_tile_rows = 16;  // experts: rows of one expert per block
+constexpr int max_grid_y = 65535;
+constexpr int fp8_group = 128;
+constexpr float fp8_max = 448.0f;
+
+int blocks_for(int64_t n) { return static_cast<int>((n + block_threads - 1) / block_threads); }
+
+__global__ void add_kernel(float* dst, const float* src, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] += src[i];
+}
+__global__ void relu_kernel(float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = fmaxf(x[i], 0.0f);
+}
+__global__ void sigmoid_kernel(float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = 1.0f / (1.0f + expf(-x[i]));
+}
+__global__ void silu_mul_kernel(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+__global__ void add_bias_kernel(float* c, int64_t ldc, const float* bias, int64_t m, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < m * n; i += int64_t(gridDim.x) * blockDim.x)
+    c[(i / n) * ldc + i % n] += bias[i % n];
+}
+
+// Sum of v over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+__device__ float block_sum(float v, float* shared32) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared32[warp] = v;
+  __syncthreads();
+  float s = 0.0f;
+  for (int w = 0; w < warps; ++w) s += shared32[w];
+  return s;
+}
+__device__ float block_max(float v, float* shared32) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared32[warp] = v;
+  __syncthreads();
+  float s = shared32[0];
+  for (int w = 1; w < warps; ++w) s = fmaxf(s, shared32[w]);
+  return s;
+}
+
+__global__ void layer_norm_kernel(const float* x, const float* gamma, const float* beta, float* out, int64_t dim,
+                                  float eps) {
+  __shared__ float red[32];
+  const float* row = x + blockIdx.x * dim;
+  float* dst = out + blockIdx.x * dim;
+  float s = 0.0f;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) s += row[i];
+  const float mean = block_sum(s, red) / static_cast<float>(dim);
+  float v = 0.0f;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) v += (row[i] - mean) * (row[i] - mean);
+  const float inv = rsqrtf(block_sum(v, red) / static_cast<float>(dim) + eps);
+  __syncthreads();  // out may alias x: every thread has read its values
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = (row[i] - mean) * inv * gamma[i] + beta[i];
+}
+
+__global__ void log_softmax_kernel(float* x, int64_t rows, int64_t n) {
+  const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (r >= rows) return;
+  float* v = x + r * n;
+  float mx = v[0];
+  for (int64_t i = 1; i < n; ++i) mx = fmaxf(mx, v[i]);
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) s += expf(v[i] - mx);
+  const float lse = mx + logf(s);
+  for (int64_t i = 0; i < n; ++i) v[i] -= lse;
+}
+
+// The segment holding `row` (segments ascending by row0, every row in one).
+__device__ int find_segment(const row_segment* segs, int n_segs, int64_t row) {
+  int lo = 0, hi = n_segs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (segs[mid].row0 <= row) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+// RoPE in place on q (scaled by 1/sqrt(head_dim)) and k: one thread per (row, head, pair).
+__global__ void rope_kernel(float* qkv, int64_t rows, const row_segment* segs, int n_segs, int heads, int head_dim,
+                            float base, float inv_scale) {
+  const int half = head_dim / 2, d = heads * head_dim;
+  const int64_t total = rows * heads * half;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / (heads * half);
+    const int h = static_cast<int>((i / half) % heads), p = static_cast<int>(i % half);
+    const row_segment s = segs[find_segment(segs, n_segs, r)];
+    const float expo = static_cast<float>(2 * p) / static_cast<float>(head_dim);
+    const float inv_freq = 1.0f / static_cast<float>(pow(static_cast<double>(base), static_cast<double>(expo)));
+    const float ang = static_cast<float>(s.p0 + (r - s.row0)) * inv_freq;
+    const float c = static_cast<float>(cos(static_cast<double>(ang)));
+    const float sn = static_cast<float>(sin(static_cast<double>(ang)));
+    float* q = qkv + r * 3 * d + h * head_dim + 2 * p;
+    float* k = q + d;
+    const float cq = c * inv_scale, sq = sn * inv_scale;
+    const float q0 = q[0], q1 = q[1], k0 = k[0], k1 = k[1];
+    q[0] = q0 * cq + q1 * -sq;
+    q[1] = q1 * cq + q0 * sq;
+    k[0] = k0 * c + k1 * -sn;
+    k[1] = k1 * c + k0 * sn;
+  }
+}
+
+// One block per (query row, head): scores of a tile of keys in shared memory, online softmax
+// across tiles, thread c < head_dim accumulating output dimension c.
+__global__ void attention_kernel(const float* qkv, const row_segment* segs, int n_segs, window_spec w, int heads,
+                                 int head_dim, float* out) {
+  __shared__ float red[32];
+  __shared__ float scores[key_tile];
+  __shared__ float q[max_head_dim];
+  const int64_t r = blockIdx.x;
+  const int h = blockIdx.y, d = heads * head_dim;
+  const row_segment s = segs[find_segment(segs, n_segs, r)];
+  const int64_t first = s.p0, end = s.p0 + int64_t(s.n), pos = s.p0 + (r - s.row0);
+  int64_t lo = first, hi = end;
+  if (w.chunk_frames > 0) {
+    const int64_t c = pos / w.chunk_frames;
+    hi = min(end, (c + 1) * w.chunk_frames);
+    if (w.left_chunks >= 0) lo = max(first, (c - w.left_chunks) * w.chunk_frames);
+  }
+  // Key at position t is row s.row0 + (t - first).
+  const float* seg_rows = qkv + int64_t(s.row0) * 3 * d;
+  for (int c = threadIdx.x; c < head_dim; c += blockDim.x) q[c] = qkv[r * 3 * d + h * head_dim + c];
+  __syncthreads();
+  float run_max = -INFINITY, run_sum = 0.0f, acc = 0.0f;
+  for (int64_t t0 = lo; t0 < hi; t0 += key_tile) {
+    const int nk = static_cast<int>(min(int64_t(key_tile), hi - t0));
+    float local_max = -INFINITY;
+    for (int j = threadIdx.x; j < nk; j += blockDim.x) {
+      const float* k = seg_rows + (t0 + j - first) * 3 * d + d + h * head_dim;
+      float dot = 0.0f;
+      for (int c = 0; c < head_dim; ++c) dot += q[c] * k[c];
+      scores[j] = dot;
+      local_max = fmaxf(local_max, dot);
+    }
+    const float tile_max = block_max(local_max, red);
+    const float new_max = fmaxf(run_max, tile_max);
+    const float rescale = expf(run_max - new_max);
+    float tile_sum = 0.0f;
+    for (int j = 0; j < nk; ++j) tile_sum += expf(scores[j] - new_max);
+    run_sum = run_sum * rescale + tile_sum;
+    if (threadIdx.x < head_dim) {
+      float a = acc * rescale;
+      for (int j = 0; j < nk; ++j)
+        a += expf(scores[j] - new_max) * seg_rows[(t0 + j - first) * 3 * d + 2 * d + h * head_dim + threadIdx.x];
+      acc = a;
+    }
+    run_max = new_max;
+    __syncthreads();  // the next tile overwrites scores
+  }
+  if (threadIdx.x < head_dim) out[r * d + h * head_dim + threadIdx.x] = acc / run_sum;
+}
+
+__global__ void context_kernel(const float* y, const row_segment* segs, int n_segs, int64_t rows, int64_t d, int ctx,
+                               float* out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * d; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / d, j = i % d;
+    const row_segment s = segs[find_segment(segs, n_segs, r)];
+    const int64_t first = max(int64_t(s.row0), r - ctx + 1);
+    float sum = 0.0f;
+    for (int64_t t = first; t <= r; ++t) sum += y[t * d + j];
+    out[i] = sum * (1.0f / static_cast<float>(r - first + 1));
+  }
+}
+
+// Indices of the k largest of v[0 .. n) (the lower index among equals), best first.
+__device__ void top_k(const float* v, int n, int k, int32_t* out) {
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    const float s = v[i];
+    if (kept == k && !(s > v[out[k - 1]])) continue;
+    int pos = kept < k ? kept++ : k - 1;
+    while (pos > 0 && s > v[out[pos - 1]]) {
+      out[pos] = out[pos - 1];
+      --pos;
+    }
+    out[pos] = i;
+  }
+}
+
+__global__ void route_kernel(const float* s1, const float* s2, const float* group_bias, const float* expert_bias,
+                             int64_t n, route_spec r, int32_t* groups, int32_t* experts, float* weights) {
+  const int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (t >= n) return;
+  float sel_g[max_groups], sel_e[max_experts];
+  const float* p1 = s1 + t * r.n_groups;
+  const float* p2 = s2 + t * r.n_experts;
+  const int per_group = r.n_experts / r.n_groups;
+  for (int i = 0; i < r.n_groups; ++i) sel_g[i] = p1[i] + group_bias[i];
+  int32_t* g = groups + t * r.top_groups;
+  top_k(sel_g, r.n_groups, r.top_groups, g);
+  for (int i = 0; i < r.n_experts; ++i) sel_e[i] = -INFINITY;
+  for (int j = 0; j < r.top_groups; ++j)
+    for (int i = g[j] * per_group; i < (g[j] + 1) * per_group; ++i) sel_e[i] = p2[i] + expert_bias[i];
+  int32_t* e = experts + t * r.top_k;
+  top_k(sel_e, r.n_experts, r.top_k, e);
+  float sum = 0.0f;
+  for (int j = 0; j < r.top_k; ++j) sum += p2[e[j]] * p1[e[j] / per_group];
+  sum = fmaxf(sum, 1e-9f);
+  float* wt = weights + t * r.top_k;
+  for (int j = 0; j < r.top_k; ++j) wt[j] = p2[e[j]] * p1[e[j] / per_group] / sum;
+}
+
+__global__ void count_kernel(const int32_t* experts, int64_t pairs, int32_t* counts) {
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < pairs; p += int64_t(gridDim.x) * blockDim.x)
+    atomicAdd(&counts[experts[p]], 1);
+}
+// offsets[0 .. n_experts] (exclusive scan of counts) and cursor = offsets; one thread.
+__global__ void scan_kernel(const int32_t* counts, int n_experts, int32_t* offsets, int32_t* cursor) {
+  int32_t s = 0;
+  for (int e = 0; e < n_experts; ++e) {
+    offsets[e] = s;
+    cursor[e] = s;
+    s += counts[e];
+  }
+  offsets[n_experts] = s;
+}
+__global__ void scatter_kernel(const int32_t* experts, int64_t pairs, int32_t* cursor, int32_t* slot_pair,
+                               int32_t* pair_slot) {
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < pairs; p += int64_t(gridDim.x) * blockDim.x) {
+    const int32_t slot = atomicAdd(&cursor[experts[p]], 1);
+    slot_pair[slot] = static_cast<int32_t>(p);
+    pair_slot[p] = slot;
+  }
+}
+
+// One block per (expert, tile of its rows): gathered rows and hidden activations in shared
+// memory; o[slot] = down(silu(x Wg) * (x Wu)) for the tile's slots.
+__global__ void expert_ffn_kernel(const float* gate_up, const float* down, int64_t d, int64_t hidden, const float* x,
+                                  int k, const int32_t* offsets, const int32_t* slot_pair, float* o) {
+  extern __shared__ float smem[];
+  float* xs = smem;                                // [tile, d]
+  float* hs = smem + expert_tile_rows * d;         // [tile, 2 hidden]
+  const int e = blockIdx.x;
+  const int64_t begin = offsets[e], count = offsets[e + 1] - begin;
+  const float* gu = gate_up + e * d * 2 * hidden;
+  const float* dn = down + e * hidden * d;
+  for (int64_t tile = blockIdx.y; tile * expert_tile_rows < count; tile += gridDim.y) {
+    const int64_t s0 = begin + tile * expert_tile_rows;
+    const int rows = static_cast<int>(min(int64_t(expert_tile_rows), count - tile * expert_tile_rows));
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < rows * d; i += blockDim.x)
+      xs[i] = x[int64_t(slot_pair[s0 + i / d] / k) * d + i % d];
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < rows * 2 * hidden; i += blockDim.x) {
+      const int64_t rr = i / (2 * hidden), j = i % (2 * hidden);
+      float acc = 0.0f;
+      for (int64_t c = 0; c < d; ++c) acc += xs[rr * d + c] * gu[c * 2 * hidden + j];
+      hs[i] = acc;
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < rows * hidden; i += blockDim.x) {
+      const int64_t rr = i / hidden, j = i % hidden;
+      const float g = hs[rr * 2 * hidden + j];
+      hs[rr * 2 * hidden + j] = g / (1.0f + expf(-g)) * hs[rr * 2 * hidden + hidden + j];
+    }
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < rows * d; i += blockDim.x) {
+      const int64_t rr = i / d, col = i % d;
+      float acc = 0.0f;
+      for (int64_t j = 0; j < hidden; ++j) acc += hs[rr * 2 * hidden + j] * dn[j * d + col];
+      o[(s0 + rr) * d + col] = acc;
+    }
+  }
+}
+
+// out[t, c] = sum over t's pairs, in ascending expert order, of weight * o[slot, c].
+__global__ void combine_kernel(const int32_t* experts, const float* weights, const int32_t* pair_slot, int k,
+                               const float* o, int64_t n, int64_t d, float* out) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * d; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / d, c = i % d;
+    int order[max_top_k];
+    for (int j = 0; j < k; ++j) order[j] = j;
+    for (int j = 1; j < k; ++j)
+      for (int m = j; m > 0 && experts[t * k + order[m]] < experts[t * k + order[m - 1]]; --m) {
+        const int tmp = order[m];
+        order[m] = order[m - 1];
+        order[m - 1] = tmp;
+      }
+    float acc = 0.0f;
+    for (int j = 0; j < k; ++j) {
+      const int64_t p = t * k + order[j];
+      acc += o[int64_t(pair_slot[p]) * d + c] * weights[p];
+    }
+    out[i] = acc;
+  }
+}
+
+// Patches of a 3x3 stride-2 kernel: one thread per patch value; in_row[R] is output row R's
+// first input row.
+__global__ void patches_kernel(const float* in, const int32_t* in_row, int64_t rows_out, int64_t bins,
+                               int64_t channels, float* patches) {
+  const int64_t out_bins = (bins - 3) / 2 + 1, per_row = out_bins * 9 * channels;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows_out * per_row;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t R = i / per_row, rem = i % per_row;
+    const int64_t f = rem / (9 * channels), tap = rem % (9 * channels);
+    const int64_t kt = tap / (3 * channels), kf = (tap / channels) % 3, ch = tap % channels;
+    patches[i] = in[((in_row[R] + kt) * bins + 2 * f + kf) * channels + ch];
+  }
+}
+
+__device__ uint8_t to_e4m3(float x) {
+  if (isnan(x)) return 0x7F;
+  const uint8_t sign = signbit(x) ? 0x80 : 0;
+  const float a = fabsf(x);
+  if (a >= fp8_max) return sign | 0x7E;
+  int e2 = 0;
+  frexpf(a, &e2);
+  const int ex = e2 - 1;
+  if (a == 0.0f || ex < -6) return sign | static_cast<uint8_t>(static_cast<int>(rintf(ldexpf(a, 9))));
+  int q = static_cast<int>(rintf(ldexpf(a, 3 - ex)));
+  int e = ex;
+  if (q == 16) {
+    q = 8;
+    ++e;
+  }
+  const int code = ((e + 7) << 3) | (q - 8);
+  return sign | static_cast<uint8_t>(code > 0x7E ? 0x7E : code);
+}
+__device__ float from_e4m3(uint8_t b) {
+  const int e = (b >> 3) & 0xF, m = b & 7;
+  float v = e == 0 ? ldexpf(static_cast<float>(m), -9) : ldexpf(1.0f + static_cast<float>(m) / 8.0f, e - 7);
+  if ((b & 0x7F) == 0x7F) v = nanf("");
+  return (b & 0x80) ? -v : v;
+}
+// One block of fp8_group threads per group.
+__global__ void fp8_encode_kernel(const float* x, int64_t n, uint8_t* q, float* scales) {
+  __shared__ float red[32];
+  const int64_t i = blockIdx.x * int64_t(fp8_group) + threadIdx.x;
+  const float a = i < n ? fabsf(x[i]) : 0.0f;
+  const float amax = block_max(a, red);
+  const float scale = amax > 0.0f ? amax / fp8_max : 1.0f;
+  if (threadIdx.x == 0) scales[blockIdx.x] = scale;
+  if (i < n) q[i] = to_e4m3(x[i] * (1.0f / scale));
+}
+__global__ void fp8_decode_kernel(const uint8_t* q, const float* scales, int64_t n, float* x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = from_e4m3(q[i]) * scales[i / fp8_group];
+}
+
+class cuda_device_backend final : public backend {
+ public:
+  cuda_device_backend(int device, cudaStream_t stream, cublasHandle_t blas, std::string name)
+      : device_(device), stream_(stream), blas_(blas), name_(std::move(name)) {}
+  ~cuda_device_backend() override {
+    for (auto* b : {&segs_, &in_rows_, &counts_, &offsets_, &cursor_, &slot_pair_, &pair_slot_, &expert_out_})
+      if (b->ptr) cudaFree(b->ptr);
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return name_; }
+  const std::string& last_error() const override { return error_; }
+
+  status alloc(std::size_t bytes, void** out) override {
+    if (auto e = cudaMalloc(out, bytes ? bytes : 1); e != cudaSuccess) return cuda_status("cudaMalloc", e);
+    return status::ok;
+  }
+  void release(void* p) override {
+    cudaStreamSynchronize(stream_);  // queued ops may still read it
+    cudaFree(p);
+  }
+  status upload(void* dst, const void* src, std::size_t bytes) override {
+    return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "upload");
+  }
+  status download(void* dst, const void* src, std::size_t bytes) override {
+    if (auto s = check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download"); s != status::ok)
+      return s;
+    return synchronize();
+  }
+  status synchronize() override { return check(cudaStreamSynchronize(stream_), "synchronize"); }
+
+  status matmul(const cpu::matmul_args& g) override {
+    if (g.m < 0 || g.n < 0 || g.k < 0) return bad("matmul: negative size");
+    if (g.m == 0 || g.n == 0) return status::ok;
+    // Row-major C = A B is column-major C^T = B^T A^T: B is a column-major [n, k] with ld ldb.
+    const float one = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+    const auto st = cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, int(g.n), int(g.m), int(g.k), &one, g.b, int(g.ldb), g.a,
+                                int(g.lda), &beta, g.c, int(g.ldc));
+    if (st != CUBLAS_STATUS_SUCCESS) return fail_with(status::device_error, "cublasSgemm: status " + std::to_string(int(st)));
+    if (g.bias) add_bias_kernel<<<blocks_for(g.m * g.n), block_threads, 0, stream_>>>(g.c, g.ldc, g.bias, g.m, g.n);
+    return launched("matmul bias");
+  }
+  status layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t dim,
+                    float eps) override {
+    if (rows < 0 || dim <= 0) return bad("layer_norm: bad shape");
+    if (rows == 0) return status::ok;
+    layer_norm_kernel<<<unsigned(rows), row_threads, 0, stream_>>>(x, gamma, beta, out, dim, eps);
+    return launched("layer_norm");
+  }
+  status add(float* dst, const float* src, int64_t n) override {
+    if (n > 0) add_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(dst, src, n);
+    return launched("add");
+  }
+  status relu(float* x, int64_t n) override {
+    if (n > 0) relu_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(x, n);
+    return launched("relu");
+  }
+  status sigmoid(float* x, int64_t n) override {
+    if (n > 0) sigmoid_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(x, n);
+    return launched("sigmoid");
+  }
+  status silu_mul(const float* gate, const float* up, float* out, int64_t n) override {
+    if (n > 0) silu_mul_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(gate, up, out, n);
+    return launched("silu_mul");
+  }
+  status log_softmax(float* x, int64_t rows, int64_t n) override {
+    if (rows < 0 || n <= 0) return bad("log_softmax: bad shape");
+    if (rows > 0) log_softmax_kernel<<<blocks_for(rows), block_threads, 0, stream_>>>(x, rows, n);
+    return launched("log_softmax");
+  }
+
+  status attention(float* qkv, int64_t rows, const row_segment* segs, int64_t n_segs, window_spec w, int32_t heads,
+                   int32_t head_dim, double base, float* out) override {
+    if (heads <= 0 || head_dim <= 0 || head_dim % 2 || head_dim > max_head_dim) return bad("attention: bad heads");
+    if (rows == 0) return status::ok;
+    const row_segment* d_segs = nullptr;
+    if (auto s = put_segments(segs, n_segs, rows, &d_segs); s != status::ok) return s;
+    const float inv_scale = 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
+    rope_kernel<<<blocks_for(rows * heads * head_dim / 2), block_threads, 0, stream_>>>(
+        qkv, rows, d_segs, int(n_segs), heads, head_dim, static_cast<float>(base), inv_scale);
+    if (auto s = launched("rope"); s != status::ok) return s;
+    attention_kernel<<<dim3(unsigned(rows), unsigned(heads)), row_threads, 0, stream_>>>(qkv, d_segs, int(n_segs), w,
+                                                                                         heads, head_dim, out);
+    return launched("attention");
+  }
+
+  status causal_context(const float* y, const row_segment* segs, int64_t n_segs, int64_t d, int32_t ctx_frames,
+                        float* out) override {
+    if (d <= 0 || ctx_frames <= 0) return bad("causal_context: bad shape");
+    int64_t rows = 0;
+    for (int64_t i = 0; i < n_segs; ++i) rows = std::max(rows, int64_t(segs[i].row0) + segs[i].n);
+    if (rows == 0) return status::ok;
+    const row_segment* d_segs = nullptr;
+    if (auto s = put_segments(segs, n_segs, rows, &d_segs); s != status::ok) return s;
+    context_kernel<<<blocks_for(rows * d), block_threads, 0, stream_>>>(y, d_segs, int(n_segs), rows, d, ctx_frames, out);
+    return launched("causal_context");
+  }
+
+  status route(const float* s1, const float* s2, const float* group_bias, const float* expert_bias, int64_t n,
+               route_spec r, int32_t* groups, int32_t* experts, float* weights) override {
+    if (r.n_groups <= 0 || r.n_groups > max_groups || r.n_experts > max_experts || r.n_experts % r.n_groups ||
+        r.top_groups <= 0 || r.top_groups > r.n_groups || r.top_k <= 0 || r.top_k > max_top_k ||
+        r.top_k > r.top_groups * (r.n_experts / r.n_groups))
+      return bad("route: shape outside this backend's limits");
+    if (n > 0) route_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(s1, s2, group_bias, expert_bias, n, r, groups,
+                                                                          experts, weights);
+    return launched("route");
+  }
+
+  status experts(const float* gate_up, const float* down, int32_t n_experts, int64_t d, int64_t hidden, const float* x,
+                 int64_t n, const int32_t* chosen, const float* weights, int32_t k, float* out) override {
+    if (n_experts <= 0 || d <= 0 || hidden <= 0 || k <= 0 || k > max_top_k || n < 0) return bad("experts: bad shape");
+    const std::size_t smem = sizeof(float) * expert_tile_rows * (d + 2 * hidden);
+    if (smem > 48 * 1024) return bad("experts: d and hidden too large for one block's shared memory");
+    if (n == 0) return status::ok;
+    const int64_t pairs = n * k;
+    for (auto [b, bytes] : {std::pair{&counts_, sizeof(int32_t) * (n_experts + 1)},
+                            std::pair{&offsets_, sizeof(int32_t) * (n_experts + 1)},
+                            std::pair{&cursor_, sizeof(int32_t) * (n_experts + 1)},
+                            std::pair{&slot_pair_, sizeof(int32_t) * pairs}, std::pair{&pair_slot_, sizeof(int32_t) * pairs},
+                            std::pair{&expert_out_, sizeof(float) * pairs * d}})
+      if (auto s = grow(*b, bytes); s != status::ok) return s;
+    auto* counts = static_cast<int32_t*>(counts_.ptr);
+    auto* offsets = static_cast<int32_t*>(offsets_.ptr);
+    auto* cursor = static_cast<int32_t*>(cursor_.ptr);
+    auto* slot_pair = static_cast<int32_t*>(slot_pair_.ptr);
+    auto* pair_slot = static_cast<int32_t*>(pair_slot_.ptr);
+    auto* o = static_cast<float*>(expert_out_.ptr);
+    if (auto s = check(cudaMemsetAsync(counts, 0, sizeof(int32_t) * n_experts, stream_), "memset"); s != status::ok)
+      return s;
+    count_kernel<<<blocks_for(pairs), block_threads, 0, stream_>>>(chosen, pairs, counts);
+    scan_kernel<<<1, 1, 0, stream_>>>(counts, n_experts, offsets, cursor);
+    scatter_kernel<<<blocks_for(pairs), block_threads, 0, stream_>>>(chosen, pairs, cursor, slot_pair, pair_slot);
+    const int64_t tiles = (n + expert_tile_rows - 1) / expert_tile_rows;  // an expert has at most n rows
+    expert_ffn_kernel<<<dim3(unsigned(n_experts), unsigned(std::min<int64_t>(tiles, max_grid_y))), block_threads, smem,
+                        stream_>>>(gate_up, down, d, hidden, x, k, offsets, slot_pair, o);
+    combine_kernel<<<blocks_for(n * d), block_threads, 0, stream_>>>(chosen, weights, pair_slot, k, o, n, d, out);
+    return launched("experts");
+  }
+
+  status conv_patches(const float* in, const row_segment* segs, int64_t n_segs, int64_t bins, int64_t channels,
+                      float* patches, row_segment* out_segs) override {
+    if (bins < 3 || channels <= 0) return bad("conv_patches: bad shape");
+    std::vector<int32_t> first_row;
+    int32_t row = 0;
+    for (int64_t i = 0; i < n_segs; ++i) {
+      if (segs[i].n < 0 || segs[i].row0 < 0) return bad("conv_patches: bad segment");
+      const auto n_out = static_cast<int32_t>(conv_out_rows(segs[i].n));
+      for (int32_t r = 0; r < n_out; ++r) first_row.push_back(segs[i].row0 + 2 * r);
+      out_segs[i] = row_segment{row, n_out, segs[i].p0};
+      row += n_out;
+    }
+    if (row == 0) return status::ok;
+    if (auto s = grow(in_rows_, sizeof(int32_t) * first_row.size()); s != status::ok) return s;
+    if (auto s = upload(in_rows_.ptr, first_row.data(), sizeof(int32_t) * first_row.size()); s != status::ok) return s;
+    // The host vector must stay valid until the copy is done (pageable memory: the copy is
+    // staged before cudaMemcpyAsync returns, but be explicit).
+    if (auto s = synchronize(); s != status::ok) return s;
+    const int64_t total = int64_t(row) * ((bins - 3) / 2 + 1) * 9 * channels;
+    patches_kernel<<<blocks_for(total), block_threads, 0, stream_>>>(in, static_cast<const int32_t*>(in_rows_.ptr), row,
+                                                                      bins, channels, patches);
+    return launched("conv_patches");
+  }
+
+  status fp8_encode(const float* x, int64_t n, uint8_t* q, float* scales) override {
+    if (n > 0) fp8_encode_kernel<<<unsigned((n + fp8_group - 1) / fp8_group), fp8_group, 0, stream_>>>(x, n, q, scales);
+    return launched("fp8_encode");
+  }
+  status fp8_decode(const uint8_t* q, const float* scales, int64_t n, float* x) override {
+    if (n > 0) fp8_decode_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(q, scales, n, x);
+    return launched("fp8_decode");
+  }
+
+ private:
+  struct scratch {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+  };
+
+  status grow(scratch& b, std::size_t bytes) {
+    if (b.bytes >= bytes) return status::ok;
+    if (b.ptr) {
+      cudaStreamSynchronize(stream_);
+      cudaFree(b.ptr);
+      b = {};
+    }
+    if (auto e = cudaMalloc(&b.ptr, bytes); e != cudaSuccess) return cuda_status("cudaMalloc", e);
+    b.bytes = bytes;
+    return status::ok;
+  }
+  // Segments to the device (every later kernel of the stream reads them from there).
+  status put_segments(const row_segment* segs, int64_t n_segs, int64_t rows, const row_segment** out) {
+    if (n_segs <= 0) return bad("segments: none");
+    for (int64_t i = 0; i < n_segs; ++i)
+      if (segs[i].n < 0 || segs[i].row0 < 0 || int64_t(segs[i].row0) + segs[i].n > rows ||
+          (i > 0 && segs[i].row0 < segs[i - 1].row0 + segs[i - 1].n))
+        return bad("segments: segment " + std::to_string(i) + " out of range or out of order");
+    if (auto s = grow(segs_, sizeof(row_segment) * n_segs); s != status::ok) return s;
+    if (auto s = upload(segs_.ptr, segs, sizeof(row_segment) * n_segs); s != status::ok) return s;
+    if (auto s = synchronize(); s != status::ok) return s;  // the caller's array may go away
+    *out = static_cast<const row_segment*>(segs_.ptr);
+    return status::ok;
+  }
+  status bad(std::string why) { return fail_with(status::invalid_argument, std::move(why)); }
+  status fail_with(status s, std::string why) {
+    error_ = std::move(why);
+    return s;
+  }
+  status cuda_status(const char* what, cudaError_t e) {
+    return fail_with(e == cudaErrorMemoryAllocation ? status::out_of_memory : status::device_error,
+                     std::string(what) + ": " + cudaGetErrorString(e));
+  }
+  status check(cudaError_t e, const char* what) { return e == cudaSuccess ? status::ok : cuda_status(what, e); }
+  status launched(const char* what) { return check(cudaGetLastError(), what); }
+
+  int device_;
+  cudaStream_t stream_;
+  cublasHandle_t blas_;
+  std::string name_;
+  std::string error_;
+  scratch segs_, in_rows_, counts_, offsets_, cursor_, slot_pair_, pair_slot_, expert_out_;
+};
+
+}  // namespace
+
+backend* create_backend(int device, std::string* why) {
+  auto say = [&](const std::string& s) {
+    if (why) *why = s;
+    return nullptr;
+  };
+  int count = 0;
+  if (auto e = cudaGetDeviceCount(&count); e != cudaSuccess) return say(std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e));
+  if (device < 0 || device >= count) return say("no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " visible)");
+  if (auto e = cudaSetDevice(device); e != cudaSuccess) return say(std::string("cudaSetDevice: ") + cudaGetErrorString(e));
+  cudaDeviceProp p{};
+  cudaGetDeviceProperties(&p, device);
+  cudaStream_t stream = nullptr;
+  if (auto e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess)
+    return say(std::string("cudaStreamCreate: ") + cudaGetErrorString(e));
+  cublasHandle_t blas = nullptr;
+  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+    cudaStreamDestroy(stream);
+    return say("cublasCreate failed");
+  }
+  cublasSetStream(blas, stream);
+  // f32 mode for parity: no TF32 tensor-core shortcut inside cuBLAS.
+  cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH);
+  return new cuda_device_backend(device, stream, blas, "cuda:" + std::to_string(device) + " " + p.name);
+}
+
+}  // namespace sluice::kernels::cuda

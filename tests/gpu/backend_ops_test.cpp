@@ -1,0 +1,327 @@
+// Every op of kernels::backend compared between two backends on the same inputs, each case with
+// its own tolerance (as ggml's test-backend-ops): the CUDA backend against the CPU one when a
+// GPU can be used, and, always, the scalar CPU backend against the vectorised one (which runs
+// the same table of cases here, so the cases themselves are exercised on every machine).
+// Without a usable GPU the CUDA cases print "SKIPPED: no usable GPU" and ctest reports them as
+// skipped (SKIP_REGULAR_EXPRESSION), never as passed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.hpp"
+#include "kernels/cpu/fp8.hpp"
+#include "kernels/cuda_backend.hpp"
+#include "moe/acoustic_model.hpp"
+#include "moe/device/cpu_backend.hpp"
+#include "moe/device/device_model.hpp"
+#include "moe/safetensors.hpp"
+
+using namespace sluice;
+using kernels::backend;
+using kernels::row_segment;
+using kernels::status;
+
+namespace {
+
+std::vector<float> random_vec(std::size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Normalised mean squared error, as test-backend-ops compares backends.
+double nmse(const std::vector<float>& ref, const std::vector<float>& got) {
+  if (ref.size() != got.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (double(ref[i]) - got[i]) * (double(ref[i]) - got[i]);
+    den += double(ref[i]) * ref[i];
+  }
+  return num / (den > 0 ? den : 1);
+}
+
+// Device buffers of one case, freed with it.
+class session {
+ public:
+  explicit session(backend& b) : b_(b) {}
+  ~session() {
+    for (void* p : owned_) b_.release(p);
+  }
+  template <class T>
+  T* put(const std::vector<T>& v) {
+    T* p = make<T>(v.size());
+    REQUIRE(b_.upload(p, v.data(), v.size() * sizeof(T)) == status::ok);
+    return p;
+  }
+  template <class T>
+  T* make(std::size_t n) {
+    void* p = nullptr;
+    REQUIRE_MESSAGE(b_.alloc(std::max<std::size_t>(n, 1) * sizeof(T), &p) == status::ok, b_.last_error());
+    owned_.push_back(p);
+    return static_cast<T*>(p);
+  }
+  template <class T>
+  std::vector<float> get(const T* p, std::size_t n) {
+    std::vector<T> host(n);
+    REQUIRE_MESSAGE(b_.download(host.data(), p, n * sizeof(T)) == status::ok, b_.last_error());
+    return std::vector<float>(host.begin(), host.end());
+  }
+  void ok(status s) { REQUIRE_MESSAGE(s == status::ok, b_.last_error()); }
+  backend& dev() { return b_; }
+
+ private:
+  backend& b_;
+  std::vector<void*> owned_;
+};
+
+struct op_case {
+  std::string name;
+  double tolerance;  // largest NMSE accepted; 0: integers (or codes) must be identical
+  std::function<std::vector<float>(session&)> run;
+};
+
+// The model's shapes (models/default): d 144, 4 heads of 36, 32 experts in 8 groups.
+constexpr int64_t d_model = 144, heads = 4, head_dim = 36, hidden = 48, n_experts = 32;
+
+// 100 rows: more than a 16/4 window's 80 keys; a segment starting at position 16 (as a stream's
+// later chunk would).
+std::vector<row_segment> three_segments() { return {{0, 100, 0}, {100, 7, 0}, {107, 23, 16}}; }
+
+std::vector<op_case> op_cases() {
+  std::vector<op_case> c;
+  c.push_back({"matmul with bias, accumulate and strides", 1e-10, [](session& s) {
+                 const int64_t m = 37, n = 29, k = 53;
+                 auto a = s.put(random_vec(m * (k + 3), 1)), b = s.put(random_vec(k * (n + 2), 2));
+                 auto bias = s.put(random_vec(n, 3));
+                 auto out = s.put(random_vec(m * (n + 1), 4));
+                 kernels::cpu::matmul_args g{m, n, k, a, k + 3, b, n + 2, out, n + 1, bias};
+                 g.accumulate = true;
+                 s.ok(s.dev().matmul(g));
+                 return s.get(out, m * (n + 1));
+               }});
+  c.push_back({"layer_norm", 1e-10, [](session& s) {
+                 auto x = s.put(random_vec(50 * d_model, 5, 3.0f));
+                 auto gamma = s.put(random_vec(d_model, 6)), beta = s.put(random_vec(d_model, 7));
+                 auto out = s.make<float>(50 * d_model);
+                 s.ok(s.dev().layer_norm(x, gamma, beta, out, 50, d_model, 1e-5f));
+                 return s.get(out, 50 * d_model);
+               }});
+  c.push_back({"add, relu, sigmoid, silu_mul", 1e-10, [](session& s) {
+                 const int64_t n = 1000;
+                 auto a = s.put(random_vec(n, 8, 4.0f)), b = s.put(random_vec(n, 9, 4.0f));
+                 auto c2 = s.put(random_vec(n, 10, 4.0f)), out = s.make<float>(n);
+                 s.ok(s.dev().add(a, b, n));
+                 s.ok(s.dev().silu_mul(a, c2, out, n));
+                 s.ok(s.dev().relu(a, n));
+                 s.ok(s.dev().sigmoid(b, n));
+                 auto r = s.get(out, n), ra = s.get(a, n), rb = s.get(b, n);
+                 r.insert(r.end(), ra.begin(), ra.end());
+                 r.insert(r.end(), rb.begin(), rb.end());
+                 return r;
+               }});
+  c.push_back({"log_softmax", 1e-12, [](session& s) {
+                 auto x = s.put(random_vec(40 * 29, 11, 5.0f));
+                 s.ok(s.dev().log_softmax(x, 40, 29));
+                 return s.get(x, 40 * 29);
+               }});
+  for (auto w : {kernels::window_spec{16, 4}, kernels::window_spec{16, -1}, kernels::window_spec{0, -1}}) {
+    // 300 rows in the full-attention case: more keys than one tile of the CUDA kernel.
+    const bool full = w.chunk_frames == 0;
+    c.push_back({"attention, window " + std::to_string(w.chunk_frames) + "/" + std::to_string(w.left_chunks), 1e-9,
+                 [w, full](session& s) {
+                   auto segs = full ? std::vector<row_segment>{{0, 300, 0}, {300, 20, 5}} : three_segments();
+                   const int64_t rows = segs.back().row0 + segs.back().n;
+                   auto qkv = s.put(random_vec(rows * 3 * d_model, 12));
+                   auto out = s.make<float>(rows * d_model);
+                   s.ok(s.dev().attention(qkv, rows, segs.data(), int64_t(segs.size()), w, heads, head_dim, 10000.0, out));
+                   auto r = s.get(out, rows * d_model), rotated = s.get(qkv, rows * 3 * d_model);
+                   r.insert(r.end(), rotated.begin(), rotated.end());
+                   return r;
+                 }});
+  }
+  c.push_back({"causal_context", 1e-12, [](session& s) {
+                 auto segs = three_segments();
+                 const int64_t rows = segs.back().row0 + segs.back().n;
+                 auto y = s.put(random_vec(rows * d_model, 13)), out = s.make<float>(rows * d_model);
+                 s.ok(s.dev().causal_context(y, segs.data(), int64_t(segs.size()), d_model, 8, out));
+                 return s.get(out, rows * d_model);
+               }});
+  auto route = [](session& s, bool weights_only) {
+    const int64_t n = 200;
+    const kernels::route_spec spec{8, int32_t(n_experts), 2, 4};
+    auto s1 = random_vec(n * 8, 14), s2 = random_vec(n * n_experts, 15);
+    for (auto* v : {&s1, &s2})
+      for (auto& x : *v) x = 1.0f / (1.0f + std::exp(-x));
+    auto d1 = s.put(s1), d2 = s.put(s2);
+    auto gb = s.put(random_vec(8, 16, 0.1f)), eb = s.put(random_vec(n_experts, 17, 0.1f));
+    auto groups = s.make<int32_t>(n * 2);
+    auto experts = s.make<int32_t>(n * 4);
+    auto wt = s.make<float>(n * 4);
+    s.ok(s.dev().route(d1, d2, gb, eb, n, spec, groups, experts, wt));
+    if (weights_only) return s.get(wt, n * 4);
+    auto r = s.get(groups, n * 2), e = s.get(experts, n * 4);
+    r.insert(r.end(), e.begin(), e.end());
+    return r;
+  };
+  c.push_back({"route: groups and experts", 0, [route](session& s) { return route(s, false); }});
+  c.push_back({"route: gate weights", 1e-12, [route](session& s) { return route(s, true); }});
+  c.push_back({"experts (grouped SwiGLU, ascending-expert sum)", 1e-10, [](session& s) {
+                 const int64_t n = 150, k = 4;
+                 std::mt19937 rng(18);
+                 std::vector<int32_t> chosen;
+                 for (int64_t t = 0; t < n; ++t) {
+                   std::vector<int32_t> all(n_experts);
+                   for (int32_t e = 0; e < n_experts; ++e) all[e] = e;
+                   std::shuffle(all.begin(), all.end(), rng);
+                   // Skewed: the first rows crowd into experts 0..5 (more than a tile of rows).
+                   if (t < 60)
+                     for (int j = 0; j < k; ++j) all[j] = int32_t((t + j) % 6);
+                   chosen.insert(chosen.end(), all.begin(), all.begin() + k);
+                 }
+                 auto gu = s.put(random_vec(n_experts * d_model * 2 * hidden, 19, 0.1f));
+                 auto dn = s.put(random_vec(n_experts * hidden * d_model, 20, 0.1f));
+                 auto x = s.put(random_vec(n * d_model, 21));
+                 auto e = s.put(chosen);
+                 auto w = s.put(random_vec(n * k, 22));
+                 auto out = s.make<float>(n * d_model);
+                 s.ok(s.dev().experts(gu, dn, int32_t(n_experts), d_model, hidden, x, n, e, w, int32_t(k), out));
+                 return s.get(out, n * d_model);
+               }});
+  for (int64_t channels : {1, 32}) {
+    c.push_back({"conv_patches, " + std::to_string(channels) + " channel(s)", 0, [channels](session& s) {
+                   const int64_t bins = channels == 1 ? 80 : 39;
+                   std::vector<row_segment> segs{{0, 30, 0}, {30, 2, 0}, {32, 11, 0}};
+                   auto in = s.put(random_vec(43 * bins * channels, 23));
+                   std::vector<row_segment> out_segs(3);
+                   const int64_t rows = kernels::conv_out_rows(30) + kernels::conv_out_rows(11);
+                   const int64_t size = rows * ((bins - 3) / 2 + 1) * 9 * channels;
+                   auto p = s.make<float>(size);
+                   s.ok(s.dev().conv_patches(in, segs.data(), 3, bins, channels, p, out_segs.data()));
+                   auto r = s.get(p, size);
+                   for (const auto& o : out_segs) r.insert(r.end(), {float(o.row0), float(o.n)});
+                   return r;
+                 }});
+  }
+  c.push_back({"fp8 E4M3 codes and scales", 0, [](session& s) {
+                 const int64_t n = 1000;
+                 auto v = random_vec(n, 24, 3.0f);
+                 std::fill(v.begin() + 256, v.begin() + 384, 0.0f);  // a group of zeros: scale 1
+                 auto x = s.put(v);
+                 auto q = s.make<uint8_t>(n);
+                 auto sc = s.make<float>(kernels::cpu::fp8_scale_count(n));
+                 s.ok(s.dev().fp8_encode(x, n, q, sc));
+                 auto back = s.make<float>(n);
+                 s.ok(s.dev().fp8_decode(q, sc, n, back));
+                 auto r = s.get(q, n), rs = s.get(sc, kernels::cpu::fp8_scale_count(n)), rb = s.get(back, n);
+                 r.insert(r.end(), rs.begin(), rs.end());
+                 r.insert(r.end(), rb.begin(), rb.end());
+                 return r;
+               }});
+  return c;
+}
+
+// Runs every case on both backends; returns the number of failing cases.
+int compare(backend& ref, backend& got) {
+  int failed = 0;
+  for (const auto& oc : op_cases()) {
+    CAPTURE(oc.name);
+    std::vector<float> a, b;
+    {
+      session s(ref);
+      a = oc.run(s);
+    }
+    {
+      session s(got);
+      b = oc.run(s);
+    }
+    const double err = nmse(a, b);
+    const bool pass = oc.tolerance == 0 ? a == b : err <= oc.tolerance;
+    std::cout << "  " << (pass ? "ok  " : "FAIL") << "  " << oc.name << ": nmse " << err << " (tolerance "
+              << oc.tolerance << ")\n";
+    CHECK_MESSAGE(pass, oc.name << ": " << ref.name() << " vs " << got.name() << " nmse " << err);
+    failed += !pass;
+  }
+  return failed;
+}
+
+// The CUDA backend, or null after printing why it is skipped.
+std::unique_ptr<backend> cuda_or_skip() {
+  auto b = kernels::make_cuda_backend(0);
+  if (!b) {
+    std::cout << "SKIPPED: no usable GPU (" << b.error().message << ")\n";
+    return nullptr;
+  }
+  return std::move(*b);
+}
+
+}  // namespace
+
+TEST_SUITE("backend ops") {
+  TEST_CASE("every op: the scalar CPU backend against the vectorised one") {
+    moe::compute_options scalar;
+    scalar.simd = kernels::cpu::simd_level::scalar;
+    scalar.dense = scalar.experts = moe::gemm_backend::own;
+    auto ref = moe::make_cpu_backend(scalar);
+    auto fast = moe::make_cpu_backend();
+    MESSAGE(ref->name() << " vs " << fast->name());
+    CHECK(compare(*ref, *fast) == 0);
+  }
+
+  TEST_CASE("bad arguments are refused with a status and a message") {
+    auto b = moe::make_cpu_backend();
+    std::vector<row_segment> segs{{0, 10, 0}};
+    float dummy = 0;
+    CHECK(b->attention(&dummy, 5, segs.data(), 1, {16, 4}, 4, 36, 1e4, &dummy) == status::invalid_argument);
+    CHECK(b->last_error().find("segment 0 out of range") != std::string::npos);
+    CHECK(b->route(&dummy, &dummy, &dummy, &dummy, 1, {8, 30, 2, 4}, nullptr, nullptr, nullptr) ==
+          status::invalid_argument);
+    int32_t bad_expert = 40;
+    CHECK(b->experts(&dummy, &dummy, 32, 144, 48, &dummy, 1, &bad_expert, &dummy, 1, &dummy) ==
+          status::invalid_argument);
+  }
+
+  TEST_CASE("every op: CUDA against the CPU backend (needs a GPU)") {
+    auto gpu = cuda_or_skip();
+    if (!gpu) return;
+    auto cpu = moe::make_cpu_backend();
+    MESSAGE(cpu->name() << " vs " << gpu->name());
+    CHECK(compare(*cpu, *gpu) == 0);
+  }
+
+  TEST_CASE("the default model on CUDA matches PyTorch's golden vectors, expert choices identical (needs a GPU)") {
+    auto gpu = cuda_or_skip();
+    if (!gpu) return;
+    const std::string dir = SLUICE_SOURCE_DIR "/models/default";
+    auto model = moe::load_model(dir);
+    REQUIRE(model.has_value());
+    auto dm = moe::device_model::create(*model, *gpu);
+    REQUIRE_MESSAGE(dm.has_value(), dm.error().message);
+    auto f = moe::safetensors_file::load(dir + "/golden/test_unseen-00000-0000.safetensors");
+    REQUIRE(f.has_value());
+    auto fb = *f->read_f32("fbank");
+    const moe::fbank_view one[] = {{fb.data(), f->find("fbank")->shape[0]}};
+    moe::device_forward_options opt;
+    opt.trace = true;
+    auto out = (*dm)->forward(one, opt);
+    REQUIRE_MESSAGE(out.has_value(), out.error().message);
+    const auto logits = *f->read_f32("logits");
+    double worst = 0;
+    for (std::size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, double(std::abs(logits[i] - (*out)[0].logits[i])));
+    MESSAGE("CUDA f32 logits vs PyTorch: max abs err " << worst);
+    CHECK(worst <= 1e-3);
+    for (int l = 0; l < (*model)->arch().n_layers; ++l) {
+      CAPTURE(l);
+      auto ref = *f->read_i32("layer" + std::to_string(l) + ".experts");
+      CHECK(ref == (*out)[0].layers[l].experts);
+    }
+  }
+}

@@ -1,0 +1,157 @@
+// The forward written against kernels::backend (moe/device/device_model.hpp), run on the CPU
+// backend: a batch of utterances of different lengths gives each utterance PyTorch's golden
+// logits, block outputs and expert choices (tools/train/model.py's own numbers), as the
+// single-utterance forward_offline does.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "moe/acoustic_model.hpp"
+#include "moe/decoder/ctc_frames.hpp"
+#include "moe/device/cpu_backend.hpp"
+#include "moe/device/device_model.hpp"
+#include "moe/forward.hpp"
+#include "moe/safetensors.hpp"
+#include "tests/moe/model_test_util.hpp"
+
+using namespace sluice;
+using namespace sluice::moe;
+
+namespace {
+
+constexpr double golden_tolerance = 1e-3;  // as the forward_offline golden test
+
+struct golden {
+  safetensors_file file;
+  std::vector<float> fbank;
+  int64_t frames = 0;
+};
+
+std::vector<golden> load_golden(const std::string& dir) {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/golden")) paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  std::vector<golden> out;
+  for (const auto& p : paths) {
+    auto f = safetensors_file::load(p.string());
+    REQUIRE_MESSAGE(f.has_value(), f.error().message);
+    auto fb = f->read_f32("fbank");
+    REQUIRE(fb.has_value());
+    const int64_t frames = f->find("fbank")->shape[0];
+    out.push_back({std::move(*f), std::move(*fb), frames});
+  }
+  return out;
+}
+
+int mismatched_rows(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int width) {
+  if (a.size() != b.size()) return -1;
+  int bad = 0;
+  for (std::size_t t = 0; t * width < a.size(); ++t)
+    bad += !std::equal(a.begin() + t * width, a.begin() + (t + 1) * width, b.begin() + t * width);
+  return bad;
+}
+
+}  // namespace
+
+TEST_SUITE("device model") {
+  TEST_CASE("on the CPU backend a batch of utterances matches PyTorch's golden vectors for each") {
+    const std::string dir = SLUICE_SOURCE_DIR "/models/default";
+    auto model = load_model(dir);
+    REQUIRE_MESSAGE(model.has_value(), model.error().message);
+    const auto& arch = (*model)->arch();
+    auto dev = make_cpu_backend();
+    auto dm = device_model::create(*model, *dev);
+    REQUIRE_MESSAGE(dm.has_value(), dm.error().message);
+    CHECK((*dm)->weight_bytes() > 4'000'000);  // the 5.1 M parameters, f32
+    auto cases = load_golden(dir);
+    REQUIRE(cases.size() >= 2);
+    // Golden utterances, with a short one (5 frames: no output) between them and the first
+    // one's first 100 frames at the end: rows of every utterance follow each other.
+    std::vector<fbank_view> batch;
+    for (const auto& g : cases) {
+      batch.push_back({g.fbank.data(), g.frames});
+      batch.push_back({g.fbank.data(), 5});
+    }
+    batch.push_back({cases[0].fbank.data(), 100});
+    device_forward_options opt;
+    opt.trace = true;
+    auto out = (*dm)->forward(batch, opt);
+    REQUIRE_MESSAGE(out.has_value(), out.error().message);
+    REQUIRE(out->size() == batch.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      CAPTURE(i);
+      const auto& g = cases[i];
+      const auto& r = (*out)[2 * i];
+      REQUIRE(r.n_frames == g.file.find("logits")->shape[0]);
+      CHECK(test::max_abs_diff(*g.file.read_f32("logits"), r.logits) <= golden_tolerance);
+      for (int l = 0; l < arch.n_layers; ++l) {
+        CAPTURE(l);
+        const std::string p = "layer" + std::to_string(l);
+        CHECK(test::max_abs_diff(*g.file.read_f32(p + ".out"), r.layers[l].out) <= golden_tolerance);
+        CHECK(mismatched_rows(*g.file.read_i32(p + ".experts"), r.layers[l].experts, arch.top_k) == 0);
+        CHECK(mismatched_rows(*g.file.read_i32(p + ".groups"), r.layers[l].groups, arch.top_groups) == 0);
+      }
+      CHECK((*out)[2 * i + 1].n_frames == 0);
+      CHECK((*out)[2 * i + 1].logits.empty());
+    }
+    // The 100-frame prefix is its own utterance: its logits are forward_offline's of those
+    // frames, not the first rows of the whole utterance (its attention and context see no more).
+    auto prefix = forward_offline(**model, cases[0].fbank.data(), 100);
+    REQUIRE(prefix.has_value());
+    const auto& last = out->back();
+    REQUIRE(last.n_frames == prefix->n_frames);
+    CHECK(test::max_abs_diff(prefix->logits, last.logits) <= 1e-4);
+    std::vector<float> head((*out)[0].logits.begin(), (*out)[0].logits.begin() + last.logits.size());
+    CHECK(test::max_abs_diff(head, last.logits) > 1e-3);
+  }
+
+  TEST_CASE("log-probabilities on the device equal log_softmax of the logits") {
+    auto model = load_model(SLUICE_TEST_DATA_DIR "/tiny_model");
+    REQUIRE(model.has_value());
+    const int64_t mels = (*model)->arch().n_mels;
+    std::vector<float> fb(60 * mels);
+    for (std::size_t i = 0; i < fb.size(); ++i) fb[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+    auto dev = make_cpu_backend();
+    auto dm = device_model::create(*model, *dev);
+    REQUIRE(dm.has_value());
+    const fbank_view one[] = {{fb.data(), 60}};
+    auto logits = (*dm)->forward(one);
+    device_forward_options lp;
+    lp.log_probs = true;
+    auto logp = (*dm)->forward(one, lp);
+    REQUIRE(logits.has_value());
+    REQUIRE(logp.has_value());
+    const auto& l = (*logits)[0];
+    REQUIRE(l.n_frames == 14);
+    std::vector<float> expect(l.logits.size());
+    for (int64_t t = 0; t < l.n_frames; ++t)
+      log_softmax(std::span<const float>(l.logits.data() + t * l.vocab, l.vocab),
+                  std::span<float>(expect.data() + t * l.vocab, l.vocab));
+    CHECK(test::max_abs_diff(expect, (*logp)[0].logits) <= 1e-6);
+  }
+
+  TEST_CASE("bad input names the utterance, frame and bin") {
+    auto model = load_model(SLUICE_TEST_DATA_DIR "/tiny_model");
+    REQUIRE(model.has_value());
+    const int64_t mels = (*model)->arch().n_mels;
+    std::vector<float> good(20 * mels, 1.0f), bad(20 * mels, 1.0f);
+    bad[4 * mels + 7] = std::nanf("");
+    auto dev = make_cpu_backend();
+    auto dm = device_model::create(*model, *dev);
+    REQUIRE(dm.has_value());
+    const fbank_view batch[] = {{good.data(), 20}, {bad.data(), 20}};
+    auto out = (*dm)->forward(batch);
+    REQUIRE_FALSE(out.has_value());
+    CHECK(out.error().code == errc::invalid_argument);
+    CHECK(out.error().message.find("utterance 1 frame 4 bin 7 is not finite") != std::string::npos);
+    const fbank_view null_frames[] = {{nullptr, 3}};
+    CHECK((*dm)->forward(null_frames).error().code == errc::invalid_argument);
+    auto empty = (*dm)->forward({});
+    REQUIRE(empty.has_value());
+    CHECK(empty->empty());
+  }
+}
