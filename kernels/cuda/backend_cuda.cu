@@ -32,7 +32,8 @@ constexpr int max_grid_y = 65535;
 constexpr int fp8_group = 128;
 constexpr float fp8_max = 448.0f;
 
-int blocks_for(int64_t n) { return static_cast<int>((n + block_threads - 1) / block_threads); }
+constexpr int64_t max_blocks = 65535 * 8;  // grid-stride kernels: more blocks add nothing
+int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + block_threads - 1) / block_threads, max_blocks)); }
 
 __global__ void add_kernel(float* dst, const float* src, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
@@ -95,15 +96,15 @@ __global__ void layer_norm_kernel(const float* x, const float* gamma, const floa
 }
 
 __global__ void log_softmax_kernel(float* x, int64_t rows, int64_t n) {
-  const int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (r >= rows) return;
-  float* v = x + r * n;
-  float mx = v[0];
-  for (int64_t i = 1; i < n; ++i) mx = fmaxf(mx, v[i]);
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += expf(v[i] - mx);
-  const float lse = mx + logf(s);
-  for (int64_t i = 0; i < n; ++i) v[i] -= lse;
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; r < rows; r += int64_t(gridDim.x) * blockDim.x) {
+    float* v = x + r * n;
+    float mx = v[0];
+    for (int64_t i = 1; i < n; ++i) mx = fmaxf(mx, v[i]);
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) s += expf(v[i] - mx);
+    const float lse = mx + logf(s);
+    for (int64_t i = 0; i < n; ++i) v[i] -= lse;
+  }
 }
 
 // The segment holding `row` (segments ascending by row0, every row in one).
@@ -125,6 +126,7 @@ __global__ void rope_kernel(float* qkv, int64_t rows, const row_segment* segs, i
     const int64_t r = i / (heads * half);
     const int h = static_cast<int>((i / half) % heads), p = static_cast<int>(i % half);
     const row_segment s = segs[find_segment(segs, n_segs, r)];
+    if (r < s.row0 || r >= int64_t(s.row0) + s.n) continue;  // a row of no segment: untouched
     const float expo = static_cast<float>(2 * p) / static_cast<float>(head_dim);
     const float inv_freq = 1.0f / static_cast<float>(pow(static_cast<double>(base), static_cast<double>(expo)));
     const float ang = static_cast<float>(s.p0 + (r - s.row0)) * inv_freq;
@@ -151,6 +153,7 @@ __global__ void attention_kernel(const float* qkv, const row_segment* segs, int 
   const int64_t r = blockIdx.x;
   const int h = blockIdx.y, d = heads * head_dim;
   const row_segment s = segs[find_segment(segs, n_segs, r)];
+  if (r < s.row0 || r >= int64_t(s.row0) + s.n) return;  // the whole block: no barrier skipped unevenly
   const int64_t first = s.p0, end = s.p0 + int64_t(s.n), pos = s.p0 + (r - s.row0);
   int64_t lo = first, hi = end;
   if (w.chunk_frames > 0) {
@@ -176,13 +179,15 @@ __global__ void attention_kernel(const float* qkv, const row_segment* segs, int 
     const float tile_max = block_max(local_max, red);
     const float new_max = fmaxf(run_max, tile_max);
     const float rescale = expf(run_max - new_max);
-    float tile_sum = 0.0f;
-    for (int j = 0; j < nk; ++j) tile_sum += expf(scores[j] - new_max);
-    run_sum = run_sum * rescale + tile_sum;
+    float local_sum = 0.0f;
+    for (int j = threadIdx.x; j < nk; j += blockDim.x) {
+      scores[j] = expf(scores[j] - new_max);
+      local_sum += scores[j];
+    }
+    run_sum = run_sum * rescale + block_sum(local_sum, red);  // its barriers publish scores[]
     if (threadIdx.x < head_dim) {
       float a = acc * rescale;
-      for (int j = 0; j < nk; ++j)
-        a += expf(scores[j] - new_max) * seg_rows[(t0 + j - first) * 3 * d + 2 * d + h * head_dim + threadIdx.x];
+      for (int j = 0; j < nk; ++j) a += scores[j] * seg_rows[(t0 + j - first) * 3 * d + 2 * d + h * head_dim + threadIdx.x];
       acc = a;
     }
     run_max = new_max;
@@ -196,6 +201,7 @@ __global__ void context_kernel(const float* y, const row_segment* segs, int n_se
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * d; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / d, j = i % d;
     const row_segment s = segs[find_segment(segs, n_segs, r)];
+    if (r < s.row0 || r >= int64_t(s.row0) + s.n) continue;
     const int64_t first = max(int64_t(s.row0), r - ctx + 1);
     float sum = 0.0f;
     for (int64_t t = first; t <= r; ++t) sum += y[t * d + j];
@@ -218,10 +224,17 @@ __device__ void top_k(const float* v, int n, int k, int32_t* out) {
   }
 }
 
+__device__ void route_one(const float* s1, const float* s2, const float* group_bias, const float* expert_bias,
+                          int64_t t, route_spec r, int32_t* groups, int32_t* experts, float* weights);
+
 __global__ void route_kernel(const float* s1, const float* s2, const float* group_bias, const float* expert_bias,
                              int64_t n, route_spec r, int32_t* groups, int32_t* experts, float* weights) {
-  const int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (t >= n) return;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < n; t += int64_t(gridDim.x) * blockDim.x)
+    route_one(s1, s2, group_bias, expert_bias, t, r, groups, experts, weights);
+}
+
+__device__ void route_one(const float* s1, const float* s2, const float* group_bias, const float* expert_bias,
+                          int64_t t, route_spec r, int32_t* groups, int32_t* experts, float* weights) {
   float sel_g[max_groups], sel_e[max_experts];
   const float* p1 = s1 + t * r.n_groups;
   const float* p2 = s2 + t * r.n_experts;
@@ -241,9 +254,12 @@ __global__ void route_kernel(const float* s1, const float* s2, const float* grou
   for (int j = 0; j < r.top_k; ++j) wt[j] = p2[e[j]] * p1[e[j] / per_group] / sum;
 }
 
-__global__ void count_kernel(const int32_t* experts, int64_t pairs, int32_t* counts) {
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < pairs; p += int64_t(gridDim.x) * blockDim.x)
-    atomicAdd(&counts[experts[p]], 1);
+// Expert ids outside [0, n_experts) are not counted: they raise *bad (read back by download()).
+__global__ void count_kernel(const int32_t* experts, int64_t pairs, int n_experts, int32_t* counts, int32_t* bad) {
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < pairs; p += int64_t(gridDim.x) * blockDim.x) {
+    const int32_t e = experts[p];
+    if (e < 0 || e >= n_experts) *bad = 1; else atomicAdd(&counts[e], 1);
+  }
 }
 // offsets[0 .. n_experts] (exclusive scan of counts) and cursor = offsets; one thread.
 __global__ void scan_kernel(const int32_t* counts, int n_experts, int32_t* offsets, int32_t* cursor) {
@@ -255,9 +271,13 @@ __global__ void scan_kernel(const int32_t* counts, int n_experts, int32_t* offse
   }
   offsets[n_experts] = s;
 }
-__global__ void scatter_kernel(const int32_t* experts, int64_t pairs, int32_t* cursor, int32_t* slot_pair,
-                               int32_t* pair_slot) {
+__global__ void scatter_kernel(const int32_t* experts, int64_t pairs, int n_experts, int32_t* cursor,
+                               int32_t* slot_pair, int32_t* pair_slot) {
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < pairs; p += int64_t(gridDim.x) * blockDim.x) {
+    if (experts[p] < 0 || experts[p] >= n_experts) {
+      pair_slot[p] = -1;
+      continue;
+    }
     const int32_t slot = atomicAdd(&cursor[experts[p]], 1);
     slot_pair[slot] = static_cast<int32_t>(p);
     pair_slot[p] = slot;
@@ -320,7 +340,7 @@ __global__ void combine_kernel(const int32_t* experts, const float* weights, con
     float acc = 0.0f;
     for (int j = 0; j < k; ++j) {
       const int64_t p = t * k + order[j];
-      acc += o[int64_t(pair_slot[p]) * d + c] * weights[p];
+      if (pair_slot[p] >= 0) acc += o[int64_t(pair_slot[p]) * d + c] * weights[p];
     }
     out[i] = acc;
   }
@@ -381,9 +401,11 @@ __global__ void fp8_decode_kernel(const uint8_t* q, const float* scales, int64_t
 
 class cuda_device_backend final : public backend {
  public:
-  cuda_device_backend(int device, cudaStream_t stream, cublasHandle_t blas, std::string name)
-      : device_(device), stream_(stream), blas_(blas), name_(std::move(name)) {}
+  cuda_device_backend(int device, cudaStream_t stream, cublasHandle_t blas, int32_t* bad_ids, std::string name)
+      : device_(device), stream_(stream), blas_(blas), bad_ids_(bad_ids), name_(std::move(name)) {}
   ~cuda_device_backend() override {
+    cudaSetDevice(device_);
+    cudaFree(bad_ids_);
     for (auto* b : {&segs_, &in_rows_, &counts_, &offsets_, &cursor_, &slot_pair_, &pair_slot_, &expert_out_})
       if (b->ptr) cudaFree(b->ptr);
     cublasDestroy(blas_);
@@ -394,58 +416,86 @@ class cuda_device_backend final : public backend {
   const std::string& last_error() const override { return error_; }
 
   status alloc(std::size_t bytes, void** out) override {
+    bind();
     if (auto e = cudaMalloc(out, bytes ? bytes : 1); e != cudaSuccess) return cuda_status("cudaMalloc", e);
     return status::ok;
   }
   void release(void* p) override {
+    bind();
     cudaStreamSynchronize(stream_);  // queued ops may still read it
     cudaFree(p);
   }
   status upload(void* dst, const void* src, std::size_t bytes) override {
+    bind();
     return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "upload");
   }
   status download(void* dst, const void* src, std::size_t bytes) override {
+    bind();
     if (auto s = check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download"); s != status::ok)
       return s;
     return synchronize();
   }
-  status synchronize() override { return check(cudaStreamSynchronize(stream_), "synchronize"); }
+  status synchronize() override {
+    bind();
+    if (auto s = check(cudaStreamSynchronize(stream_), "synchronize"); s != status::ok) return s;
+    if (!check_ids_) return status::ok;
+    // An experts() call met an expert id out of range: its pairs were skipped; say so once.
+    check_ids_ = false;
+    int32_t bad = 0;
+    if (auto s = check(cudaMemcpy(&bad, bad_ids_, sizeof bad, cudaMemcpyDeviceToHost), "synchronize"); s != status::ok)
+      return s;
+    if (!bad) return status::ok;
+    cudaMemset(bad_ids_, 0, sizeof bad);
+    return fail_with(status::invalid_argument, "experts: an expert id was outside [0, n_experts)");
+  }
 
   status matmul(const cpu::matmul_args& g) override {
+    bind();
     if (g.m < 0 || g.n < 0 || g.k < 0) return bad("matmul: negative size");
+    constexpr int64_t int_max = 0x7fffffff;
+    for (int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc})
+      if (v > int_max) return bad("matmul: a size or leading dimension above 2^31 - 1");
     if (g.m == 0 || g.n == 0) return status::ok;
     // Row-major C = A B is column-major C^T = B^T A^T: B is a column-major [n, k] with ld ldb.
     const float one = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
-    const auto st = cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, int(g.n), int(g.m), int(g.k), &one, g.b, int(g.ldb), g.a,
-                                int(g.lda), &beta, g.c, int(g.ldc));
+    // cuBLAS wants leading dimensions >= 1 even when k is 0 (then C = beta C).
+    const bool empty_k = g.k == 0;
+    const auto st = cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, int(g.n), int(g.m), int(g.k), &one, g.b,
+                                empty_k ? int(g.n) : int(g.ldb), g.a, empty_k ? 1 : int(g.lda), &beta, g.c, int(g.ldc));
     if (st != CUBLAS_STATUS_SUCCESS) return fail_with(status::device_error, "cublasSgemm: status " + std::to_string(int(st)));
     if (g.bias) add_bias_kernel<<<blocks_for(g.m * g.n), block_threads, 0, stream_>>>(g.c, g.ldc, g.bias, g.m, g.n);
     return launched("matmul bias");
   }
   status layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t dim,
                     float eps) override {
+    bind();
     if (rows < 0 || dim <= 0) return bad("layer_norm: bad shape");
     if (rows == 0) return status::ok;
     layer_norm_kernel<<<unsigned(rows), row_threads, 0, stream_>>>(x, gamma, beta, out, dim, eps);
     return launched("layer_norm");
   }
   status add(float* dst, const float* src, int64_t n) override {
+    bind();
     if (n > 0) add_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(dst, src, n);
     return launched("add");
   }
   status relu(float* x, int64_t n) override {
+    bind();
     if (n > 0) relu_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(x, n);
     return launched("relu");
   }
   status sigmoid(float* x, int64_t n) override {
+    bind();
     if (n > 0) sigmoid_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(x, n);
     return launched("sigmoid");
   }
   status silu_mul(const float* gate, const float* up, float* out, int64_t n) override {
+    bind();
     if (n > 0) silu_mul_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(gate, up, out, n);
     return launched("silu_mul");
   }
   status log_softmax(float* x, int64_t rows, int64_t n) override {
+    bind();
     if (rows < 0 || n <= 0) return bad("log_softmax: bad shape");
     if (rows > 0) log_softmax_kernel<<<blocks_for(rows), block_threads, 0, stream_>>>(x, rows, n);
     return launched("log_softmax");
@@ -453,33 +503,38 @@ class cuda_device_backend final : public backend {
 
   status attention(float* qkv, int64_t rows, const row_segment* segs, int64_t n_segs, window_spec w, int32_t heads,
                    int32_t head_dim, double base, float* out) override {
+    bind();
     if (heads <= 0 || head_dim <= 0 || head_dim % 2 || head_dim > max_head_dim) return bad("attention: bad heads");
     if (rows == 0) return status::ok;
     const row_segment* d_segs = nullptr;
     if (auto s = put_segments(segs, n_segs, rows, &d_segs); s != status::ok) return s;
+    if (!d_segs) return status::ok;
     const float inv_scale = 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
     rope_kernel<<<blocks_for(rows * heads * head_dim / 2), block_threads, 0, stream_>>>(
-        qkv, rows, d_segs, int(n_segs), heads, head_dim, static_cast<float>(base), inv_scale);
+        qkv, rows, d_segs, device_segs_, heads, head_dim, static_cast<float>(base), inv_scale);
     if (auto s = launched("rope"); s != status::ok) return s;
-    attention_kernel<<<dim3(unsigned(rows), unsigned(heads)), row_threads, 0, stream_>>>(qkv, d_segs, int(n_segs), w,
+    attention_kernel<<<dim3(unsigned(rows), unsigned(heads)), row_threads, 0, stream_>>>(qkv, d_segs, device_segs_, w,
                                                                                          heads, head_dim, out);
     return launched("attention");
   }
 
   status causal_context(const float* y, const row_segment* segs, int64_t n_segs, int64_t d, int32_t ctx_frames,
                         float* out) override {
+    bind();
     if (d <= 0 || ctx_frames <= 0) return bad("causal_context: bad shape");
     int64_t rows = 0;
     for (int64_t i = 0; i < n_segs; ++i) rows = std::max(rows, int64_t(segs[i].row0) + segs[i].n);
     if (rows == 0) return status::ok;
     const row_segment* d_segs = nullptr;
     if (auto s = put_segments(segs, n_segs, rows, &d_segs); s != status::ok) return s;
-    context_kernel<<<blocks_for(rows * d), block_threads, 0, stream_>>>(y, d_segs, int(n_segs), rows, d, ctx_frames, out);
+    if (!d_segs) return status::ok;
+    context_kernel<<<blocks_for(rows * d), block_threads, 0, stream_>>>(y, d_segs, device_segs_, rows, d, ctx_frames, out);
     return launched("causal_context");
   }
 
   status route(const float* s1, const float* s2, const float* group_bias, const float* expert_bias, int64_t n,
                route_spec r, int32_t* groups, int32_t* experts, float* weights) override {
+    bind();
     if (r.n_groups <= 0 || r.n_groups > max_groups || r.n_experts > max_experts || r.n_experts % r.n_groups ||
         r.top_groups <= 0 || r.top_groups > r.n_groups || r.top_k <= 0 || r.top_k > max_top_k ||
         r.top_k > r.top_groups * (r.n_experts / r.n_groups))
@@ -491,6 +546,7 @@ class cuda_device_backend final : public backend {
 
   status experts(const float* gate_up, const float* down, int32_t n_experts, int64_t d, int64_t hidden, const float* x,
                  int64_t n, const int32_t* chosen, const float* weights, int32_t k, float* out) override {
+    bind();
     if (n_experts <= 0 || d <= 0 || hidden <= 0 || k <= 0 || k > max_top_k || n < 0) return bad("experts: bad shape");
     const std::size_t smem = sizeof(float) * expert_tile_rows * (d + 2 * hidden);
     if (smem > 48 * 1024) return bad("experts: d and hidden too large for one block's shared memory");
@@ -510,9 +566,11 @@ class cuda_device_backend final : public backend {
     auto* o = static_cast<float*>(expert_out_.ptr);
     if (auto s = check(cudaMemsetAsync(counts, 0, sizeof(int32_t) * n_experts, stream_), "memset"); s != status::ok)
       return s;
-    count_kernel<<<blocks_for(pairs), block_threads, 0, stream_>>>(chosen, pairs, counts);
+    count_kernel<<<blocks_for(pairs), block_threads, 0, stream_>>>(chosen, pairs, n_experts, counts, bad_ids_);
+    check_ids_ = true;
     scan_kernel<<<1, 1, 0, stream_>>>(counts, n_experts, offsets, cursor);
-    scatter_kernel<<<blocks_for(pairs), block_threads, 0, stream_>>>(chosen, pairs, cursor, slot_pair, pair_slot);
+    scatter_kernel<<<blocks_for(pairs), block_threads, 0, stream_>>>(chosen, pairs, n_experts, cursor, slot_pair,
+                                                                      pair_slot);
     const int64_t tiles = (n + expert_tile_rows - 1) / expert_tile_rows;  // an expert has at most n rows
     expert_ffn_kernel<<<dim3(unsigned(n_experts), unsigned(std::min<int64_t>(tiles, max_grid_y))), block_threads, smem,
                         stream_>>>(gate_up, down, d, hidden, x, k, offsets, slot_pair, o);
@@ -522,6 +580,7 @@ class cuda_device_backend final : public backend {
 
   status conv_patches(const float* in, const row_segment* segs, int64_t n_segs, int64_t bins, int64_t channels,
                       float* patches, row_segment* out_segs) override {
+    bind();
     if (bins < 3 || channels <= 0) return bad("conv_patches: bad shape");
     std::vector<int32_t> first_row;
     int32_t row = 0;
@@ -545,10 +604,12 @@ class cuda_device_backend final : public backend {
   }
 
   status fp8_encode(const float* x, int64_t n, uint8_t* q, float* scales) override {
+    bind();
     if (n > 0) fp8_encode_kernel<<<unsigned((n + fp8_group - 1) / fp8_group), fp8_group, 0, stream_>>>(x, n, q, scales);
     return launched("fp8_encode");
   }
   status fp8_decode(const uint8_t* q, const float* scales, int64_t n, float* x) override {
+    bind();
     if (n > 0) fp8_decode_kernel<<<blocks_for(n), block_threads, 0, stream_>>>(q, scales, n, x);
     return launched("fp8_decode");
   }
@@ -571,14 +632,25 @@ class cuda_device_backend final : public backend {
     return status::ok;
   }
   // Segments to the device (every later kernel of the stream reads them from there).
+  // Sorted by row0 (the kernels binary-search them); *out null when there are none.
   status put_segments(const row_segment* segs, int64_t n_segs, int64_t rows, const row_segment** out) {
-    if (n_segs <= 0) return bad("segments: none");
+    *out = nullptr;
+    if (n_segs <= 0) return status::ok;
     for (int64_t i = 0; i < n_segs; ++i)
-      if (segs[i].n < 0 || segs[i].row0 < 0 || int64_t(segs[i].row0) + segs[i].n > rows ||
-          (i > 0 && segs[i].row0 < segs[i - 1].row0 + segs[i - 1].n))
-        return bad("segments: segment " + std::to_string(i) + " out of range or out of order");
+      if (segs[i].n < 0 || segs[i].row0 < 0 || segs[i].p0 < 0 || int64_t(segs[i].row0) + segs[i].n > rows)
+        return bad("segments: segment " + std::to_string(i) + " out of range");
+    // Empty segments hold no row: dropped, so that the search never lands on one.
+    sorted_.clear();
+    for (int64_t i = 0; i < n_segs; ++i)
+      if (segs[i].n > 0) sorted_.push_back(segs[i]);
+    if (sorted_.empty()) return status::ok;
+    n_segs = int64_t(sorted_.size());
+    device_segs_ = static_cast<int>(n_segs);
+    std::sort(sorted_.begin(), sorted_.end(), [](const row_segment& a, const row_segment& b) { return a.row0 < b.row0; });
+    for (std::size_t i = 1; i < sorted_.size(); ++i)
+      if (sorted_[i].row0 < sorted_[i - 1].row0 + sorted_[i - 1].n) return bad("segments: two segments overlap");
     if (auto s = grow(segs_, sizeof(row_segment) * n_segs); s != status::ok) return s;
-    if (auto s = upload(segs_.ptr, segs, sizeof(row_segment) * n_segs); s != status::ok) return s;
+    if (auto s = upload(segs_.ptr, sorted_.data(), sizeof(row_segment) * n_segs); s != status::ok) return s;
     if (auto s = synchronize(); s != status::ok) return s;  // the caller's array may go away
     *out = static_cast<const row_segment*>(segs_.ptr);
     return status::ok;
@@ -593,13 +665,19 @@ class cuda_device_backend final : public backend {
                      std::string(what) + ": " + cudaGetErrorString(e));
   }
   status check(cudaError_t e, const char* what) { return e == cudaSuccess ? status::ok : cuda_status(what, e); }
+  // The calling thread's current device is this backend's (actors move between threads).
+  void bind() const { cudaSetDevice(device_); }
   status launched(const char* what) { return check(cudaGetLastError(), what); }
 
   int device_;
   cudaStream_t stream_;
   cublasHandle_t blas_;
+  int32_t* bad_ids_;        // device flag: experts() met an id out of range
+  bool check_ids_ = false;  // an experts() call is queued since the flag was last read
   std::string name_;
   std::string error_;
+  std::vector<row_segment> sorted_;  // put_segments' non-empty segments, by row0
+  int device_segs_ = 0;              // how many of them are on the device
   scratch segs_, in_rows_, counts_, offsets_, cursor_, slot_pair_, pair_slot_, expert_out_;
 };
 
@@ -615,7 +693,8 @@ backend* create_backend(int device, std::string* why) {
   if (device < 0 || device >= count) return say("no CUDA device " + std::to_string(device) + " (" + std::to_string(count) + " visible)");
   if (auto e = cudaSetDevice(device); e != cudaSuccess) return say(std::string("cudaSetDevice: ") + cudaGetErrorString(e));
   cudaDeviceProp p{};
-  cudaGetDeviceProperties(&p, device);
+  if (auto e = cudaGetDeviceProperties(&p, device); e != cudaSuccess)
+    return say(std::string("cudaGetDeviceProperties: ") + cudaGetErrorString(e));
   cudaStream_t stream = nullptr;
   if (auto e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess)
     return say(std::string("cudaStreamCreate: ") + cudaGetErrorString(e));
@@ -624,10 +703,17 @@ backend* create_backend(int device, std::string* why) {
     cudaStreamDestroy(stream);
     return say("cublasCreate failed");
   }
-  cublasSetStream(blas, stream);
+  int32_t* bad_ids = nullptr;
   // f32 mode for parity: no TF32 tensor-core shortcut inside cuBLAS.
-  cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH);
-  return new cuda_device_backend(device, stream, blas, "cuda:" + std::to_string(device) + " " + p.name);
+  if (cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetMathMode(blas, CUBLAS_PEDANTIC_MATH) != CUBLAS_STATUS_SUCCESS ||
+      cudaMalloc(&bad_ids, sizeof(int32_t)) != cudaSuccess || cudaMemset(bad_ids, 0, sizeof(int32_t)) != cudaSuccess) {
+    if (bad_ids) cudaFree(bad_ids);
+    cublasDestroy(blas);
+    cudaStreamDestroy(stream);
+    return say("cuBLAS stream/math mode or the device flag could not be set up");
+  }
+  return new cuda_device_backend(device, stream, blas, bad_ids, "cuda:" + std::to_string(device) + " " + p.name);
 }
 
 }  // namespace sluice::kernels::cuda

@@ -148,6 +148,17 @@ std::vector<op_case> op_cases() {
                    return r;
                  }});
   }
+  c.push_back({"attention and context, segments out of order with an empty one", 1e-9, [](session& s) {
+                 std::vector<row_segment> segs{{107, 23, 16}, {100, 0, 0}, {0, 100, 0}, {100, 7, 3}};
+                 const int64_t rows = 130;
+                 auto qkv = s.put(random_vec(rows * 3 * d_model, 25));
+                 auto out = s.make<float>(rows * d_model), ctx = s.make<float>(rows * 3 * d_model);
+                 s.ok(s.dev().attention(qkv, rows, segs.data(), 4, {16, 4}, heads, head_dim, 10000.0, out));
+                 s.ok(s.dev().causal_context(qkv, segs.data(), 4, 3 * d_model, 8, ctx));
+                 auto r = s.get(out, rows * d_model), c2 = s.get(ctx, rows * 3 * d_model);
+                 r.insert(r.end(), c2.begin(), c2.end());
+                 return r;
+               }});
   c.push_back({"causal_context", 1e-12, [](session& s) {
                  auto segs = three_segments();
                  const int64_t rows = segs.back().row0 + segs.back().n;
@@ -322,6 +333,29 @@ TEST_SUITE("backend ops") {
       CAPTURE(l);
       auto ref = *f->read_i32("layer" + std::to_string(l) + ".experts");
       CHECK(ref == (*out)[0].layers[l].experts);
+    }
+    // A batch with a long utterance (the window's left edge cuts keys) and a short one: CUDA
+    // against the CPU backend, logits within 1e-3, every expert choice the same.
+    std::vector<float> long_fb;
+    for (int rep = 0; rep < 6; ++rep) long_fb.insert(long_fb.end(), fb.begin(), fb.end());
+    const int64_t mels = (*model)->arch().n_mels;
+    const moe::fbank_view batch[] = {{long_fb.data(), int64_t(long_fb.size()) / mels}, {fb.data(), 40}};
+    auto cpu = moe::make_cpu_backend();
+    auto cpu_model = moe::device_model::create(*model, *cpu);
+    REQUIRE(cpu_model.has_value());
+    auto want = (*cpu_model)->forward(batch, opt);
+    auto got = (*dm)->forward(batch, opt);
+    REQUIRE(want.has_value());
+    REQUIRE_MESSAGE(got.has_value(), got.error().message);
+    for (std::size_t u = 0; u < 2; ++u) {
+      CAPTURE(u);
+      REQUIRE((*want)[u].logits.size() == (*got)[u].logits.size());
+      double err = 0;
+      for (std::size_t i = 0; i < (*want)[u].logits.size(); ++i)
+        err = std::max(err, double(std::abs((*want)[u].logits[i] - (*got)[u].logits[i])));
+      MESSAGE("utterance " << u << ": CUDA vs CPU max abs err " << err);
+      CHECK(err <= 1e-3);
+      for (int l = 0; l < (*model)->arch().n_layers; ++l) CHECK((*want)[u].layers[l].experts == (*got)[u].layers[l].experts);
     }
   }
 }

@@ -77,6 +77,13 @@ TEST_SUITE("device model") {
       batch.push_back({g.fbank.data(), 5});
     }
     batch.push_back({cases[0].fbank.data(), 100});
+    // And a long one (the golden frames three times over: 370 model frames), so that the
+    // window's left edge (4 chunks of 16 frames) cuts keys off.
+    std::vector<float> long_fbank;
+    for (int rep = 0; rep < 3; ++rep)
+      for (const auto& g : cases) long_fbank.insert(long_fbank.end(), g.fbank.begin(), g.fbank.end());
+    const int64_t long_frames = static_cast<int64_t>(long_fbank.size()) / arch.n_mels;
+    batch.push_back({long_fbank.data(), long_frames});
     device_forward_options opt;
     opt.trace = true;
     auto out = (*dm)->forward(batch, opt);
@@ -98,11 +105,17 @@ TEST_SUITE("device model") {
       CHECK((*out)[2 * i + 1].n_frames == 0);
       CHECK((*out)[2 * i + 1].logits.empty());
     }
+    // The long utterance: forward_offline's logits (checked against PyTorch by the golden
+    // test, and against streaming by the streaming tests).
+    auto whole = forward_offline(**model, long_fbank.data(), long_frames);
+    REQUIRE(whole.has_value());
+    REQUIRE(whole->n_frames > 5 * arch.chunk_frames);
+    CHECK(test::max_abs_diff(whole->logits, out->back().logits) <= 1e-4);
     // The 100-frame prefix is its own utterance: its logits are forward_offline's of those
     // frames, not the first rows of the whole utterance (its attention and context see no more).
     auto prefix = forward_offline(**model, cases[0].fbank.data(), 100);
     REQUIRE(prefix.has_value());
-    const auto& last = out->back();
+    const auto& last = (*out)[out->size() - 2];
     REQUIRE(last.n_frames == prefix->n_frames);
     CHECK(test::max_abs_diff(prefix->logits, last.logits) <= 1e-4);
     std::vector<float> head((*out)[0].logits.begin(), (*out)[0].logits.begin() + last.logits.size());

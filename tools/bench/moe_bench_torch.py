@@ -4,7 +4,7 @@ PyTorch eager (tools/train/model.py), on random fbank of the same length; --batc
 --seconds each in one batched forward, on --threads threads.
 
   /usr/bin/python3 tools/bench/moe_bench_torch.py --model DIR [--seconds 60] [--runs 5]
-      [--batch 1] [--threads 1] [--best-batch] [--json]
+      [--batch 1] [--threads 1] [--best-batch] [--json] [--device cpu|cuda] [--dtype f32|bf16]
 
 --best-batch: the --batch streams are run in forwards of b streams each, b the batch size at
 which PyTorch is fastest per stream: 1, 2, 4, ... up to --batch and --batch itself are each timed
@@ -14,6 +14,9 @@ attention under a mask (tools/train/model.py), so its time per stream grows with
 the [batch, heads, T, T] scores leave the caches: one batch of every stream is its slowest way,
 not its best, and a reference should be the best. Times are then for all --batch streams
 (forward time x --batch / b).
+
+--device cuda runs the model on the GPU (synchronised before each time is taken), the reference
+for tools/bench/device_bench; --dtype bf16 runs it under bf16 autocast.
 
 --json prints one line {"torch", "threads", "batch", "streams", "seconds", "min_ms", "median_ms"}
 (and "tried": {b: ms per stream} with --best-batch) instead of the sentence, for benchmarks that
@@ -45,24 +48,37 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--best-batch", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     args = ap.parse_args()
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     meta = json.load(open(os.path.join(args.model, "model.json")))
     model = AcousticModel(ModelConfig.from_json(meta["architecture"]))
     model.load_state_dict(safetensors_io.load(os.path.join(args.model, "weights.safetensors")))
     model.eval()
+    model.to(device)
     n = int(args.seconds * FRAMES_PER_SECOND)
 
     def timed_forward(batch: int, runs: int) -> list[float]:
         """ms of one forward of `batch` streams, `runs` times, after a warm-up."""
         fbank = torch.randn(batch, n, model.cfg.n_mels, generator=torch.Generator().manual_seed(7)) * 2.0 + 8.0
-        lengths = torch.tensor([n] * batch)
+        fbank = fbank.to(device)
+        lengths = torch.tensor([n] * batch, device=device)
         times = []
-        with torch.no_grad():
+        autocast = torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.dtype == "bf16")
+
+        def sync() -> None:
+            if args.device == "cuda":
+                torch.cuda.synchronize()
+
+        with torch.no_grad(), autocast:
             model(fbank, lengths)  # warm-up
+            sync()
             for _ in range(runs):
                 t0 = time.perf_counter()
                 model(fbank, lengths)
+                sync()
                 times.append((time.perf_counter() - t0) * 1000.0)
         return sorted(times)
 
@@ -82,12 +98,12 @@ def main() -> None:
     times = [t * scale for t in timed_forward(batch, args.runs)]
     best = times[0]
     if args.json:
-        print(json.dumps({"torch": torch.__version__, "threads": args.threads, "batch": batch, "streams": args.batch,
+        print(json.dumps({"torch": torch.__version__, "device": args.device, "dtype": args.dtype, "threads": args.threads, "batch": batch, "streams": args.batch,
                           "seconds": args.seconds, "min_ms": best, "median_ms": times[len(times) // 2],
                           "tried": {str(k): v for k, v in tried.items()}}))
         return
     per = f"batch {batch} of {args.batch} streams" if args.best_batch else f"batch {batch}"
-    print(f"pytorch {torch.__version__} eager, {args.threads} thread(s), {per}, {args.seconds:.1f} s each: "
+    print(f"pytorch {torch.__version__} eager on {args.device} ({args.dtype}), {args.threads} thread(s), {per}, {args.seconds:.1f} s each: "
           f"min {best:.2f} ms, median {times[len(times) // 2]:.2f} ms | "
           f"{best / (args.seconds * args.batch):.3f} ms per s of audio, RTF {best / 1000.0 / (args.seconds * args.batch):.5f}")
 
