@@ -48,6 +48,10 @@ struct route_spec {
   int32_t n_groups = 0, n_experts = 0, top_groups = 0, top_k = 0;
 };
 
+/// How matmuls compute: f32 throughout (parity), or bf16 products with f32 accumulation
+/// (tensor cores; inputs and outputs stay f32 in memory).
+enum class math_mode : int { f32 = 0, bf16 };
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -66,6 +70,10 @@ class backend {
   virtual status download(void* dst, const void* src, std::size_t bytes) = 0;
   /// Waits for every queued op.
   virtual status synchronize() = 0;
+
+  /// Sets how later matmuls compute; status::unavailable when this backend has no such mode
+  /// (the CPU backend computes f32 only).
+  virtual status set_math(math_mode m) = 0;
 
   // ---- ops ----
   /// cpu::matmul_args's contract on device pointers: C = A B (+ bias) (+ C when accumulate).

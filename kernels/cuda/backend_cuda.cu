@@ -449,6 +449,16 @@ class cuda_device_backend final : public backend {
     return fail_with(status::invalid_argument, "experts: an expert id was outside [0, n_experts)");
   }
 
+  status set_math(math_mode m) override {
+    bind();
+    // bf16: cuBLAS rounds the f32 inputs to bf16 on the tensor cores and accumulates in f32.
+    if (cublasSetMathMode(blas_, m == math_mode::bf16 ? CUBLAS_DEFAULT_MATH : CUBLAS_PEDANTIC_MATH) !=
+        CUBLAS_STATUS_SUCCESS)
+      return fail_with(status::device_error, "cublasSetMathMode failed");
+    math_ = m;
+    return status::ok;
+  }
+
   status matmul(const cpu::matmul_args& g) override {
     bind();
     if (g.m < 0 || g.n < 0 || g.k < 0) return bad("matmul: negative size");
@@ -460,9 +470,15 @@ class cuda_device_backend final : public backend {
     const float one = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
     // cuBLAS wants leading dimensions >= 1 even when k is 0 (then C = beta C).
     const bool empty_k = g.k == 0;
-    const auto st = cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, int(g.n), int(g.m), int(g.k), &one, g.b,
-                                empty_k ? int(g.n) : int(g.ldb), g.a, empty_k ? 1 : int(g.lda), &beta, g.c, int(g.ldc));
-    if (st != CUBLAS_STATUS_SUCCESS) return fail_with(status::device_error, "cublasSgemm: status " + std::to_string(int(st)));
+    const int ldb = empty_k ? int(g.n) : int(g.ldb), lda = empty_k ? 1 : int(g.lda);
+    const auto st =
+        math_ == math_mode::bf16
+            ? cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, int(g.n), int(g.m), int(g.k), &one, g.b, CUDA_R_32F, ldb, g.a,
+                           CUDA_R_32F, lda, &beta, g.c, CUDA_R_32F, int(g.ldc), CUBLAS_COMPUTE_32F_FAST_16BF,
+                           CUBLAS_GEMM_DEFAULT)
+            : cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, int(g.n), int(g.m), int(g.k), &one, g.b, ldb, g.a, lda, &beta,
+                          g.c, int(g.ldc));
+    if (st != CUBLAS_STATUS_SUCCESS) return fail_with(status::device_error, "cuBLAS gemm: status " + std::to_string(int(st)));
     if (g.bias) add_bias_kernel<<<blocks_for(g.m * g.n), block_threads, 0, stream_>>>(g.c, g.ldc, g.bias, g.m, g.n);
     return launched("matmul bias");
   }
@@ -673,7 +689,8 @@ class cuda_device_backend final : public backend {
   cudaStream_t stream_;
   cublasHandle_t blas_;
   int32_t* bad_ids_;        // device flag: experts() met an id out of range
-  bool check_ids_ = false;  // an experts() call is queued since the flag was last read
+  bool check_ids_ = false;
+  math_mode math_ = math_mode::f32;  // an experts() call is queued since the flag was last read
   std::string name_;
   std::string error_;
   std::vector<row_segment> sorted_;  // put_segments' non-empty segments, by row0

@@ -39,6 +39,9 @@ class cpu_backend final : public kernels::backend {
   status upload(void* dst, const void* src, std::size_t bytes) override { return copy(dst, src, bytes); }
   status download(void* dst, const void* src, std::size_t bytes) override { return copy(dst, src, bytes); }
   status synchronize() override { return status::ok; }
+  status set_math(kernels::math_mode m) override {
+    return m == kernels::math_mode::f32 ? status::ok : bad(status::unavailable, "cpu: bf16 math is not implemented");
+  }
 
   status matmul(const kernels::cpu::matmul_args& g) override {
     if (g.m < 0 || g.n < 0 || g.k < 0) return bad(status::invalid_argument, "matmul: negative size");

@@ -264,6 +264,34 @@ int compare(backend& ref, backend& got) {
   return failed;
 }
 
+// Greedy CTC labels (argmax, repeats merged, blanks dropped) of logits f32 [frames, vocab].
+std::vector<int> greedy(const std::vector<float>& logits, int vocab) {
+  std::vector<int> out;
+  int prev = -1;
+  for (std::size_t t = 0; t * vocab < logits.size(); ++t) {
+    const auto* row = logits.data() + t * vocab;
+    const int best = int(std::max_element(row, row + vocab) - row);
+    if (best != prev && best != 0) out.push_back(best);
+    prev = best;
+  }
+  return out;
+}
+
+std::size_t edit_distance(const std::vector<int>& a, const std::vector<int>& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
 // The CUDA backend, or null after printing why it is skipped.
 std::unique_ptr<backend> cuda_or_skip() {
   auto b = kernels::make_cuda_backend(0);
@@ -298,6 +326,8 @@ TEST_SUITE("backend ops") {
     int32_t bad_expert = 40;
     CHECK(b->experts(&dummy, &dummy, 32, 144, 48, &dummy, 1, &bad_expert, &dummy, 1, &dummy) ==
           status::invalid_argument);
+    CHECK(b->set_math(kernels::math_mode::bf16) == status::unavailable);
+    CHECK(b->set_math(kernels::math_mode::f32) == status::ok);
   }
 
   TEST_CASE("every op: CUDA against the CPU backend (needs a GPU)") {
@@ -357,5 +387,19 @@ TEST_SUITE("backend ops") {
       CHECK(err <= 1e-3);
       for (int l = 0; l < (*model)->arch().n_layers; ++l) CHECK((*want)[u].layers[l].experts == (*got)[u].layers[l].experts);
     }
+    // bf16 products (f32 accumulation): greedy text within 1% of the f32 text's characters.
+    REQUIRE(gpu->set_math(kernels::math_mode::bf16) == status::ok);
+    auto half = (*dm)->forward(batch);
+    REQUIRE_MESSAGE(half.has_value(), half.error().message);
+    std::size_t changed = 0, chars = 0;
+    for (std::size_t u = 0; u < 2; ++u) {
+      const int vocab = (*want)[u].vocab;
+      const auto ref = greedy((*want)[u].logits, vocab), bf = greedy((*half)[u].logits, vocab);
+      changed += edit_distance(ref, bf);
+      chars += ref.size();
+    }
+    MESSAGE("bf16 vs f32 greedy labels: " << changed << " edits in " << chars);
+    CHECK(chars > 100);
+    CHECK(changed * 100 <= chars);
   }
 }

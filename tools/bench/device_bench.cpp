@@ -3,13 +3,14 @@
 // on the same device, model and batch (tools/bench/moe_bench_torch.py --device ...).
 //
 //   device_bench --model DIR [--backend cpu|cuda] [--device N] [--batch 1,16,128,1024]
-//                [--seconds 10] [--runs 5] [--json]
+//                [--seconds 10] [--runs 5] [--math f32|bf16] [--json]
 //
 // Each batch is --batch utterances of --seconds each (random fbank, mean 8 and deviation 2 as
 // moe_bench_torch.py draws it) in one device_model::forward: host CMVN and descriptors, upload,
 // every layer on the device, logits downloaded. One warm-up, then --runs timed calls; prints
 // min and median ms and the real-time factor (seconds of audio per second of wall time). The
-// CPU backend runs on one thread.
+// CPU backend runs on one thread. --math bf16: the backend's matmuls in bf16 with f32
+// accumulation (CUDA only).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,11 +40,12 @@ struct options {
   double seconds = 10;
   int runs = 5;
   bool json = false;
+  bool bf16 = false;
 };
 
 int usage(const char* why) {
   std::fprintf(stderr, "device_bench: %s\nusage: device_bench --model DIR [--backend cpu|cuda] [--device N] "
-               "[--batch 1,16,128] [--seconds 10] [--runs 5] [--json]\n", why);
+               "[--batch 1,16,128] [--seconds 10] [--runs 5] [--math f32|bf16] [--json]\n", why);
   return 2;
 }
 
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
     else if (a == "--batch") o.batches = parse_list(v);
     else if (a == "--seconds") o.seconds = std::atof(v);
     else if (a == "--runs") o.runs = std::atoi(v);
+    else if (a == "--math") o.bf16 = std::string(v) == "bf16";
     else return usage(("unknown option " + a).c_str());
   }
   if (o.model.empty()) return usage("--model is required");
@@ -89,6 +92,8 @@ int main(int argc, char** argv) {
   } else {
     return usage("--backend is cpu or cuda");
   }
+  if (o.bf16 && dev->set_math(kernels::math_mode::bf16) != kernels::status::ok)
+    return std::fprintf(stderr, "device_bench: %s\n", dev->last_error().c_str()), 1;
   auto dm = device_model::create(*model, *dev);
   if (!dm) return std::fprintf(stderr, "device_bench: %s\n", dm.error().message.c_str()), 1;
 
@@ -114,9 +119,9 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     const double audio_s = o.seconds * batch, min_ms = ms.front(), median_ms = ms[ms.size() / 2];
     if (o.json)
-      std::printf("{\"bench\": \"device_bench\", \"backend\": \"%s\", \"batch\": %d, \"seconds\": %g, \"runs\": %d, "
+      std::printf("{\"bench\": \"device_bench\", \"backend\": \"%s\", \"math\": \"%s\", \"batch\": %d, \"seconds\": %g, \"runs\": %d, "
                   "\"min_ms\": %.3f, \"median_ms\": %.3f, \"x_real_time\": %.1f}\n",
-                  dev->name().c_str(), batch, o.seconds, o.runs, min_ms, median_ms, audio_s / (min_ms / 1e3));
+                  dev->name().c_str(), o.bf16 ? "bf16" : "f32", batch, o.seconds, o.runs, min_ms, median_ms, audio_s / (min_ms / 1e3));
     else
       std::printf("batch %5d: min %9.2f ms, median %9.2f ms | %10.1fx real time\n", batch, min_ms, median_ms,
                   audio_s / (min_ms / 1e3));

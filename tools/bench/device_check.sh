@@ -38,8 +38,10 @@ step "tests/gpu (CUDA vs CPU op table, default model vs PyTorch golden)"
 timeout 180 "$pack/bin/sluice_gpu_tests" --no-colors=true -s 2>&1 | tail -60 | tee -a "$log"
 
 step "device_bench (CUDA) beside PyTorch eager on the same GPU"
-timeout 150 "$pack/bin/device_bench" --model models/default --backend cuda --batch 1,16,128,1024 --seconds 10 --runs 5 \
-  --json 2>&1 | tee -a "$log" "$json"
+for math in f32 bf16; do
+  timeout 100 "$pack/bin/device_bench" --model models/default --backend cuda --batch 1,16,128,1024 --seconds 10 \
+    --runs 5 --math "$math" --json 2>&1 | tee -a "$log" "$json"
+done
 for dtype in f32 bf16; do
   for b in 1 16 128 1024; do
     timeout 60 python3 tools/bench/moe_bench_torch.py --model models/default --device cuda --dtype "$dtype" \
