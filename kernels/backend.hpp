@@ -48,6 +48,20 @@ struct route_spec {
   int32_t n_groups = 0, n_experts = 0, top_groups = 0, top_k = 0;
 };
 
+/// One stream's caches of one layer (device pointers), for the streaming forms of attention and
+/// causal_context. k, v: the rotated keys and the values of the kv_len frames just before the
+/// segment, f32 [kv_cap, heads * head_dim] each, oldest first; ctx: the LayerNormed hidden rows of
+/// the ctx_len frames just before it, f32 [ctx_frames - 1, d]. The ops update the buffers, not
+/// the lengths: afterwards k, v hold the last min(kv_keep, kv_len + n) frames (kv_keep <= kv_cap)
+/// and ctx the last min(ctx_frames - 1, ctx_len + n) rows, and the caller sets the lengths so.
+struct stream_cache {
+  float* k = nullptr;
+  float* v = nullptr;
+  int32_t kv_len = 0, kv_cap = 0, kv_keep = 0;
+  float* ctx = nullptr;
+  int32_t ctx_len = 0;
+};
+
 /// How matmuls compute: f32 throughout (parity), or bf16 products with f32 accumulation
 /// (tensor cores; inputs and outputs stay f32 in memory).
 enum class math_mode : int { f32 = 0, bf16 };
@@ -98,15 +112,18 @@ class backend {
   /// their positions (model.py's chunk_mask). q and k are rotated in place (RoPE with `base`,
   /// angles in f32 as model.py's rope_tables) and q is scaled by 1 / sqrt(head_dim).
   /// out f32 [rows, heads * head_dim]. segs: HOST array of n_segs segments, disjoint, with
-  /// p0 = the position of the segment's first row (keys before it are not available: this is
-  /// the offline attention; streams with key caches run on the CPU forward for now).
+  /// p0 = the position of the segment's first row. caches: null (offline: a segment sees only
+  /// its own rows), or a HOST array of one stream_cache per segment (streaming: its keys are the
+  /// cache's frames, then its rows; the bounded window must not reach before the cache, and the
+  /// cache keeps kv_keep frames afterwards). Streaming windows are bounded (left_chunks >= 0).
   virtual status attention(float* qkv, int64_t rows, const row_segment* segs, int64_t n_segs, window_spec w,
-                           int32_t heads, int32_t head_dim, double base, float* out) = 0;
+                           int32_t heads, int32_t head_dim, double base, const stream_cache* caches, float* out) = 0;
 
-  /// Causal context mean of level-2 routing: out[r] = mean of y's rows max(row0, r - ctx + 1) .. r
-  /// of r's segment. y, out f32 [rows, d]; segs: HOST array as above.
+  /// Causal context mean of level-2 routing: out[r] = mean of the last ctx_frames rows up to r of
+  /// r's stream: y's rows of its segment, and with caches (as above) the cache's rows before them.
+  /// y, out f32 [rows, d]; segs: HOST array as above.
   virtual status causal_context(const float* y, const row_segment* segs, int64_t n_segs, int64_t d,
-                                int32_t ctx_frames, float* out) = 0;
+                                int32_t ctx_frames, const stream_cache* caches, float* out) = 0;
 
   /// Two-level expert selection from sigmoid scores s1 f32 [n, n_groups] and s2 f32
   /// [n, n_experts]: the top_groups groups by s1 + group_bias, then the top_k experts inside

@@ -73,6 +73,7 @@ class stream_state {
 
  private:
   friend class micro_batch;
+  friend class device_model;  // runs the front end here and the blocks on a device
   stream_state(const acoustic_model& model, attention_window window, compute_options compute);
 
   const acoustic_model* model_;

@@ -107,8 +107,20 @@ __global__ void log_softmax_kernel(float* x, int64_t rows, int64_t n) {
   }
 }
 
-// The segment holding `row` (segments ascending by row0, every row in one).
-__device__ int find_segment(const row_segment* segs, int n_segs, int64_t row) {
+// A segment on the device, with its stream's caches when it streams (k, v, ctx null offline).
+// kv_out / ctx_out: frames the caches keep afterwards; kv_at / ctx_at: where those rows go in
+// the update scratch (prefix sums, ascending with row0).
+struct device_seg {
+  int32_t row0, n, p0;
+  int32_t kv_len, kv_out, ctx_len, ctx_out;
+  int64_t kv_at, ctx_at;
+  float* k;
+  float* v;
+  float* ctx;
+};
+
+// The segment holding `row` (segments ascending by row0, none empty).
+__device__ int find_segment(const device_seg* segs, int n_segs, int64_t row) {
   int lo = 0, hi = n_segs - 1;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
@@ -118,14 +130,14 @@ __device__ int find_segment(const row_segment* segs, int n_segs, int64_t row) {
 }
 
 // RoPE in place on q (scaled by 1/sqrt(head_dim)) and k: one thread per (row, head, pair).
-__global__ void rope_kernel(float* qkv, int64_t rows, const row_segment* segs, int n_segs, int heads, int head_dim,
+__global__ void rope_kernel(float* qkv, int64_t rows, const device_seg* segs, int n_segs, int heads, int head_dim,
                             float base, float inv_scale) {
   const int half = head_dim / 2, d = heads * head_dim;
   const int64_t total = rows * heads * half;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / (heads * half);
     const int h = static_cast<int>((i / half) % heads), p = static_cast<int>(i % half);
-    const row_segment s = segs[find_segment(segs, n_segs, r)];
+    const device_seg& s = segs[find_segment(segs, n_segs, r)];
     if (r < s.row0 || r >= int64_t(s.row0) + s.n) continue;  // a row of no segment: untouched
     const float expo = static_cast<float>(2 * p) / static_cast<float>(head_dim);
     const float inv_freq = 1.0f / static_cast<float>(pow(static_cast<double>(base), static_cast<double>(expo)));
@@ -145,24 +157,27 @@ __global__ void rope_kernel(float* qkv, int64_t rows, const row_segment* segs, i
 
 // One block per (query row, head): scores of a tile of keys in shared memory, online softmax
 // across tiles, thread c < head_dim accumulating output dimension c.
-__global__ void attention_kernel(const float* qkv, const row_segment* segs, int n_segs, window_spec w, int heads,
+__global__ void attention_kernel(const float* qkv, const device_seg* segs, int n_segs, window_spec w, int heads,
                                  int head_dim, float* out) {
   __shared__ float red[32];
   __shared__ float scores[key_tile];
   __shared__ float q[max_head_dim];
   const int64_t r = blockIdx.x;
   const int h = blockIdx.y, d = heads * head_dim;
-  const row_segment s = segs[find_segment(segs, n_segs, r)];
+  const device_seg& s = segs[find_segment(segs, n_segs, r)];
   if (r < s.row0 || r >= int64_t(s.row0) + s.n) return;  // the whole block: no barrier skipped unevenly
-  const int64_t first = s.p0, end = s.p0 + int64_t(s.n), pos = s.p0 + (r - s.row0);
+  // Keys: the cache's kv_len frames (positions p0 - kv_len ..), then the segment's rows.
+  const int64_t first = int64_t(s.p0) - s.kv_len, end = s.p0 + int64_t(s.n), pos = s.p0 + (r - s.row0);
   int64_t lo = first, hi = end;
   if (w.chunk_frames > 0) {
     const int64_t c = pos / w.chunk_frames;
     hi = min(end, (c + 1) * w.chunk_frames);
     if (w.left_chunks >= 0) lo = max(first, (c - w.left_chunks) * w.chunk_frames);
   }
-  // Key at position t is row s.row0 + (t - first).
+  // Key (value) at position t: cache row t - first before p0, else row row0 + (t - p0) of qkv.
   const float* seg_rows = qkv + int64_t(s.row0) * 3 * d;
+  auto key = [&](int64_t t) { return t < s.p0 ? s.k + (t - first) * d : seg_rows + (t - s.p0) * 3 * d + d; };
+  auto value = [&](int64_t t) { return t < s.p0 ? s.v + (t - first) * d : seg_rows + (t - s.p0) * 3 * d + 2 * d; };
   for (int c = threadIdx.x; c < head_dim; c += blockDim.x) q[c] = qkv[r * 3 * d + h * head_dim + c];
   __syncthreads();
   float run_max = -INFINITY, run_sum = 0.0f, acc = 0.0f;
@@ -170,7 +185,7 @@ __global__ void attention_kernel(const float* qkv, const row_segment* segs, int 
     const int nk = static_cast<int>(min(int64_t(key_tile), hi - t0));
     float local_max = -INFINITY;
     for (int j = threadIdx.x; j < nk; j += blockDim.x) {
-      const float* k = seg_rows + (t0 + j - first) * 3 * d + d + h * head_dim;
+      const float* k = key(t0 + j) + h * head_dim;
       float dot = 0.0f;
       for (int c = 0; c < head_dim; ++c) dot += q[c] * k[c];
       scores[j] = dot;
@@ -187,7 +202,7 @@ __global__ void attention_kernel(const float* qkv, const row_segment* segs, int 
     run_sum = run_sum * rescale + block_sum(local_sum, red);  // its barriers publish scores[]
     if (threadIdx.x < head_dim) {
       float a = acc * rescale;
-      for (int j = 0; j < nk; ++j) a += scores[j] * seg_rows[(t0 + j - first) * 3 * d + 2 * d + h * head_dim + threadIdx.x];
+      for (int j = 0; j < nk; ++j) a += scores[j] * value(t0 + j)[h * head_dim + threadIdx.x];
       acc = a;
     }
     run_max = new_max;
@@ -196,16 +211,68 @@ __global__ void attention_kernel(const float* qkv, const row_segment* segs, int 
   if (threadIdx.x < head_dim) out[r * d + h * head_dim + threadIdx.x] = acc / run_sum;
 }
 
-__global__ void context_kernel(const float* y, const row_segment* segs, int n_segs, int64_t rows, int64_t d, int ctx,
+// Over the stream's rows [cache (ctx_len); segment], index c: cache row c, or y row row0 + c - ctx_len.
+__global__ void context_kernel(const float* y, const device_seg* segs, int n_segs, int64_t rows, int64_t d, int ctx,
                                float* out) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows * d; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / d, j = i % d;
-    const row_segment s = segs[find_segment(segs, n_segs, r)];
+    const device_seg& s = segs[find_segment(segs, n_segs, r)];
     if (r < s.row0 || r >= int64_t(s.row0) + s.n) continue;
-    const int64_t first = max(int64_t(s.row0), r - ctx + 1);
+    const int64_t last = s.ctx_len + (r - s.row0), first = max(int64_t(0), last - ctx + 1);
     float sum = 0.0f;
-    for (int64_t t = first; t <= r; ++t) sum += y[t * d + j];
-    out[i] = sum * (1.0f / static_cast<float>(r - first + 1));
+    for (int64_t c = first; c <= last; ++c) sum += c < s.ctx_len ? s.ctx[c * d + j] : y[(s.row0 + c - s.ctx_len) * d + j];
+    out[i] = sum * (1.0f / static_cast<float>(last - first + 1));
+  }
+}
+
+// The segment whose scratch rows hold `at` (kv_at or ctx_at ascending).
+__device__ int find_scratch(const device_seg* segs, int n_segs, int64_t at, bool kv) {
+  int lo = 0, hi = n_segs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if ((kv ? segs[mid].kv_at : segs[mid].ctx_at) <= at) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+// Cache updates, in two passes through scratch (a cache's new rows may come from its own old
+// rows): gather the last kv_out frames of [cache; segment] (keys and values: 2 d per row) and the
+// last ctx_out rows of [ctx cache; y], then copy them to the front of the caches.
+__global__ void cache_gather_kernel(const float* qkv, const float* y, const device_seg* segs, int n_segs, int64_t d,
+                                    bool kv, int64_t total_rows, float* scratch) {
+  const int64_t width = kv ? 2 * d : d;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total_rows * width;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t at = i / width, j = i % width;
+    const device_seg& s = segs[find_scratch(segs, n_segs, at, kv)];
+    const int64_t len = kv ? s.kv_len : s.ctx_len, keep = kv ? s.kv_out : s.ctx_out;
+    const int64_t q = at - (kv ? s.kv_at : s.ctx_at);
+    if (q < 0 || q >= keep) continue;
+    const int64_t c = len + s.n - keep + q;  // index in [cache; segment]
+    float v;
+    if (kv) {
+      const bool is_k = j < d;
+      const int64_t col = is_k ? j : j - d;
+      v = c < len ? (is_k ? s.k : s.v)[c * d + col] : qkv[(s.row0 + c - len) * 3 * d + (is_k ? d : 2 * d) + col];
+    } else {
+      v = c < len ? s.ctx[c * d + j] : y[(s.row0 + c - len) * d + j];
+    }
+    scratch[i] = v;
+  }
+}
+__global__ void cache_scatter_kernel(const device_seg* segs, int n_segs, int64_t d, bool kv, int64_t total_rows,
+                                     const float* scratch) {
+  const int64_t width = kv ? 2 * d : d;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total_rows * width;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t at = i / width, j = i % width;
+    const device_seg& s = segs[find_scratch(segs, n_segs, at, kv)];
+    const int64_t q = at - (kv ? s.kv_at : s.ctx_at);
+    if (q < 0 || q >= (kv ? s.kv_out : s.ctx_out)) continue;
+    if (kv)
+      (j < d ? s.k : s.v)[q * d + (j < d ? j : j - d)] = scratch[i];
+    else
+      s.ctx[q * d + j] = scratch[i];
   }
 }
 
@@ -406,7 +473,7 @@ class cuda_device_backend final : public backend {
   ~cuda_device_backend() override {
     cudaSetDevice(device_);
     cudaFree(bad_ids_);
-    for (auto* b : {&segs_, &in_rows_, &counts_, &offsets_, &cursor_, &slot_pair_, &pair_slot_, &expert_out_})
+    for (auto* b : {&cache_scratch_, &segs_, &in_rows_, &counts_, &offsets_, &cursor_, &slot_pair_, &pair_slot_, &expert_out_})
       if (b->ptr) cudaFree(b->ptr);
     cublasDestroy(blas_);
     cudaStreamDestroy(stream_);
@@ -518,12 +585,16 @@ class cuda_device_backend final : public backend {
   }
 
   status attention(float* qkv, int64_t rows, const row_segment* segs, int64_t n_segs, window_spec w, int32_t heads,
-                   int32_t head_dim, double base, float* out) override {
+                   int32_t head_dim, double base, const stream_cache* caches, float* out) override {
     bind();
     if (heads <= 0 || head_dim <= 0 || head_dim % 2 || head_dim > max_head_dim) return bad("attention: bad heads");
+    if (caches && w.left_chunks < 0) return bad("attention: a streaming window must be bounded");
     if (rows == 0) return status::ok;
-    const row_segment* d_segs = nullptr;
-    if (auto s = put_segments(segs, n_segs, rows, &d_segs); s != status::ok) return s;
+    const device_seg* d_segs = nullptr;
+    int64_t kv_rows = 0;
+    if (auto s = put_segments(segs, n_segs, rows, caches, heads * int64_t(head_dim), 0, &d_segs, &kv_rows);
+        s != status::ok)
+      return s;
     if (!d_segs) return status::ok;
     const float inv_scale = 1.0f / static_cast<float>(std::sqrt(static_cast<double>(head_dim)));
     rope_kernel<<<blocks_for(rows * heads * head_dim / 2), block_threads, 0, stream_>>>(
@@ -531,21 +602,24 @@ class cuda_device_backend final : public backend {
     if (auto s = launched("rope"); s != status::ok) return s;
     attention_kernel<<<dim3(unsigned(rows), unsigned(heads)), row_threads, 0, stream_>>>(qkv, d_segs, device_segs_, w,
                                                                                          heads, head_dim, out);
-    return launched("attention");
+    if (auto s = launched("attention"); s != status::ok) return s;
+    return update_caches(qkv, nullptr, d_segs, heads * int64_t(head_dim), true, kv_rows);
   }
 
   status causal_context(const float* y, const row_segment* segs, int64_t n_segs, int64_t d, int32_t ctx_frames,
-                        float* out) override {
+                        const stream_cache* caches, float* out) override {
     bind();
     if (d <= 0 || ctx_frames <= 0) return bad("causal_context: bad shape");
     int64_t rows = 0;
     for (int64_t i = 0; i < n_segs; ++i) rows = std::max(rows, int64_t(segs[i].row0) + segs[i].n);
     if (rows == 0) return status::ok;
-    const row_segment* d_segs = nullptr;
-    if (auto s = put_segments(segs, n_segs, rows, &d_segs); s != status::ok) return s;
+    const device_seg* d_segs = nullptr;
+    int64_t ctx_rows = 0;
+    if (auto s = put_segments(segs, n_segs, rows, caches, d, ctx_frames, &d_segs, &ctx_rows); s != status::ok) return s;
     if (!d_segs) return status::ok;
     context_kernel<<<blocks_for(rows * d), block_threads, 0, stream_>>>(y, d_segs, device_segs_, rows, d, ctx_frames, out);
-    return launched("causal_context");
+    if (auto s = launched("causal_context"); s != status::ok) return s;
+    return update_caches(nullptr, y, d_segs, d, false, ctx_rows);
   }
 
   status route(const float* s1, const float* s2, const float* group_bias, const float* expert_bias, int64_t n,
@@ -647,29 +721,67 @@ class cuda_device_backend final : public backend {
     b.bytes = bytes;
     return status::ok;
   }
-  // Segments to the device (every later kernel of the stream reads them from there).
-  // Sorted by row0 (the kernels binary-search them); *out null when there are none.
-  status put_segments(const row_segment* segs, int64_t n_segs, int64_t rows, const row_segment** out) {
+  // Segments (with their caches when given) to the device, sorted by row0 (the kernels
+  // binary-search them), empty ones dropped; *out null when none is left. ctx_frames 0: the
+  // attention's caches (kv), else the context's; *update_rows: rows the cache update moves.
+  status put_segments(const row_segment* segs, int64_t n_segs, int64_t rows, const stream_cache* caches, int64_t d,
+                      int32_t ctx_frames, const device_seg** out, int64_t* update_rows) {
     *out = nullptr;
+    *update_rows = 0;
     if (n_segs <= 0) return status::ok;
-    for (int64_t i = 0; i < n_segs; ++i)
-      if (segs[i].n < 0 || segs[i].row0 < 0 || segs[i].p0 < 0 || int64_t(segs[i].row0) + segs[i].n > rows)
-        return bad("segments: segment " + std::to_string(i) + " out of range");
-    // Empty segments hold no row: dropped, so that the search never lands on one.
     sorted_.clear();
-    for (int64_t i = 0; i < n_segs; ++i)
-      if (segs[i].n > 0) sorted_.push_back(segs[i]);
+    for (int64_t i = 0; i < n_segs; ++i) {
+      const row_segment& g = segs[i];
+      if (g.n < 0 || g.row0 < 0 || g.p0 < 0 || int64_t(g.row0) + g.n > rows)
+        return bad("segments: segment " + std::to_string(i) + " out of range");
+      if (g.n == 0) continue;  // holds no row: the search must never land on it; its caches stay
+      device_seg s{g.row0, g.n, g.p0, 0, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr};
+      if (caches) {
+        const stream_cache& c = caches[i];
+        if (ctx_frames == 0) {
+          if (c.kv_len < 0 || c.kv_keep < 0 || c.kv_keep > c.kv_cap || c.kv_len > c.kv_cap || !c.k || !c.v)
+            return bad("attention: cache " + std::to_string(i) + " has bad sizes");
+          s.kv_len = c.kv_len;
+          s.kv_out = std::min(c.kv_keep, c.kv_len + g.n);
+          s.k = c.k;
+          s.v = c.v;
+        } else {
+          if (c.ctx_len < 0 || c.ctx_len > ctx_frames - 1 || (ctx_frames > 1 && !c.ctx))
+            return bad("causal_context: cache " + std::to_string(i) + " has a bad length");
+          s.ctx_len = c.ctx_len;
+          s.ctx_out = std::min(ctx_frames - 1, c.ctx_len + g.n);
+          s.ctx = c.ctx;
+        }
+      }
+      sorted_.push_back(s);
+    }
     if (sorted_.empty()) return status::ok;
-    n_segs = int64_t(sorted_.size());
-    device_segs_ = static_cast<int>(n_segs);
-    std::sort(sorted_.begin(), sorted_.end(), [](const row_segment& a, const row_segment& b) { return a.row0 < b.row0; });
-    for (std::size_t i = 1; i < sorted_.size(); ++i)
-      if (sorted_[i].row0 < sorted_[i - 1].row0 + sorted_[i - 1].n) return bad("segments: two segments overlap");
-    if (auto s = grow(segs_, sizeof(row_segment) * n_segs); s != status::ok) return s;
-    if (auto s = upload(segs_.ptr, sorted_.data(), sizeof(row_segment) * n_segs); s != status::ok) return s;
-    if (auto s = synchronize(); s != status::ok) return s;  // the caller's array may go away
-    *out = static_cast<const row_segment*>(segs_.ptr);
+    std::sort(sorted_.begin(), sorted_.end(), [](const device_seg& a, const device_seg& b) { return a.row0 < b.row0; });
+    for (std::size_t i = 0; i < sorted_.size(); ++i) {
+      if (i > 0 && sorted_[i].row0 < sorted_[i - 1].row0 + sorted_[i - 1].n) return bad("segments: two segments overlap");
+      sorted_[i].kv_at = sorted_[i].ctx_at = *update_rows;
+      *update_rows += ctx_frames == 0 ? sorted_[i].kv_out : sorted_[i].ctx_out;
+    }
+    device_segs_ = static_cast<int>(sorted_.size());
+    if (auto s = grow(segs_, sizeof(device_seg) * sorted_.size()); s != status::ok) return s;
+    if (auto s = upload(segs_.ptr, sorted_.data(), sizeof(device_seg) * sorted_.size()); s != status::ok) return s;
+    if (auto s = synchronize(); s != status::ok) return s;  // sorted_ is reused by the next call
+    *out = static_cast<const device_seg*>(segs_.ptr);
     return status::ok;
+  }
+
+  // The caches' new contents (see the gather/scatter kernels); nothing when no segment streams.
+  status update_caches(const float* qkv, const float* y, const device_seg* d_segs, int64_t d, bool kv, int64_t rows) {
+    if (rows == 0) return status::ok;
+    const int64_t width = kv ? 2 * d : d;
+    if (auto s = grow(cache_scratch_, sizeof(float) * rows * width); s != status::ok) return s;
+    auto* scratch = static_cast<float*>(cache_scratch_.ptr);
+    cache_gather_kernel<<<blocks_for(rows * width), block_threads, 0, stream_>>>(qkv, y, d_segs, device_segs_, d, kv,
+                                                                                  rows, scratch);
+    if (auto s = launched("cache gather"); s != status::ok) return s;
+    cache_scatter_kernel<<<blocks_for(rows * width), block_threads, 0, stream_>>>(d_segs, device_segs_, d, kv, rows,
+                                                                                   scratch);
+    return launched("cache scatter");
   }
   status bad(std::string why) { return fail_with(status::invalid_argument, std::move(why)); }
   status fail_with(status s, std::string why) {
@@ -693,8 +805,9 @@ class cuda_device_backend final : public backend {
   math_mode math_ = math_mode::f32;  // an experts() call is queued since the flag was last read
   std::string name_;
   std::string error_;
-  std::vector<row_segment> sorted_;  // put_segments' non-empty segments, by row0
+  std::vector<device_seg> sorted_;  // put_segments' non-empty segments, by row0
   int device_segs_ = 0;              // how many of them are on the device
+  scratch cache_scratch_;
   scratch segs_, in_rows_, counts_, offsets_, cursor_, slot_pair_, pair_slot_, expert_out_;
 };
 

@@ -80,29 +80,70 @@ class cpu_backend final : public kernels::backend {
   }
 
   status attention(float* qkv, int64_t rows, const row_segment* segs, int64_t n_segs, kernels::window_spec w,
-                   int32_t heads, int32_t head_dim, double base, float* out) override {
+                   int32_t heads, int32_t head_dim, double base, const kernels::stream_cache* caches,
+                   float* out) override {
     if (heads <= 0 || head_dim <= 0 || head_dim % 2 != 0) return bad(status::invalid_argument, "attention: bad heads");
     if (auto s = check_segments("attention", segs, n_segs, rows); s != status::ok) return s;
+    if (caches && w.left_chunks < 0) return bad(status::invalid_argument, "attention: a streaming window must be bounded");
     architecture arch;
     arch.n_heads = heads;
     arch.d_model = heads * head_dim;
     arch.rope_base = base;
+    const int64_t d = arch.d_model;
     ws_.fit(att_segs_, static_cast<std::size_t>(n_segs));
-    for (int64_t i = 0; i < n_segs; ++i)
-      att_segs_[i] = attention_segment{segs[i].row0, segs[i].n, segs[i].p0, {w.chunk_frames, w.left_chunks},
-                                       &no_cache_, 0};
+    if (caches) kv_.resize(std::max<std::size_t>(kv_.size(), static_cast<std::size_t>(n_segs)));
+    for (int64_t i = 0; i < n_segs; ++i) {
+      kv_cache* cache = &no_cache_;
+      int64_t keep = 0;
+      if (caches) {
+        // The cache's [len, d] rows as moe's per-head cache.
+        const auto& c = caches[i];
+        if (c.kv_len < 0 || c.kv_keep < 0 || c.kv_keep > c.kv_cap || c.kv_len > c.kv_cap)
+          return bad(status::invalid_argument, "attention: cache " + std::to_string(i) + " has bad sizes");
+        cache = &kv_[i];
+        cache->k.resize(heads);
+        cache->v.resize(heads);
+        for (int64_t h = 0; h < heads; ++h) {
+          cache->k[h].resize(static_cast<std::size_t>(c.kv_len * head_dim));
+          cache->v[h].resize(static_cast<std::size_t>(c.kv_len * head_dim));
+          for (int64_t r = 0; r < c.kv_len; ++r) {
+            std::copy_n(c.k + r * d + h * head_dim, head_dim, cache->k[h].data() + r * head_dim);
+            std::copy_n(c.v + r * d + h * head_dim, head_dim, cache->v[h].data() + r * head_dim);
+          }
+        }
+        cache->len = c.kv_len;
+        keep = c.kv_keep;
+      }
+      att_segs_[i] = attention_segment{segs[i].row0, segs[i].n, segs[i].p0, {w.chunk_frames, w.left_chunks}, cache, keep};
+    }
     make_rope_table(att_segs_, rows, head_dim, base, ws_);
     attention_heads(ctx_, arch, att_segs_, qkv, out, ws_);
+    for (int64_t i = 0; caches && i < n_segs; ++i) {
+      // A segment of no rows leaves its cache as it was.
+      const kv_cache& cache = kv_[i];
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t r = 0; r < cache.len; ++r) {
+          std::copy_n(cache.k[h].data() + r * head_dim, head_dim, caches[i].k + r * d + h * head_dim);
+          std::copy_n(cache.v[h].data() + r * head_dim, head_dim, caches[i].v + r * d + h * head_dim);
+        }
+    }
     return status::ok;
   }
 
   status causal_context(const float* y, const row_segment* segs, int64_t n_segs, int64_t d, int32_t ctx_frames,
-                        float* out) override {
+                        const kernels::stream_cache* caches, float* out) override {
     if (d <= 0 || ctx_frames <= 0) return bad(status::invalid_argument, "causal_context: bad shape");
     if (auto s = check_segments("causal_context", segs, n_segs, -1); s != status::ok) return s;
     for (int64_t i = 0; i < n_segs; ++i) {
-      context_cache fresh;
-      moe::causal_context(y + int64_t{segs[i].row0} * d, segs[i].n, d, ctx_frames, fresh, out + int64_t{segs[i].row0} * d);
+      context_cache cache;
+      if (caches) {
+        if (caches[i].ctx_len < 0 || caches[i].ctx_len > ctx_frames - 1)
+          return bad(status::invalid_argument, "causal_context: cache " + std::to_string(i) + " has a bad length");
+        cache.rows.assign(caches[i].ctx, caches[i].ctx + int64_t{caches[i].ctx_len} * d);
+        cache.n = caches[i].ctx_len;
+      }
+      moe::causal_context(y + int64_t{segs[i].row0} * d, segs[i].n, d, ctx_frames, cache, out + int64_t{segs[i].row0} * d);
+      if (caches) std::copy_n(cache.rows.begin(), cache.n * d, caches[i].ctx);
     }
     return status::ok;
   }
@@ -190,7 +231,8 @@ class cpu_backend final : public kernels::backend {
   workspace ws_;
   std::vector<attention_segment> att_segs_;
   std::vector<int32_t> pair_row_;
-  kv_cache no_cache_;  // the offline attention reads keys from qkv: never touched
+  kv_cache no_cache_;         // the offline attention reads keys from qkv: never touched
+  std::vector<kv_cache> kv_;  // streaming: each segment's cache in moe's per-head layout
   std::string error_;
 };
 

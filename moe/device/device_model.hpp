@@ -19,6 +19,8 @@
 #include "kernels/backend.hpp"
 #include "moe/acoustic_model.hpp"
 #include "moe/forward.hpp"
+#include "moe/stream_state.hpp"
+#include "moe/workspace.hpp"
 
 namespace sluice::moe {
 
@@ -31,6 +33,43 @@ struct fbank_view {
 struct device_forward_options {
   bool log_probs = false;  ///< log_softmax the logits on the device (the CTC decoders' input)
   bool trace = false;      ///< also return every block's output and expert choices
+};
+
+/// One live stream of a device_model: its host front end (a stream_state: input buffering,
+/// CMVN, descriptors, the x4 convolutions, positions, chunking and finish(); the stream_state's
+/// own CPU caches stay empty) and, in device memory, per layer its key/value cache (left_chunks
+/// x chunk_frames frames) and its context rows. Made by device_model::open_stream(), stepped by
+/// device_model::step(); not thread-safe; must not outlive its device_model.
+class device_stream {
+ public:
+  ~device_stream();
+  device_stream(const device_stream&) = delete;
+  device_stream& operator=(const device_stream&) = delete;
+
+  /// Input and its end: accept_fbank(), finish(), ready_frames(), done(), position().
+  stream_state& host() { return state_; }
+  const stream_state& host() const { return state_; }
+  /// A new utterance (positions from 0, caches empty).
+  void reset();
+  /// Frames of keys and values the caches hold now.
+  int64_t cached_frames() const { return kv_len_; }
+
+ private:
+  friend class device_model;
+  struct caches;
+  explicit device_stream(stream_state state);
+
+  stream_state state_;
+  std::unique_ptr<caches> caches_;
+  int64_t kv_len_ = 0, ctx_len_ = 0;
+};
+
+/// One stream's output of a step: logits (or log-probabilities) of its frames [p0, p0 + n_frames).
+struct stream_chunk {
+  int64_t p0 = 0;
+  int64_t n_frames = 0;
+  int32_t vocab = 0;
+  std::vector<float> logits;  ///< f32 [n_frames, vocab]
 };
 
 class device_model {
@@ -49,6 +88,19 @@ class device_model {
   result<std::vector<forward_result>> forward(std::span<const fbank_view> utterances,
                                               const device_forward_options& options = {});
 
+  /// A live stream with its caches on the device (the trained window, which must be bounded:
+  /// errc::unsupported otherwise).
+  result<std::unique_ptr<device_stream>> open_stream();
+
+  /// One batched step of live streams on the device: each takes what it has ready, at most
+  /// max_chunks (>= 1) chunks (stream_state::step_frames), all in one forward; the result holds
+  /// each stream's frames, in the order given. The logits of a stream do not depend on how its
+  /// input was cut or batched: fed whole and finished, they equal the offline forward's.
+  /// Errors: errc::invalid_argument (a null or repeated stream, one of another model); the
+  /// backend's failures (a failed step leaves the streams' caches undefined: reset them).
+  result<std::vector<stream_chunk>> step(std::span<device_stream* const> streams, int64_t max_chunks = all_chunks,
+                                         const device_forward_options& options = {});
+
   /// Bytes of device memory the weights take.
   std::size_t weight_bytes() const { return weight_bytes_; }
   kernels::backend& device() { return *dev_; }
@@ -56,11 +108,17 @@ class device_model {
  private:
   struct impl;
   device_model(std::shared_ptr<const acoustic_model> model, kernels::backend& dev);
+  // The encoder blocks and the CTC head over n rows already in the device's x and acoustic
+  // buffers; caches: [n_layers][segs] for streams, null offline. The logits, downloaded.
+  result<std::vector<float>> encode(int64_t n, std::span<const kernels::row_segment> segs,
+                                    const std::vector<kernels::stream_cache>* caches,
+                                    const device_forward_options& options, std::vector<forward_result>* trace);
 
   std::shared_ptr<const acoustic_model> model_;
   kernels::backend* dev_;
   std::unique_ptr<impl> impl_;
   std::size_t weight_bytes_ = 0;
+  workspace host_ws_;  // the streams' host front ends (convolutions)
 };
 
 }  // namespace sluice::moe

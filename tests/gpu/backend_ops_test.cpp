@@ -142,7 +142,7 @@ std::vector<op_case> op_cases() {
                    const int64_t rows = segs.back().row0 + segs.back().n;
                    auto qkv = s.put(random_vec(rows * 3 * d_model, 12));
                    auto out = s.make<float>(rows * d_model);
-                   s.ok(s.dev().attention(qkv, rows, segs.data(), int64_t(segs.size()), w, heads, head_dim, 10000.0, out));
+                   s.ok(s.dev().attention(qkv, rows, segs.data(), int64_t(segs.size()), w, heads, head_dim, 10000.0, nullptr, out));
                    auto r = s.get(out, rows * d_model), rotated = s.get(qkv, rows * 3 * d_model);
                    r.insert(r.end(), rotated.begin(), rotated.end());
                    return r;
@@ -153,17 +153,54 @@ std::vector<op_case> op_cases() {
                  const int64_t rows = 130;
                  auto qkv = s.put(random_vec(rows * 3 * d_model, 25));
                  auto out = s.make<float>(rows * d_model), ctx = s.make<float>(rows * 3 * d_model);
-                 s.ok(s.dev().attention(qkv, rows, segs.data(), 4, {16, 4}, heads, head_dim, 10000.0, out));
-                 s.ok(s.dev().causal_context(qkv, segs.data(), 4, 3 * d_model, 8, ctx));
+                 s.ok(s.dev().attention(qkv, rows, segs.data(), 4, {16, 4}, heads, head_dim, 10000.0, nullptr, out));
+                 s.ok(s.dev().causal_context(qkv, segs.data(), 4, 3 * d_model, 8, nullptr, ctx));
                  auto r = s.get(out, rows * d_model), c2 = s.get(ctx, rows * 3 * d_model);
                  r.insert(r.end(), c2.begin(), c2.end());
+                 return r;
+               }});
+  c.push_back({"streaming attention and context: two steps through the caches", 1e-9, [](session& s) {
+                 // Stream A has 30 frames cached (and 7 context rows), stream B none; each takes
+                 // 20 rows a step; the caches keep 64 frames (4 chunks of 16).
+                 constexpr int32_t cap = 64, ctx = 8;
+                 const int64_t d = d_model;
+                 std::vector<kernels::stream_cache> caches(2);
+                 for (int i = 0; i < 2; ++i) {
+                   caches[i].k = s.put(random_vec(cap * d, 30 + i));
+                   caches[i].v = s.put(random_vec(cap * d, 32 + i));
+                   caches[i].ctx = s.put(random_vec((ctx - 1) * d, 34 + i));
+                   caches[i].kv_cap = cap;
+                   caches[i].kv_keep = cap;
+                 }
+                 caches[0].kv_len = 30;
+                 caches[0].ctx_len = ctx - 1;
+                 std::vector<float> r;
+                 int32_t pos[2] = {30, 0};
+                 for (int step = 0; step < 2; ++step) {
+                   // B first in the batch: rows need not follow the streams' order.
+                   std::vector<row_segment> segs{{20, 20, pos[0]}, {0, 20, pos[1]}};
+                   auto qkv = s.put(random_vec(40 * 3 * d, 40 + step));
+                   auto y = s.put(random_vec(40 * d, 42 + step));
+                   auto out = s.make<float>(40 * d), cx = s.make<float>(40 * d);
+                   s.ok(s.dev().attention(qkv, 40, segs.data(), 2, {16, 4}, heads, head_dim, 10000.0, caches.data(), out));
+                   s.ok(s.dev().causal_context(y, segs.data(), 2, d, ctx, caches.data(), cx));
+                   for (auto v : {s.get(out, 40 * d), s.get(cx, 40 * d)}) r.insert(r.end(), v.begin(), v.end());
+                   for (int i = 0; i < 2; ++i) {
+                     caches[i].kv_len = std::min(cap, caches[i].kv_len + 20);
+                     caches[i].ctx_len = std::min(ctx - 1, caches[i].ctx_len + 20);
+                     pos[i] += 20;
+                   }
+                 }
+                 for (const auto& c : caches)
+                   for (auto v : {s.get(c.k, c.kv_len * d), s.get(c.v, c.kv_len * d), s.get(c.ctx, c.ctx_len * d)})
+                     r.insert(r.end(), v.begin(), v.end());
                  return r;
                }});
   c.push_back({"causal_context", 1e-12, [](session& s) {
                  auto segs = three_segments();
                  const int64_t rows = segs.back().row0 + segs.back().n;
                  auto y = s.put(random_vec(rows * d_model, 13)), out = s.make<float>(rows * d_model);
-                 s.ok(s.dev().causal_context(y, segs.data(), int64_t(segs.size()), d_model, 8, out));
+                 s.ok(s.dev().causal_context(y, segs.data(), int64_t(segs.size()), d_model, 8, nullptr, out));
                  return s.get(out, rows * d_model);
                }});
   auto route = [](session& s, bool weights_only) {
@@ -319,7 +356,7 @@ TEST_SUITE("backend ops") {
     auto b = moe::make_cpu_backend();
     std::vector<row_segment> segs{{0, 10, 0}};
     float dummy = 0;
-    CHECK(b->attention(&dummy, 5, segs.data(), 1, {16, 4}, 4, 36, 1e4, &dummy) == status::invalid_argument);
+    CHECK(b->attention(&dummy, 5, segs.data(), 1, {16, 4}, 4, 36, 1e4, nullptr, &dummy) == status::invalid_argument);
     CHECK(b->last_error().find("segment 0 out of range") != std::string::npos);
     CHECK(b->route(&dummy, &dummy, &dummy, &dummy, 1, {8, 30, 2, 4}, nullptr, nullptr, nullptr) ==
           status::invalid_argument);

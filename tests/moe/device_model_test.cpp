@@ -122,6 +122,68 @@ TEST_SUITE("device model") {
     CHECK(test::max_abs_diff(head, last.logits) > 1e-3);
   }
 
+  TEST_CASE("live streams stepped on the CPU backend, fed in uneven pieces, give the offline logits") {
+    const std::string dir = SLUICE_SOURCE_DIR "/models/default";
+    auto model = load_model(dir);
+    REQUIRE(model.has_value());
+    const auto& arch = (*model)->arch();
+    const int64_t mels = arch.n_mels, vocab = arch.vocab_size;
+    auto cases = load_golden(dir);
+    std::vector<float> long_fbank;
+    for (int rep = 0; rep < 3; ++rep)
+      for (const auto& g : cases) long_fbank.insert(long_fbank.end(), g.fbank.begin(), g.fbank.end());
+    const std::vector<fbank_view> utts{{long_fbank.data(), int64_t(long_fbank.size()) / mels},
+                                       {cases[0].fbank.data(), cases[0].frames},
+                                       {cases[1].fbank.data(), cases[1].frames}};
+    auto dev = make_cpu_backend();
+    auto dm = device_model::create(*model, *dev);
+    REQUIRE(dm.has_value());
+    // Twice through the same streams: the second utterance after reset() starts clean.
+    std::vector<std::unique_ptr<device_stream>> streams;
+    for (std::size_t i = 0; i < utts.size(); ++i) {
+      auto st = (*dm)->open_stream();
+      REQUIRE_MESSAGE(st.has_value(), st.error().message);
+      streams.push_back(std::move(*st));
+    }
+    for (int round = 0; round < 2; ++round) {
+      CAPTURE(round);
+      std::vector<std::vector<float>> got(utts.size());
+      std::vector<int64_t> fed(utts.size(), 0);
+      std::vector<device_stream*> all;
+      for (auto& st : streams) all.push_back(st.get());
+      int64_t max_cached = 0;
+      for (int step = 0; !std::all_of(all.begin(), all.end(), [](auto* s) { return s->host().done(); }); ++step) {
+        REQUIRE(step < 1000);
+        for (std::size_t i = 0; i < utts.size(); ++i) {
+          // Pieces of 23 + 17 i frames (round 0) or 101 (round 1); finish() once all is in.
+          const int64_t piece = round == 0 ? 23 + 17 * int64_t(i) : 101;
+          const int64_t take = std::min(piece, utts[i].n_frames - fed[i]);
+          if (take > 0) REQUIRE(streams[i]->host().accept_fbank(utts[i].data + fed[i] * mels, take).has_value());
+          fed[i] += take;
+          if (fed[i] == utts[i].n_frames && !streams[i]->host().finished()) REQUIRE(streams[i]->host().finish().has_value());
+        }
+        auto out = (*dm)->step(all, round == 0 ? 1 : all_chunks);
+        REQUIRE_MESSAGE(out.has_value(), out.error().message);
+        for (std::size_t i = 0; i < utts.size(); ++i) {
+          const auto& c = (*out)[i];
+          CHECK(c.p0 == int64_t(got[i].size()) / vocab);
+          CHECK(int64_t(c.logits.size()) == c.n_frames * vocab);
+          got[i].insert(got[i].end(), c.logits.begin(), c.logits.end());
+          max_cached = std::max(max_cached, streams[i]->cached_frames());
+        }
+      }
+      CHECK(max_cached == int64_t{arch.left_chunks} * arch.chunk_frames);
+      for (std::size_t i = 0; i < utts.size(); ++i) {
+        CAPTURE(i);
+        auto offline = forward_offline(**model, utts[i].data, utts[i].n_frames);
+        REQUIRE(offline.has_value());
+        CHECK(test::max_abs_diff(offline->logits, got[i]) <= 1e-4);
+        streams[i]->reset();
+        CHECK(streams[i]->cached_frames() == 0);
+      }
+    }
+  }
+
   TEST_CASE("log-probabilities on the device equal log_softmax of the logits") {
     auto model = load_model(SLUICE_TEST_DATA_DIR "/tiny_model");
     REQUIRE(model.has_value());
