@@ -1,9 +1,11 @@
 #include "moe/device/device_model.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "moe/frontend.hpp"
 #include "moe/workspace.hpp"
@@ -434,6 +436,7 @@ result<std::vector<stream_chunk>> device_model::step(std::span<device_stream* co
 
   // Host: each stream's frames for this step through its front end (CMVN, descriptors, the
   // convolutions), rows concatenated.
+  const auto t0 = std::chrono::steady_clock::now();
   const auto n_segs = static_cast<int64_t>(streams.size());
   std::vector<row_segment> segs(streams.size());
   std::vector<int64_t> keep(streams.size());
@@ -447,12 +450,26 @@ result<std::vector<stream_chunk>> device_model::step(std::span<device_stream* co
     n += take;
   }
   std::vector<float> x_host(static_cast<std::size_t>(n * d)), acoustic(static_cast<std::size_t>(n * na));
-  for (std::size_t i = 0; i < streams.size(); ++i) {
-    stream_state& st = streams[i]->state_;
-    st.front_.take(st.ctx_, segs[i].n, x_host.data() + int64_t{segs[i].row0} * d,
-                   acoustic.data() + int64_t{segs[i].row0} * na, host_ws_);
-    st.position_ += segs[i].n;
+  // Streams are independent here: thread t takes streams t, t + T, ... with its own scratch.
+  const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(host_threads_), streams.size()));
+  if (host_ws_.size() < static_cast<std::size_t>(std::max(threads, 1))) host_ws_.resize(std::max(threads, 1));
+  auto front_ends = [&](int t) {
+    for (std::size_t i = static_cast<std::size_t>(t); i < streams.size(); i += static_cast<std::size_t>(threads)) {
+      stream_state& st = streams[i]->state_;
+      st.front_.take(st.ctx_, segs[i].n, x_host.data() + int64_t{segs[i].row0} * d,
+                     acoustic.data() + int64_t{segs[i].row0} * na, host_ws_[static_cast<std::size_t>(t)]);
+      st.position_ += segs[i].n;
+    }
+  };
+  if (threads <= 1) {
+    if (!streams.empty()) front_ends(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(front_ends, t);
+    front_ends(0);
+    for (auto& th : pool) th.join();
   }
+  const auto t1 = std::chrono::steady_clock::now();
   // Each layer's caches of each stream, [n_layers][n_segs].
   std::vector<kernels::stream_cache> caches(static_cast<std::size_t>(a.n_layers * n_segs));
   for (int layer = 0; layer < a.n_layers; ++layer)
@@ -479,6 +496,9 @@ result<std::vector<stream_chunk>> device_model::step(std::span<device_stream* co
       out[i].logits.assign(logits->begin() + int64_t{segs[i].row0} * vocab,
                            logits->begin() + (int64_t{segs[i].row0} + segs[i].n) * vocab);
   }
+  const auto t2 = std::chrono::steady_clock::now();
+  timing_ = {std::chrono::duration<double, std::milli>(t1 - t0).count(),
+             std::chrono::duration<double, std::milli>(t2 - t1).count()};
   for (std::size_t i = 0; i < streams.size(); ++i) {
     device_stream& st = *streams[i];
     out[i].p0 = segs[i].p0;

@@ -101,6 +101,18 @@ class device_model {
   result<std::vector<stream_chunk>> step(std::span<device_stream* const> streams, int64_t max_chunks = all_chunks,
                                          const device_forward_options& options = {});
 
+  /// Threads that run the streams' host front ends in step() (default 1: the calling thread
+  /// only); a GPU keeps thousands of streams at real time, more than one core's front ends.
+  void set_host_threads(int n) { host_threads_ = n < 1 ? 1 : n; }
+
+  /// Wall time of the last step(): the host front ends (buffering, CMVN, descriptors and the
+  /// convolutions of every stream, on the calling thread) and the rest (upload, the blocks on the
+  /// device, download), ms.
+  struct step_timing {
+    double host_ms = 0, device_ms = 0;
+  };
+  step_timing last_step_timing() const { return timing_; }
+
   /// Bytes of device memory the weights take.
   std::size_t weight_bytes() const { return weight_bytes_; }
   kernels::backend& device() { return *dev_; }
@@ -118,7 +130,9 @@ class device_model {
   kernels::backend* dev_;
   std::unique_ptr<impl> impl_;
   std::size_t weight_bytes_ = 0;
-  workspace host_ws_;  // the streams' host front ends (convolutions)
+  std::vector<workspace> host_ws_;  // per host thread: the streams' front ends (convolutions)
+  int host_threads_ = 1;
+  step_timing timing_;
 };
 
 }  // namespace sluice::moe

@@ -7,7 +7,8 @@
 # 1. tests/gpu: every backend op, CUDA against the CPU backend, and the default model on CUDA
 #    against PyTorch's golden vectors (expert choices identical);
 # 2. device_bench --backend cuda at batch 1, 16, 128, 1024 (10 s utterances) beside PyTorch eager
-#    on the same GPU, model and batch (moe_bench_torch.py --device cuda, f32 and bf16 autocast);
+#    on the same GPU, model and batch (moe_bench_torch.py --device cuda, f32 and bf16 autocast),
+#    and live streams stepped a chunk at a time (1,000 to 16,000, front ends on 14 threads);
 # 3. scaling_bench.py: sluice transcribe on 1..16 cores beside PyTorch on the same cores.
 # Everything goes to $OUT/device_check.txt (and the JSON lines to $OUT/device_check.jsonl), to be
 # committed under tools/bench/results/ with the numbers quoted where they are used.
@@ -42,6 +43,8 @@ for math in f32 bf16; do
   timeout 100 "$pack/bin/device_bench" --model models/default --backend cuda --batch 1,16,128,1024 --seconds 10 \
     --runs 5 --math "$math" --json 2>&1 | tee -a "$log" "$json"
 done
+timeout 150 "$pack/bin/device_bench" --model models/default --backend cuda --live 1000,4000,10000,16000 --runs 3 \
+  --host-threads 14 --json 2>&1 | tee -a "$log" "$json"
 for dtype in f32 bf16; do
   for b in 1 16 128 1024; do
     timeout 60 python3 tools/bench/moe_bench_torch.py --model models/default --device cuda --dtype "$dtype" \
