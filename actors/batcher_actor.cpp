@@ -15,6 +15,10 @@
 #include "actors/cpu_affinity.hpp"
 #include "moe/block_codec.hpp"
 #include "moe/decoder/ctc_decoder.hpp"
+#include "kernels/cuda_backend.hpp"
+#include "kernels/device.hpp"
+#include "moe/device/cpu_backend.hpp"
+#include "moe/device/device_model.hpp"
 #include "moe/local_experts.hpp"
 #include "moe/micro_batch.hpp"
 #include "moe/stream_state.hpp"
@@ -35,7 +39,11 @@ double ms_since(clock::time_point t, clock::time_point now) {
 
 struct stream_entry {
   channel_actor_type channel;
-  std::unique_ptr<moe::stream_state> state;
+  // The stream's model state: its own (CPU lanes, the batcher) or a device stream's host part
+  // (device lanes), which then owns the stream's caches on the device.
+  moe::stream_state* state = nullptr;
+  std::unique_ptr<moe::stream_state> own_state;
+  std::unique_ptr<moe::device_stream> device_state;
   bool in_step = false;
   bool dropped = false;
   bool waiting = false;  // has ready frames not yet in a step
@@ -53,6 +61,7 @@ struct stream_entry {
 
 struct half {
   std::unique_ptr<moe::micro_batch> mb;
+  std::vector<moe::stream_chunk> device_out;  // a device lane's step: each stream's logits
   std::vector<stream_key> keys;
   std::vector<moe::stream_state*> streams;
   std::vector<block_msg> slots;        // [n_blocks]: reused buffers
@@ -69,6 +78,9 @@ struct batcher {
   std::vector<spillway_actor_type> spillways;
   // Lane mode: every routed expert runs here, right after the dense part (no expert actors).
   std::optional<moe::local_experts> local;
+  // Device lanes ([engine] lane_backend): the model resident on a device, stepped whole.
+  std::unique_ptr<kernels::backend> device;
+  std::unique_ptr<moe::device_model> device_model;
   // Lane mode: pairs run per (layer, expert) since the last report, i64 [n_layers, n_routed]
   // (reported as "pairs/<layer>/<expert>" counters, as expert actors do: the load heatmap).
   std::vector<int64_t> lane_pairs;
@@ -163,6 +175,7 @@ void abort_half(self_ptr self, const state_ptr& st, int hi, const std::string& w
   }
   h.keys.clear();
   h.streams.clear();
+  h.device_out.clear();
   h.busy = false;
 }
 
@@ -216,8 +229,8 @@ void send_done(self_ptr self, const state_ptr& st, const stream_key& key, stream
 void finish_half(self_ptr self, const state_ptr& st, int hi) {
   auto& h = st->halves[hi];
   const auto now = clock::now();
-  // A lane's local_experts::run has finished the micro-batch already.
-  if (h.mb->current_phase() != moe::micro_batch::phase::done)
+  // A lane's local_experts::run has finished the micro-batch already (a device lane's step too).
+  if (!st->device_model && h.mb->current_phase() != moe::micro_batch::phase::done)
     if (auto ok = h.mb->finish(); !ok) {
       abort_half(self, st, hi, ok.error().message);
       continue_later(self, st);
@@ -233,7 +246,9 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
     auto& e = it->second;
     if ((e.decoder != nullptr) != (pass == 1)) continue;
     e.in_step = false;
-    const auto lg = h.mb->logits(i);
+    const auto lg = st->device_model ? moe::stream_logits{h.device_out[i].p0, h.device_out[i].n_frames,
+                                                          h.device_out[i].vocab, h.device_out[i].logits}
+                                     : h.mb->logits(i);
     const bool done = e.state->done();
     if (!e.dropped) {
       logits_chunk c;
@@ -277,6 +292,7 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
   st->meter.histogram(latency_key::step).add(ms_since(h.started, now));
   h.keys.clear();
   h.streams.clear();
+  h.device_out.clear();
   h.busy = false;
   continue_later(self, st);
 }
@@ -478,6 +494,31 @@ void size_slots(const state_ptr& st, half& h, int64_t n_tokens, bool write) {
   }
 }
 
+// A device lane's step: every stream of half hi in one device_model::step, to the end.
+bool run_device_step(self_ptr self, const state_ptr& st, int hi, clock::time_point now) {
+  auto& h = st->halves[hi];
+  std::vector<moe::device_stream*> streams;
+  for (const auto& k : h.keys) streams.push_back(st->streams.at(k).device_state.get());
+  h.busy = true;
+  h.started = now;
+  auto out = st->device_model->step(streams, st->res->cfg.engine.max_chunks_per_step);
+  if (!out) {
+    // The step's streams have undefined device caches now: they are reported lost.
+    abort_half(self, st, hi, out.error().message);
+    continue_later(self, st);
+    return false;
+  }
+  h.device_out = std::move(*out);
+  int64_t tokens = 0;
+  for (const auto& c : h.device_out) tokens += c.n_frames;
+  st->meter.count("batches");
+  st->meter.count("batch_streams", static_cast<double>(h.keys.size()));
+  st->meter.count("batch_tokens", static_cast<double>(tokens));
+  st->meter.count("device_steps");
+  finish_half(self, st, hi);
+  return true;
+}
+
 bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<stream_key>& keys) {
   auto& h = st->halves[hi];
   const auto now = clock::now();
@@ -488,12 +529,13 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
     e.in_step = true;
     e.waiting = false;
     st->meter.histogram(latency_key::queue_wait).add(ms_since(e.ready_since, now));
-    h.streams.push_back(e.state.get());
+    h.streams.push_back(e.state);
   }
   int64_t tokens = 0;
   for (auto* s : h.streams) tokens += s->step_frames(st->res->cfg.engine.max_chunks_per_step);
   size_slots(st, h, std::max<int64_t>(tokens, st->res->cfg.engine.token_budget), st->res->cfg.engine.preallocate);
   h.failed_over.assign(h.slots.size(), 0);
+  if (st->device_model) return run_device_step(self, st, hi, now);
   if (auto ok = h.mb->begin(h.streams, st->res->cfg.engine.max_chunks_per_step); !ok) {
     h.busy = true;
     abort_half(self, st, hi, ok.error().message);
@@ -640,6 +682,27 @@ void rebalance(self_ptr self, const state_ptr& st) {
 
 namespace {
 
+// The backend and the resident model of device lane `lane` ([engine] lane_backend).
+result<std::pair<std::unique_ptr<kernels::backend>, std::unique_ptr<moe::device_model>>> make_lane_device(
+    const engine_resources& res, int32_t lane) {
+  const auto& arch = res.model->arch();
+  if (res.window.chunk_frames != arch.chunk_frames || res.window.left_chunks != arch.left_chunks)
+    return fail(errc::unsupported, "the device forward runs the model's trained attention window only");
+  std::unique_ptr<kernels::backend> dev;
+  if (res.cfg.engine.lane_backend == config::lane_backend::device_cpu) {
+    dev = moe::make_cpu_backend(res.compute);
+  } else {
+    auto gpus = kernels::cuda_devices();
+    if (!gpus) return tl::unexpected(gpus.error());
+    auto b = kernels::make_cuda_backend(lane % static_cast<int32_t>(gpus->size()));
+    if (!b) return tl::unexpected(b.error());
+    dev = std::move(*b);
+  }
+  auto model = moe::device_model::create(res.model, *dev, res.compute);
+  if (!model) return tl::unexpected(model.error());
+  return std::make_pair(std::move(dev), std::move(*model));
+}
+
 compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_ptr<const engine_resources> res,
                                                    metrics_actor_type metrics, supervisor_actor_type supervisor, int32_t lane) {
   auto st = std::make_shared<batcher>();
@@ -649,6 +712,18 @@ compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_pt
     st->lane_pairs.assign(static_cast<std::size_t>(res->model->arch().n_layers * res->model->arch().n_routed), 0);
   }
   st->res = res;
+  if (lane >= 0 && res->cfg.engine.lane_backend != config::lane_backend::cpu) {
+    if (auto dev = make_lane_device(*res, lane)) {
+      st->device = std::move(dev->first);
+      st->device_model = std::move(dev->second);
+      st->meter.gauge("device_weight_bytes", static_cast<double>(st->device_model->weight_bytes()));
+      spdlog::info("lane {}: model steps on {}", lane, st->device->name());
+    } else {
+      // The engine checked at start that the device can be used: this is unexpected. The lane
+      // still runs, on its own CPU forward.
+      spdlog::error("lane {}: no device forward ({}); running on the CPU", lane, dev.error().message);
+    }
+  }
   st->metrics = metrics;
   st->supervisor = supervisor;
   const auto& arch = res->model->arch();
@@ -660,7 +735,7 @@ compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_pt
   st->shard_after.assign(static_cast<std::size_t>(res->placement.n_shards() + 64 + 1), 0);
   for (int i = 0; i < n_halves; ++i)
     st->halves[i].mb = std::make_unique<moe::micro_batch>(*res->model, i, res->compute);
-  if (res->cfg.engine.preallocate) {
+  if (res->cfg.engine.preallocate && !st->device_model) {
     // A lane runs each step to its end inside start_half, always on half 0: only that one.
     const auto bounds = res->largest_step();
     for (auto& h : st->halves) {
@@ -707,22 +782,34 @@ compute_actor_type::behavior_type batcher_behavior(self_ptr self, std::shared_pt
         auto it = st->streams.find(key);
         auto channel = caf::actor_cast<channel_actor_type>(self->current_sender());
         if (it == st->streams.end()) {
-          auto s = moe::stream_state::create(*st->res->model, st->res->window, st->res->compute);
-          if (!s) {
+          stream_entry e;
+          result<void> made;
+          if (st->device_model) {
+            if (auto ds = st->device_model->open_stream()) {
+              e.device_state = std::move(*ds);
+              e.state = &e.device_state->host();
+            } else {
+              made = tl::unexpected(ds.error());
+            }
+          } else if (auto s = moe::stream_state::create(*st->res->model, st->res->window, st->res->compute)) {
+            e.own_state = std::make_unique<moe::stream_state>(std::move(*s));
+            e.state = e.own_state.get();
+          } else {
+            made = tl::unexpected(s.error());
+          }
+          if (!made) {
             // The utterance cannot run: its channel hears so now rather than waiting forever.
             logits_chunk lost;
             lost.channel = key.first;
             lost.utterance = key.second;
             lost.last = true;
-            lost.error = "cannot create the model state: " + s.error().message;
+            lost.error = "cannot create the model state: " + made.error().message;
             self->send(channel, logits_atom::value, std::move(lost));
             st->meter.count("utterances_lost");
             if (!c.last) st->lost.emplace(key, channel.address());
             return;
           }
-          stream_entry e;
           e.channel = channel;
-          e.state = std::make_unique<moe::stream_state>(std::move(*s));
           e.decoder = std::move(c.decoder);  // lane decoding: the channel handed it over
           e.partials = c.partials;
           it = st->streams.emplace(key, std::move(e)).first;

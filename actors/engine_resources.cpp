@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/punct_hook.hpp"
+#include "kernels/device.hpp"
 
 #include <filesystem>
 
@@ -20,6 +21,19 @@ result<std::shared_ptr<const engine_resources>> engine_resources::create(
     return fail(errc::invalid_config, "engine.expert_shards = " + std::to_string(cfg.engine.expert_shards) +
                                           " is more than the model's " + std::to_string(arch.n_routed) +
                                           " routed experts");
+  // Device lanes: their streams keep bounded caches on the device (a bounded attention window),
+  // and on a GPU one must be usable now (lanes would otherwise fall back to their CPU forward,
+  // silently slower than configured).
+  if (cfg.engine.lanes != 0 && cfg.engine.lane_backend != config::lane_backend::cpu) {
+    if (arch.chunk_frames <= 0 || arch.left_chunks < 0)
+      return fail(errc::invalid_config, "engine.lane_backend = \"" + std::string(config::enum_name(cfg.engine.lane_backend)) +
+                                            "\" needs a model with a bounded attention window (this one: chunk_frames " +
+                                            std::to_string(arch.chunk_frames) + ", left_chunks " +
+                                            std::to_string(arch.left_chunks) + ")");
+    if (cfg.engine.lane_backend == config::lane_backend::cuda)
+      if (auto gpus = kernels::cuda_devices(); !gpus)
+        return fail(errc::invalid_config, "engine.lane_backend = \"cuda\": " + gpus.error().message);
+  }
   auto placement = moe::expert_placement::contiguous(arch, cfg.engine.expert_shards);
   if (!placement) return tl::unexpected(placement.error());
   auto fbank = dsp::fbank_computer::create(moe::fbank_config_of(model->manifest().features), dsp::model_sample_rate);

@@ -3,6 +3,7 @@
 
 #include "config/enum_field.hpp"
 #include "config/field.hpp"
+#include "config/lane_backend.hpp"
 #include "config/overflow_policy.hpp"
 
 namespace sluice::config {
@@ -33,6 +34,11 @@ struct engine_config {
   /// (placement_probe_ms; a lane per core on one CPU). 0: one batcher with expert actors and
   /// spillways (expert_shards; for experts placed on other devices or processes).
   int lanes = -1;
+  /// What each lane runs its model steps on: "cpu" (its own CPU forward), "device_cpu" (the
+  /// device forward, moe::device_model, on the CPU backend: the same results through the code a
+  /// GPU lane runs) or "cuda" (the device forward on a GPU: lane i on GPU i mod their count). The
+  /// device forward needs the model's trained attention window. No effect with lanes = 0.
+  config::lane_backend lane_backend = config::lane_backend::cpu;
   /// Pin each lane's thread to a core of its own when there is exactly one lane per core this
   /// process may use (its CPU affinity: taskset, a container's cpuset); with fewer or more lanes
   /// than cores, or where the OS has no thread affinity, lanes are not pinned. Off by default:
@@ -102,6 +108,9 @@ struct engine_config {
     v("overlap", overlap, any_bool{}, "split micro-batches in two halves whose dense and expert work overlap");
     v("lanes", lanes, range{-1, 1024},
       "lanes running dense layers and all experts locally (-1: the placement plan's count; 0: batcher + expert actors)");
+    v("lane_backend", lane_backend,
+      enum_of<config::lane_backend>{{config::lane_backend::cpu, config::lane_backend::device_cpu, config::lane_backend::cuda}},
+      "what lanes run model steps on: cpu, device_cpu (the device forward on the CPU) or cuda");
     v("pin_lanes", pin_lanes, any_bool{}, "pin each lane's thread to its own core when there is one lane per allowed core");
     v("placement_probe_ms", placement_probe_ms, range{0, 1000},
       "start-up CPU benchmark choosing the placement plan when lanes = -1 (ms; 0: skip, a lane per core)");

@@ -53,7 +53,8 @@ struct route_spec {
 /// segment, f32 [kv_cap, heads * head_dim] each, oldest first; ctx: the LayerNormed hidden rows of
 /// the ctx_len frames just before it, f32 [ctx_frames - 1, d]. The ops update the buffers, not
 /// the lengths: afterwards k, v hold the last min(kv_keep, kv_len + n) frames (kv_keep <= kv_cap)
-/// and ctx the last min(ctx_frames - 1, ctx_len + n) rows, and the caller sets the lengths so.
+/// and ctx the last min(ctx_frames - 1, ctx_len + n) rows, and the caller sets the lengths so;
+/// a segment of no rows leaves its caches as they are.
 struct stream_cache {
   float* k = nullptr;
   float* v = nullptr;

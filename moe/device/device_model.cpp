@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <exception>
 #include <string>
 #include <thread>
 
@@ -93,9 +94,10 @@ device_model::device_model(std::shared_ptr<const acoustic_model> model, kernels:
 device_model::~device_model() = default;
 
 result<std::unique_ptr<device_model>> device_model::create(std::shared_ptr<const acoustic_model> model,
-                                                           kernels::backend& dev) {
+                                                           kernels::backend& dev, const compute_options& host) {
   if (!model) return fail(errc::invalid_argument, "device_model: no model");
   std::unique_ptr<device_model> m(new device_model(std::move(model), dev));
+  m->host_compute_ = host;
   impl& s = *m->impl_;
   std::string failed;
   auto put = [&](const std::vector<float>& v) -> const float* {
@@ -267,9 +269,13 @@ result<std::vector<float>> device_model::encode(int64_t n, std::span<const row_s
       return dev.experts(b.experts_gate_up, b.experts_down, a.n_routed, d, a.expert_hidden, xn, n, experts, gate_w, k,
                          routed);
     });
-    // As model.py: the block's output is x + (shared + routed).
-    run("add", [&] { return dev.add(delta, routed, n * d); });
-    run("add", [&] { return dev.add(x, delta, n * d); });
+    // As model.py: the block's output is x + (shared + routed); without shared experts, x + routed.
+    if (b.shared.empty()) {
+      run("add", [&] { return dev.add(x, routed, n * d); });
+    } else {
+      run("add", [&] { return dev.add(delta, routed, n * d); });
+      run("add", [&] { return dev.add(x, delta, n * d); });
+    }
     if (trace && run.st == status::ok) {
       trace_x.resize(n * d);
       trace_e.resize(n * k);
@@ -327,7 +333,7 @@ result<std::vector<forward_result>> device_model::forward(std::span<const fbank_
   std::vector<float> frames(static_cast<std::size_t>(in_rows * m)), desc(static_cast<std::size_t>(in_rows * 4)),
       acoustic(static_cast<std::size_t>(n * na)), powers, peaks;
   {
-    const compute_ctx host_ctx(compute_options{});
+    const compute_ctx host_ctx(host_compute_);
     int64_t out_row = 0;
     for (std::size_t u = 0; u < utts.size(); ++u) {
       float running_min = std::numeric_limits<float>::infinity();
@@ -404,7 +410,7 @@ result<std::unique_ptr<device_stream>> device_model::open_stream() {
   const architecture& a = model_->arch();
   if (a.chunk_frames <= 0 || a.left_chunks < 0)
     return fail(errc::unsupported, "device streams need a bounded attention window (chunk_frames > 0, left_chunks >= 0)");
-  auto state = stream_state::create(*model_, attention_window{a.chunk_frames, a.left_chunks});
+  auto state = stream_state::create(*model_, attention_window{a.chunk_frames, a.left_chunks}, host_compute_);
   if (!state) return tl::unexpected(state.error());
   std::unique_ptr<device_stream> st(new device_stream(std::move(*state)));
   const int64_t d = a.d_model, cap = int64_t{a.left_chunks} * a.chunk_frames;
@@ -453,12 +459,18 @@ result<std::vector<stream_chunk>> device_model::step(std::span<device_stream* co
   // Streams are independent here: thread t takes streams t, t + T, ... with its own scratch.
   const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(host_threads_), streams.size()));
   if (host_ws_.size() < static_cast<std::size_t>(std::max(threads, 1))) host_ws_.resize(std::max(threads, 1));
+  // Nothing may escape a thread (std::terminate): a failure (an allocation) is kept and returned.
+  std::vector<std::string> failures(static_cast<std::size_t>(std::max(threads, 1)));
   auto front_ends = [&](int t) {
-    for (std::size_t i = static_cast<std::size_t>(t); i < streams.size(); i += static_cast<std::size_t>(threads)) {
-      stream_state& st = streams[i]->state_;
-      st.front_.take(st.ctx_, segs[i].n, x_host.data() + int64_t{segs[i].row0} * d,
-                     acoustic.data() + int64_t{segs[i].row0} * na, host_ws_[static_cast<std::size_t>(t)]);
-      st.position_ += segs[i].n;
+    try {
+      for (std::size_t i = static_cast<std::size_t>(t); i < streams.size(); i += static_cast<std::size_t>(threads)) {
+        stream_state& st = streams[i]->state_;
+        st.front_.take(st.ctx_, segs[i].n, x_host.data() + int64_t{segs[i].row0} * d,
+                       acoustic.data() + int64_t{segs[i].row0} * na, host_ws_[static_cast<std::size_t>(t)]);
+        st.position_ += segs[i].n;
+      }
+    } catch (const std::exception& e) {
+      failures[static_cast<std::size_t>(t)] = e.what();
     }
   };
   if (threads <= 1) {
@@ -469,6 +481,8 @@ result<std::vector<stream_chunk>> device_model::step(std::span<device_stream* co
     front_ends(0);
     for (auto& th : pool) th.join();
   }
+  for (const auto& f : failures)
+    if (!f.empty()) return fail(errc::internal, "device step: a stream's front end failed: " + f);
   const auto t1 = std::chrono::steady_clock::now();
   // Each layer's caches of each stream, [n_layers][n_segs].
   std::vector<kernels::stream_cache> caches(static_cast<std::size_t>(a.n_layers * n_segs));

@@ -74,10 +74,11 @@ struct stream_chunk {
 
 class device_model {
  public:
-  /// Uploads `model`'s weights to `dev`, which must outlive the result. Errors: the backend's
-  /// status and message (errc::unavailable when it is out of memory or has no device).
+  /// Uploads `model`'s weights to `dev`, which must outlive the result. `host`: how the host
+  /// front ends compute (SIMD level, GEMM choice). Errors: the backend's status and message
+  /// (errc::unavailable when it is out of memory or has no device).
   static result<std::unique_ptr<device_model>> create(std::shared_ptr<const acoustic_model> model,
-                                                      kernels::backend& dev);
+                                                      kernels::backend& dev, const compute_options& host = {});
   ~device_model();
   device_model(const device_model&) = delete;
   device_model& operator=(const device_model&) = delete;
@@ -97,7 +98,8 @@ class device_model {
   /// each stream's frames, in the order given. The logits of a stream do not depend on how its
   /// input was cut or batched: fed whole and finished, they equal the offline forward's.
   /// Errors: errc::invalid_argument (a null or repeated stream, one of another model); the
-  /// backend's failures (a failed step leaves the streams' caches undefined: reset them).
+  /// backend's failures. After a failure the step's input is consumed and its streams' caches
+  /// are undefined: the utterances are lost (reset() the streams to use them again).
   result<std::vector<stream_chunk>> step(std::span<device_stream* const> streams, int64_t max_chunks = all_chunks,
                                          const device_forward_options& options = {});
 
@@ -106,8 +108,8 @@ class device_model {
   void set_host_threads(int n) { host_threads_ = n < 1 ? 1 : n; }
 
   /// Wall time of the last step(): the host front ends (buffering, CMVN, descriptors and the
-  /// convolutions of every stream, on the calling thread) and the rest (upload, the blocks on the
-  /// device, download), ms.
+  /// convolutions of every stream, on set_host_threads() threads) and the rest (upload, the
+  /// blocks on the device, download), ms.
   struct step_timing {
     double host_ms = 0, device_ms = 0;
   };
@@ -132,6 +134,7 @@ class device_model {
   std::size_t weight_bytes_ = 0;
   std::vector<workspace> host_ws_;  // per host thread: the streams' front ends (convolutions)
   int host_threads_ = 1;
+  compute_options host_compute_;
   step_timing timing_;
 };
 

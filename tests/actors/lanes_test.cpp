@@ -5,6 +5,7 @@
 #include "tests/actors/engine_test_util.hpp"
 #include "tests/common/poll_until.hpp"
 #include "kernels/cpu/gemm.hpp"
+#include "kernels/device.hpp"
 
 #include <map>
 #include <thread>
@@ -37,9 +38,11 @@ std::vector<final_words> finals_of(const test::run_result& res, channel_id ch) {
 }
 
 // Finals per opened channel (in opening order), each channel's in utterance order.
-std::vector<std::vector<final_words>> run(int lanes, std::unique_ptr<engine>* keep = nullptr) {
+std::vector<std::vector<final_words>> run(int lanes, std::unique_ptr<engine>* keep = nullptr,
+                                          config::lane_backend backend = config::lane_backend::cpu) {
   auto cfg = test::base_config();
   cfg.engine.lanes = lanes;
+  cfg.engine.lane_backend = backend;
   auto e = engine::start(test::resources(cfg));
   caf::scoped_actor self{e->system()};
   const auto segs = test::call_segments();
@@ -365,6 +368,49 @@ TEST_SUITE("lanes") {
         CHECK(counter_of(*e, "lane/" + std::to_string(i), "utterances") > 0);
       }
     }
+  }
+
+  TEST_CASE("device lanes (the device forward on the CPU backend) give the CPU lanes' finals") {
+    const auto cpu_lanes = run(2);
+    std::unique_ptr<engine> e;
+    const auto got = run(2, &e, config::lane_backend::device_cpu);
+    CHECK(got == cpu_lanes);
+    // Both lanes stepped through the device forward.
+    for (int i = 0; i < 2; ++i) {
+      CAPTURE(i);
+      CHECK(counter_of(*e, "lane/" + std::to_string(i), "device_steps") > 0);
+    }
+  }
+
+  TEST_CASE("lane_backend = cuda is refused at start when no GPU can be used") {
+    auto cfg = test::base_config();
+    cfg.engine.lanes = 1;
+    cfg.engine.lane_backend = config::lane_backend::cuda;
+    auto res = engine_resources::create(cfg, test::default_model());
+    if (kernels::cuda_devices()) {
+      MESSAGE("a GPU is usable here: the engine's resources are made");
+      CHECK(res.has_value());
+      return;
+    }
+    REQUIRE_FALSE(res.has_value());
+    CHECK(res.error().code == errc::invalid_config);
+    CHECK(res.error().message.find("engine.lane_backend = \"cuda\"") != std::string::npos);
+  }
+
+  TEST_CASE("device lanes are refused at start for a model whose attention window is unbounded") {
+    auto cfg = test::base_config();
+    cfg.engine.lanes = 1;
+    cfg.engine.lane_backend = config::lane_backend::device_cpu;
+    const auto& base = *test::default_model();
+    moe::model_manifest manifest = base.manifest();
+    manifest.arch.left_chunks = -1;  // every past chunk: a stream's keys grow without bound
+    auto model = std::make_shared<const moe::acoustic_model>(manifest, base.tokens(), base.weights());
+    auto res = engine_resources::create(cfg, model);
+    REQUIRE_FALSE(res.has_value());
+    CHECK(res.error().code == errc::invalid_config);
+    CHECK(res.error().message.find("bounded attention window") != std::string::npos);
+    cfg.engine.lane_backend = config::lane_backend::cpu;  // CPU lanes run it
+    CHECK(engine_resources::create(cfg, model).has_value());
   }
 
   TEST_CASE("lanes = -1 runs as many lanes as the placement plan chose, with the same finals") {

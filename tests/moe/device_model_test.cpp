@@ -210,6 +210,30 @@ TEST_SUITE("device model") {
     CHECK(test::max_abs_diff(expect, (*logp)[0].logits) <= 1e-6);
   }
 
+  TEST_CASE("a model without shared experts: the device forward equals forward_offline") {
+    auto tiny = load_model(SLUICE_TEST_DATA_DIR "/tiny_model");
+    REQUIRE(tiny.has_value());
+    // The tiny model with its shared experts taken out (n_shared = 0 is a valid architecture).
+    model_manifest manifest = (*tiny)->manifest();
+    manifest.arch.n_shared = 0;
+    model_weights weights = (*tiny)->weights();
+    for (auto& b : weights.blocks) b.moe.shared.clear();
+    auto model = std::make_shared<const acoustic_model>(manifest, (*tiny)->tokens(), weights);
+    const int64_t mels = manifest.arch.n_mels;
+    std::vector<float> fb(90 * mels);
+    for (std::size_t i = 0; i < fb.size(); ++i) fb[i] = std::cos(0.11f * static_cast<float>(i)) * 4.0f + 2.0f;
+    auto dev = make_cpu_backend();
+    auto dm = device_model::create(model, *dev);
+    REQUIRE(dm.has_value());
+    const fbank_view one[] = {{fb.data(), 90}};
+    auto got = (*dm)->forward(one);
+    auto want = forward_offline(*model, fb.data(), 90);
+    REQUIRE(got.has_value());
+    REQUIRE(want.has_value());
+    REQUIRE(want->n_frames > 0);
+    CHECK(test::max_abs_diff(want->logits, (*got)[0].logits) <= 1e-5);
+  }
+
   TEST_CASE("bad input names the utterance, frame and bin") {
     auto model = load_model(SLUICE_TEST_DATA_DIR "/tiny_model");
     REQUIRE(model.has_value());

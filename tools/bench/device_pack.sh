@@ -1,6 +1,6 @@
 #!/bin/sh
 # Packs what tools/bench/device_check.sh needs on the lent GPU machine, which has no Debian
-# packages: the CUDA plugin, the GPU op tests, device_bench and the sluice binary (stripped),
+# packages: the CUDA plugin, the GPU op tests, device_bench, engine_bench and the sluice binary (stripped),
 # with every shared library they load from this machine except glibc's own and CUDA's (cudart,
 # cuBLAS, NCCL come from the machine's CUDA toolkit / PyTorch), into .device_pack/pack.tar.xz
 # (git-ignored; name .device_pack in the device tool's `carry`). Run here after `make build`.
@@ -11,8 +11,8 @@ build=${1:-build/release}
 out=.device_pack
 rm -rf "$out"
 mkdir -p "$out/stage/bin" "$out/stage/lib"
-cmake --build "$build" --target sluice_cuda sluice_gpu_tests device_bench sluice
-for f in kernels/libsluice_cuda.so tests/sluice_gpu_tests tools/bench/device_bench tools/sluice; do
+cmake --build "$build" --target sluice_cuda sluice_gpu_tests device_bench engine_bench sluice
+for f in kernels/libsluice_cuda.so tests/sluice_gpu_tests tools/bench/device_bench tools/bench/engine_bench tools/sluice; do
   cp "$build/$f" "$out/stage/bin/"
 done
 strip --strip-unneeded "$out"/stage/bin/*

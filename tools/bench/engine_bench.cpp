@@ -2,11 +2,12 @@
 //
 //   engine_bench [--model DIR] [--audio WAV] [--channels N,N,...] [--repeats R] [--live-s S]
 //                [--lanes K] [--sections offline,live,mixed,skew] [--mixed-live N] [--mixed-jobs J]
-//                [--lane-decoding 0|1]
+//                [--lane-decoding 0|1] [--lane-backend cpu|device_cpu|cuda]
 //
 // --lanes K runs the engines of sections 1-3 with [engine] lanes = K (-1, the engine's default:
 // the placement plan's count; 0: the batcher with expert actors; K > 0: K lanes); --sections
-// picks the parts.
+// picks the parts. --lane-backend sets [engine] lane_backend (cuda: the lanes' model steps on
+// GPUs, the live section's ceiling on one).
 //
 // 1. Offline throughput: every channel's VAD utterances pushed as fast as possible (the
 //    `sluice transcribe` path), against the same work done single-threaded without actors in
@@ -265,6 +266,7 @@ int main(int argc, char** argv) {
   int lanes = -1;
   int mixed_live = 128, mixed_jobs = 4;
   bool lane_decoding = config::sluice_config{}.engine.lane_decoding;
+  auto lane_backend = config::lane_backend::cpu;
   std::string sections = "offline,live,mixed,skew";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -280,7 +282,15 @@ int main(int argc, char** argv) {
     else if (a == "--mixed-live") mixed_live = std::stoi(v);
     else if (a == "--mixed-jobs") mixed_jobs = std::stoi(v);
     else if (a == "--lane-decoding") lane_decoding = v != "0" && v != "false";
-    else {
+    else if (a == "--lane-backend") {
+      bool known = false;
+      for (const auto& [value, name] : config::lane_backend_names)
+        if (name == v) lane_backend = value, known = true;
+      if (!known) {
+        std::fprintf(stderr, "--lane-backend: cpu, device_cpu or cuda, not %s\n", v.c_str());
+        return 2;
+      }
+    } else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
@@ -289,6 +299,7 @@ int main(int argc, char** argv) {
   cfg.model.dir = model_dir;
   cfg.engine.lanes = lanes;
   cfg.engine.lane_decoding = lane_decoding;
+  cfg.engine.lane_backend = lane_backend;
   const auto section = [&](const char* name) { return ("," + sections + ",").find("," + std::string(name) + ",") != std::string::npos; };
   auto model = moe::load_model(model_dir);
   if (!model) {
@@ -315,6 +326,7 @@ int main(int argc, char** argv) {
   report["speech_s_per_copy"] = audio_s;
   report["hardware_threads"] = std::thread::hardware_concurrency();
   report["lanes"] = lanes;
+  report["lane_backend"] = std::string(config::enum_name(lane_backend));
 
   auto make = [&](auto tweak) {
     auto c = cfg;
