@@ -86,6 +86,9 @@ struct device_model::impl {
   // Per-call activations, grown to the largest call (never shrunk).
   device_buffer frames, acoustic, patches, conv1_out, conv2_out, x, xn, delta, routed, qkv, att, hidden, context, s1, s2,
       groups, experts, gate_weights, logits;
+  // Cache memory of ended streams, for the next ones: freeing device memory can synchronise the
+  // whole device (cudaFree), which a lane must not do at every utterance's end.
+  std::shared_ptr<std::vector<device_buffer>> cache_pool = std::make_shared<std::vector<device_buffer>>();
 };
 
 device_model::device_model(std::shared_ptr<const acoustic_model> model, kernels::backend& dev)
@@ -396,6 +399,11 @@ result<std::vector<forward_result>> device_model::forward(std::span<const fbank_
 
 struct device_stream::caches {
   device_buffer memory;  // per layer: k [cap, d], v [cap, d], ctx [ctx_frames - 1, d]
+  std::weak_ptr<std::vector<device_buffer>> pool;
+
+  ~caches() {
+    if (auto p = pool.lock(); p && memory.ptr) p->push_back(std::move(memory));
+  }
 };
 
 device_stream::device_stream(stream_state state) : state_(std::move(state)), caches_(std::make_unique<caches>()) {}
@@ -415,6 +423,14 @@ result<std::unique_ptr<device_stream>> device_model::open_stream() {
   std::unique_ptr<device_stream> st(new device_stream(std::move(*state)));
   const int64_t d = a.d_model, cap = int64_t{a.left_chunks} * a.chunk_frames;
   const int64_t per_layer = (2 * cap + std::max(a.ctx_frames - 1, 0)) * d;
+  st->caches_->pool = impl_->cache_pool;
+  auto& pool = *impl_->cache_pool;
+  if (!pool.empty()) {
+    // Stale contents are never read: a new stream's cache lengths are 0.
+    st->caches_->memory = std::move(pool.back());
+    pool.pop_back();
+    return st;
+  }
   device_buffer& b = st->caches_->memory;
   b.dev = dev_;
   b.bytes = static_cast<std::size_t>(std::max<int64_t>(per_layer * a.n_layers, 1)) * sizeof(float);
@@ -422,6 +438,7 @@ result<std::unique_ptr<device_stream>> device_model::open_stream() {
     b.ptr = nullptr;
     return device_fail(*dev_, s, "stream caches");
   }
+  ++cache_allocations_;
   return st;
 }
 

@@ -39,7 +39,8 @@ struct device_forward_options {
 /// CMVN, descriptors, the x4 convolutions, positions, chunking and finish(); the stream_state's
 /// own CPU caches stay empty) and, in device memory, per layer its key/value cache (left_chunks
 /// x chunk_frames frames) and its context rows. Made by device_model::open_stream(), stepped by
-/// device_model::step(); not thread-safe; must not outlive its device_model.
+/// device_model::step(); not thread-safe; must not outlive its device_model. Its device memory
+/// goes back to the model's pool when it is destroyed, for the next open_stream().
 class device_stream {
  public:
   ~device_stream();
@@ -115,6 +116,10 @@ class device_model {
   };
   step_timing last_step_timing() const { return timing_; }
 
+  /// Device allocations open_stream() has made: the memory of an ended stream is kept for the
+  /// next one, so this is the most streams open at once, not how many were opened.
+  int64_t cache_allocations() const { return cache_allocations_; }
+
   /// Bytes of device memory the weights take.
   std::size_t weight_bytes() const { return weight_bytes_; }
   kernels::backend& device() { return *dev_; }
@@ -134,6 +139,7 @@ class device_model {
   std::size_t weight_bytes_ = 0;
   std::vector<workspace> host_ws_;  // per host thread: the streams' front ends (convolutions)
   int host_threads_ = 1;
+  int64_t cache_allocations_ = 0;
   compute_options host_compute_;
   step_timing timing_;
 };

@@ -174,6 +174,7 @@ TEST_SUITE("device model") {
         }
       }
       CHECK(max_cached == int64_t{arch.left_chunks} * arch.chunk_frames);
+      CHECK((*dm)->cache_allocations() == 3);
       for (std::size_t i = 0; i < utts.size(); ++i) {
         CAPTURE(i);
         auto offline = forward_offline(**model, utts[i].data, utts[i].n_frames);
@@ -183,6 +184,24 @@ TEST_SUITE("device model") {
         CHECK(streams[i]->cached_frames() == 0);
       }
     }
+    // Streams that end give their device memory to the next ones: no new allocation, and a
+    // recycled stream starts clean (its logits are the offline ones, as above).
+    streams.clear();
+    auto again = (*dm)->open_stream();
+    REQUIRE(again.has_value());
+    CHECK((*dm)->cache_allocations() == 3);
+    REQUIRE((*again)->host().accept_fbank(cases[1].fbank.data(), cases[1].frames).has_value());
+    REQUIRE((*again)->host().finish().has_value());
+    device_stream* one[] = {again->get()};
+    std::vector<float> logits;
+    while (!(*again)->host().done()) {  // a chunk a step: the recycled caches are read
+      auto out = (*dm)->step(one, 1);
+      REQUIRE(out.has_value());
+      logits.insert(logits.end(), (*out)[0].logits.begin(), (*out)[0].logits.end());
+    }
+    auto offline = forward_offline(**model, cases[1].fbank.data(), cases[1].frames);
+    REQUIRE(offline.has_value());
+    CHECK(test::max_abs_diff(offline->logits, logits) <= 1e-4);
   }
 
   TEST_CASE("log-probabilities on the device equal log_softmax of the logits") {
