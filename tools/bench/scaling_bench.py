@@ -110,7 +110,7 @@ def main() -> None:
                    "cpu_percent_median": 100.0 * cpu_share}
             torch_txt, ratio_txt = "-", "-"
             if not args.no_torch:
-                tcmd = pin + ["/usr/bin/python3", os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
+                tcmd = pin + [sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
                               args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
                               f"{statistics.mean(segs):.3f}", "--runs", str(args.runs), "--best-batch"]
                 env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
