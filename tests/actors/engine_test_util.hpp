@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "actors/actor_types.hpp"
+#include "tests/common/word_errors.hpp"
 #include "actors/engine.hpp"
 #include "actors/engine_resources.hpp"
 #include "actors/messages.hpp"
@@ -107,20 +108,7 @@ inline std::string reference_text(const actors::engine_resources& res, const std
 }
 
 // Character edits (Levenshtein) between two texts.
-inline std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
+inline std::size_t edit_distance(const std::string& a, const std::string& b) { return sequence_edits(a, b); }
 
 // What a subscriber received.
 struct run_result {

@@ -18,8 +18,10 @@ inline std::vector<std::string> words_of(const std::string& text) {
   return out;
 }
 
-/// Word-level Levenshtein distance between `a` and `b`.
-inline std::size_t word_edits(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+/// Levenshtein distance (substitutions + insertions + deletions) between two sequences: the
+/// characters of two strings, two word lists, two label sequences.
+template <class Seq>
+std::size_t sequence_edits(const Seq& a, const Seq& b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
@@ -27,11 +29,16 @@ inline std::size_t word_edits(const std::vector<std::string>& a, const std::vect
     row[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1u : 0u)});
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? std::size_t{1} : std::size_t{0})});
       diag = up;
     }
   }
   return row[b.size()];
+}
+
+/// Word-level Levenshtein distance between `a` and `b`.
+inline std::size_t word_edits(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return sequence_edits(a, b);
 }
 
 /// Word error rate of `hypothesis` against a non-empty `reference` text.

@@ -21,6 +21,8 @@
 #include "moe/device/cpu_backend.hpp"
 #include "moe/device/device_model.hpp"
 #include "moe/safetensors.hpp"
+#include "tests/common/random_vec.hpp"
+#include "tests/common/word_errors.hpp"
 
 using namespace sluice;
 using kernels::backend;
@@ -29,13 +31,7 @@ using kernels::status;
 
 namespace {
 
-std::vector<float> random_vec(std::size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using sluice::test::random_vec;
 
 // Normalised mean squared error, as test-backend-ops compares backends.
 double nmse(const std::vector<float>& ref, const std::vector<float>& got) {
@@ -314,21 +310,6 @@ std::vector<int> greedy(const std::vector<float>& logits, int vocab) {
   return out;
 }
 
-std::size_t edit_distance(const std::vector<int>& a, const std::vector<int>& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // The CUDA backend, or null after printing why it is skipped.
 std::unique_ptr<backend> cuda_or_skip() {
   auto b = kernels::make_cuda_backend(0);
@@ -432,7 +413,7 @@ TEST_SUITE("backend ops") {
     for (std::size_t u = 0; u < 2; ++u) {
       const int vocab = (*want)[u].vocab;
       const auto ref = greedy((*want)[u].logits, vocab), bf = greedy((*half)[u].logits, vocab);
-      changed += edit_distance(ref, bf);
+      changed += test::sequence_edits(ref, bf);
       chars += ref.size();
     }
     MESSAGE("bf16 vs f32 greedy labels: " << changed << " edits in " << chars);

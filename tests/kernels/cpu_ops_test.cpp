@@ -8,18 +8,13 @@
 
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/ops.hpp"
+#include "tests/common/random_vec.hpp"
 
 using namespace sluice::kernels::cpu;
 
 namespace {
 
-std::vector<float> random_vec(std::size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using sluice::test::random_vec;
 
 double max_rel_err(const std::vector<float>& ref, const std::vector<float>& got) {
   double worst = 0;

@@ -8,19 +8,14 @@
 #include "kernels/cpu/swiglu.hpp"
 #include "kernels/device.hpp"
 #include "kernels/cuda_backend.hpp"
+#include "tests/common/random_vec.hpp"
 
 using namespace sluice;
 using namespace sluice::kernels;
 
 namespace {
 
-std::vector<float> random_vec(std::size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using sluice::test::random_vec;
 
 // Normalised mean squared error, as test-backend-ops compares backends.
 double nmse(const std::vector<float>& ref, const std::vector<float>& got) {

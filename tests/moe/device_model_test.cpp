@@ -16,6 +16,7 @@
 #include "moe/device/device_model.hpp"
 #include "moe/forward.hpp"
 #include "moe/safetensors.hpp"
+#include "tests/moe/golden_cases.hpp"
 #include "tests/moe/model_test_util.hpp"
 
 using namespace sluice;
@@ -25,27 +26,9 @@ namespace {
 
 constexpr double golden_tolerance = 1e-3;  // as the forward_offline golden test
 
-struct golden {
-  safetensors_file file;
-  std::vector<float> fbank;
-  int64_t frames = 0;
-};
+using golden = test::golden_case;
 
-std::vector<golden> load_golden(const std::string& dir) {
-  std::vector<std::filesystem::path> paths;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/golden")) paths.push_back(e.path());
-  std::sort(paths.begin(), paths.end());
-  std::vector<golden> out;
-  for (const auto& p : paths) {
-    auto f = safetensors_file::load(p.string());
-    REQUIRE_MESSAGE(f.has_value(), f.error().message);
-    auto fb = f->read_f32("fbank");
-    REQUIRE(fb.has_value());
-    const int64_t frames = f->find("fbank")->shape[0];
-    out.push_back({std::move(*f), std::move(*fb), frames});
-  }
-  return out;
-}
+std::vector<golden> load_golden(const std::string& dir) { return test::golden_cases(dir); }
 
 int mismatched_rows(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int width) {
   if (a.size() != b.size()) return -1;

@@ -13,6 +13,7 @@
 #include "moe/forward.hpp"
 #include "moe/frontend.hpp"
 #include "moe/safetensors.hpp"
+#include "tests/moe/golden_cases.hpp"
 #include "tests/moe/model_test_util.hpp"
 
 using namespace sluice;
@@ -20,28 +21,8 @@ using namespace sluice::moe;
 
 namespace {
 
-struct golden_case {
-  std::string name;
-  safetensors_file file;
-  std::vector<float> fbank;
-  int64_t frames = 0;
-};
-
-std::vector<golden_case> golden_cases(const std::string& model_dir) {
-  std::vector<golden_case> out;
-  std::vector<std::filesystem::path> paths;
-  for (const auto& e : std::filesystem::directory_iterator(model_dir + "/golden")) paths.push_back(e.path());
-  std::sort(paths.begin(), paths.end());
-  for (const auto& p : paths) {
-    auto f = safetensors_file::load(p.string());
-    REQUIRE_MESSAGE(f.has_value(), f.error().message);
-    auto fb = f->read_f32("fbank");
-    REQUIRE(fb.has_value());
-    const int64_t frames = f->find("fbank")->shape[0];
-    out.push_back({p.stem().string(), std::move(*f), std::move(*fb), frames});
-  }
-  return out;
-}
+using test::golden_case;
+using test::golden_cases;
 
 int count_mismatched_rows(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int width) {
   int bad = 0;
