@@ -333,21 +333,42 @@ result<std::vector<forward_result>> device_model::forward(std::span<const fbank_
     in_rows += v.n_frames;
     n += subsampled_length(v.n_frames);
   }
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> frames(static_cast<std::size_t>(in_rows * m)), desc(static_cast<std::size_t>(in_rows * 4)),
-      acoustic(static_cast<std::size_t>(n * na)), powers, peaks;
-  {
-    const compute_ctx host_ctx(host_compute_);
-    int64_t out_row = 0;
-    for (std::size_t u = 0; u < utts.size(); ++u) {
-      float running_min = std::numeric_limits<float>::infinity();
-      const int64_t r0 = in_segs[u].row0;
-      normalise_frames(host_ctx, model_->weights().frontend, m, utts[u].data, utts[u].n_frames, frames.data() + r0 * m,
-                       desc.data() + r0 * n_descriptors, running_min, powers, peaks);
-      const int64_t n_out = subsampled_length(utts[u].n_frames);
-      average_descriptors(desc.data() + r0 * n_descriptors, n_out, acoustic.data() + out_row * na);
-      out_row += n_out;
+      acoustic(static_cast<std::size_t>(n * na));
+  std::vector<int64_t> out_row(utts.size() + 1, 0);  // each utterance's first output row
+  for (std::size_t u = 0; u < utts.size(); ++u) out_row[u + 1] = out_row[u] + subsampled_length(utts[u].n_frames);
+  // Utterances are independent here: thread t takes utterances t, t + T, ... (at a large batch
+  // this host work would otherwise outlast the device's).
+  const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(host_threads_), utts.size()));
+  std::vector<std::string> failures(static_cast<std::size_t>(std::max(threads, 1)));
+  auto normalise = [&](int t) {
+    try {
+      const compute_ctx host_ctx(host_compute_);
+      std::vector<float> powers, peaks;
+      for (std::size_t u = static_cast<std::size_t>(t); u < utts.size(); u += static_cast<std::size_t>(std::max(threads, 1))) {
+        float running_min = std::numeric_limits<float>::infinity();
+        const int64_t r0 = in_segs[u].row0;
+        normalise_frames(host_ctx, model_->weights().frontend, m, utts[u].data, utts[u].n_frames,
+                         frames.data() + r0 * m, desc.data() + r0 * n_descriptors, running_min, powers, peaks);
+        average_descriptors(desc.data() + r0 * n_descriptors, out_row[u + 1] - out_row[u],
+                            acoustic.data() + out_row[u] * na);
+      }
+    } catch (const std::exception& e) {
+      failures[static_cast<std::size_t>(t)] = e.what();
     }
+  };
+  if (threads <= 1) {
+    normalise(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(normalise, t);
+    normalise(0);
+    for (auto& th : pool) th.join();
   }
+  for (const auto& f : failures)
+    if (!f.empty()) return fail(errc::internal, "device forward: the host front end failed: " + f);
+  const auto t1 = std::chrono::steady_clock::now();
 
   // x4 subsampling on the device: conv1 over each utterance's frames, conv2 over conv1's rows,
   // then the linear layer over (frequency, channel) into x.
@@ -386,6 +407,8 @@ result<std::vector<forward_result>> device_model::forward(std::span<const fbank_
     for (auto& r : out) r.layers.resize(a.n_layers);
   auto logits = encode(n, segs2, nullptr, options, options.trace ? &out : nullptr);
   if (!logits) return tl::unexpected(logits.error());
+  timing_ = {std::chrono::duration<double, std::milli>(t1 - t0).count(),
+             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count()};
   for (std::size_t u = 0; u < utts.size(); ++u) {
     out[u].vocab = static_cast<int32_t>(vocab);
     out[u].n_frames = segs2[u].n;

@@ -104,13 +104,14 @@ class device_model {
   result<std::vector<stream_chunk>> step(std::span<device_stream* const> streams, int64_t max_chunks = all_chunks,
                                          const device_forward_options& options = {});
 
-  /// Threads that run the streams' host front ends in step() (default 1: the calling thread
-  /// only); a GPU keeps thousands of streams at real time, more than one core's front ends.
+  /// Threads that run the host front ends (default 1: the calling thread only): the streams'
+  /// in step(), the utterances' CMVN and descriptors in forward(). A GPU keeps thousands of
+  /// streams at real time, more than one core's front ends.
   void set_host_threads(int n) { host_threads_ = n < 1 ? 1 : n; }
 
-  /// Wall time of the last step(): the host front ends (buffering, CMVN, descriptors and the
-  /// convolutions of every stream, on set_host_threads() threads) and the rest (upload, the
-  /// blocks on the device, download), ms.
+  /// Wall time of the last step() or forward(): the host front ends (step: buffering, CMVN,
+  /// descriptors and the convolutions of every stream; forward: CMVN and descriptors), on
+  /// set_host_threads() threads, and the rest (upload, the device's work, download), ms.
   struct step_timing {
     double host_ms = 0, device_ms = 0;
   };

@@ -88,6 +88,11 @@ TEST_SUITE("device model") {
       CHECK((*out)[2 * i + 1].n_frames == 0);
       CHECK((*out)[2 * i + 1].logits.empty());
     }
+    // The same batch with the host front ends on three threads: the same numbers.
+    (*dm)->set_host_threads(3);
+    auto threaded = (*dm)->forward(batch);
+    REQUIRE(threaded.has_value());
+    for (std::size_t i = 0; i < batch.size(); ++i) CHECK((*threaded)[i].logits == (*out)[i].logits);
     // The long utterance: forward_offline's logits (checked against PyTorch by the golden
     // test, and against streaming by the streaming tests).
     auto whole = forward_offline(**model, long_fbank.data(), long_frames);

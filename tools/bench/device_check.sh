@@ -54,7 +54,7 @@ fi
 if step "device_bench (CUDA, f32 and bf16) beside PyTorch eager on the same GPU" 150; then
   for math in f32 bf16; do
     timeout 45 "$pack/bin/device_bench" --model models/default --backend cuda --batch 1,16,128,1024 --seconds 10 \
-      --runs 5 --math "$math" --json 2>&1 | tee -a "$log" "$json"
+      --runs 5 --math "$math" --host-threads 14 --json 2>&1 | tee -a "$log" "$json"
   done
   for dtype in f32 bf16; do
     for b in 1 16 128 1024; do
