@@ -188,6 +188,29 @@ struct op_chain {
   }
 };
 
+// Runs body(t) for t in [0, threads) (at least one), on the calling thread and threads - 1
+// others; nothing may escape a thread (std::terminate), so a failure (an allocation) is kept
+// and returned, the first by thread.
+template <class F>
+std::string on_threads(int threads, F&& body) {
+  threads = std::max(threads, 1);
+  std::vector<std::string> failures(static_cast<std::size_t>(threads));
+  auto guarded = [&](int t) {
+    try {
+      body(t);
+    } catch (const std::exception& e) {
+      failures[static_cast<std::size_t>(t)] = e.what();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(guarded, t);
+  guarded(0);
+  for (auto& th : pool) th.join();
+  for (auto& f : failures)
+    if (!f.empty()) return f;
+  return {};
+}
+
 }  // namespace
 
 result<std::vector<float>> device_model::encode(int64_t n, std::span<const row_segment> segs,
@@ -340,34 +363,20 @@ result<std::vector<forward_result>> device_model::forward(std::span<const fbank_
   for (std::size_t u = 0; u < utts.size(); ++u) out_row[u + 1] = out_row[u] + subsampled_length(utts[u].n_frames);
   // Utterances are independent here: thread t takes utterances t, t + T, ... (at a large batch
   // this host work would otherwise outlast the device's).
-  const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(host_threads_), utts.size()));
-  std::vector<std::string> failures(static_cast<std::size_t>(std::max(threads, 1)));
-  auto normalise = [&](int t) {
-    try {
-      const compute_ctx host_ctx(host_compute_);
-      std::vector<float> powers, peaks;
-      for (std::size_t u = static_cast<std::size_t>(t); u < utts.size(); u += static_cast<std::size_t>(std::max(threads, 1))) {
-        float running_min = std::numeric_limits<float>::infinity();
-        const int64_t r0 = in_segs[u].row0;
-        normalise_frames(host_ctx, model_->weights().frontend, m, utts[u].data, utts[u].n_frames,
-                         frames.data() + r0 * m, desc.data() + r0 * n_descriptors, running_min, powers, peaks);
-        average_descriptors(desc.data() + r0 * n_descriptors, out_row[u + 1] - out_row[u],
-                            acoustic.data() + out_row[u] * na);
-      }
-    } catch (const std::exception& e) {
-      failures[static_cast<std::size_t>(t)] = e.what();
+  const int threads = std::max(1, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(host_threads_), utts.size())));
+  const std::string failed = on_threads(threads, [&](int t) {
+    const compute_ctx host_ctx(host_compute_);
+    std::vector<float> powers, peaks;
+    for (std::size_t u = static_cast<std::size_t>(t); u < utts.size(); u += static_cast<std::size_t>(threads)) {
+      float running_min = std::numeric_limits<float>::infinity();
+      const int64_t r0 = in_segs[u].row0;
+      normalise_frames(host_ctx, model_->weights().frontend, m, utts[u].data, utts[u].n_frames, frames.data() + r0 * m,
+                       desc.data() + r0 * n_descriptors, running_min, powers, peaks);
+      average_descriptors(desc.data() + r0 * n_descriptors, out_row[u + 1] - out_row[u],
+                          acoustic.data() + out_row[u] * na);
     }
-  };
-  if (threads <= 1) {
-    normalise(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(normalise, t);
-    normalise(0);
-    for (auto& th : pool) th.join();
-  }
-  for (const auto& f : failures)
-    if (!f.empty()) return fail(errc::internal, "device forward: the host front end failed: " + f);
+  });
+  if (!failed.empty()) return fail(errc::internal, "device forward: the host front end failed: " + failed);
   const auto t1 = std::chrono::steady_clock::now();
 
   // x4 subsampling on the device: conv1 over each utterance's frames, conv2 over conv1's rows,
@@ -497,32 +506,17 @@ result<std::vector<stream_chunk>> device_model::step(std::span<device_stream* co
   }
   std::vector<float> x_host(static_cast<std::size_t>(n * d)), acoustic(static_cast<std::size_t>(n * na));
   // Streams are independent here: thread t takes streams t, t + T, ... with its own scratch.
-  const int threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(host_threads_), streams.size()));
-  if (host_ws_.size() < static_cast<std::size_t>(std::max(threads, 1))) host_ws_.resize(std::max(threads, 1));
-  // Nothing may escape a thread (std::terminate): a failure (an allocation) is kept and returned.
-  std::vector<std::string> failures(static_cast<std::size_t>(std::max(threads, 1)));
-  auto front_ends = [&](int t) {
-    try {
-      for (std::size_t i = static_cast<std::size_t>(t); i < streams.size(); i += static_cast<std::size_t>(threads)) {
-        stream_state& st = streams[i]->state_;
-        st.front_.take(st.ctx_, segs[i].n, x_host.data() + int64_t{segs[i].row0} * d,
-                       acoustic.data() + int64_t{segs[i].row0} * na, host_ws_[static_cast<std::size_t>(t)]);
-        st.position_ += segs[i].n;
-      }
-    } catch (const std::exception& e) {
-      failures[static_cast<std::size_t>(t)] = e.what();
+  const int threads = std::max(1, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(host_threads_), streams.size())));
+  if (host_ws_.size() < static_cast<std::size_t>(threads)) host_ws_.resize(static_cast<std::size_t>(threads));
+  const std::string failed = on_threads(threads, [&](int t) {
+    for (std::size_t i = static_cast<std::size_t>(t); i < streams.size(); i += static_cast<std::size_t>(threads)) {
+      stream_state& st = streams[i]->state_;
+      st.front_.take(st.ctx_, segs[i].n, x_host.data() + int64_t{segs[i].row0} * d,
+                     acoustic.data() + int64_t{segs[i].row0} * na, host_ws_[static_cast<std::size_t>(t)]);
+      st.position_ += segs[i].n;
     }
-  };
-  if (threads <= 1) {
-    if (!streams.empty()) front_ends(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(front_ends, t);
-    front_ends(0);
-    for (auto& th : pool) th.join();
-  }
-  for (const auto& f : failures)
-    if (!f.empty()) return fail(errc::internal, "device step: a stream's front end failed: " + f);
+  });
+  if (!failed.empty()) return fail(errc::internal, "device step: a stream's front end failed: " + failed);
   const auto t1 = std::chrono::steady_clock::now();
   // Each layer's caches of each stream, [n_layers][n_segs].
   std::vector<kernels::stream_cache> caches(static_cast<std::size_t>(a.n_layers * n_segs));
