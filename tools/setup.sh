@@ -19,6 +19,7 @@ build_pkgs=(
 # Tools the test suite uses to make real audio at test time.
 test_pkgs=( sox libsox-fmt-all espeak-ng opus-tools python3 python3-numpy fortunes fortunes-min wamerican
   python3-sentencepiece  # the independent reference of the C++ word-piece tokenizer's tests
+  python3-soundfile  # tools/train/test_uqm_data.py cuts WAV/Ogg audio with it
   python3-prometheus-client chromium
   sip-tester  # SIPp: the real SIP peer of tests/net/sip
   baresip-core  # baresip: a real SIP phone placing a call into sluice (tests/net/sip)

@@ -23,10 +23,12 @@ CONDITIONS = [
     ("dev_unseen", "dev voices never trained on, clean"),
     ("test_real", "REAL human speech, held-out asterisk prompt sets (one female US speaker, 8 kHz recordings)"),
     ("test_real_phone", "REAL human speech, same held-out prompts through a phone codec + noise"),
+    ("test_uqm", "REAL human speech of UNSEEN speakers: held-out Ur-Quan Masters voice actors (ilwrath, spathi, supox, utwig, vux; 11 kHz game dialogue)"),
+    ("test_uqm_phone", "REAL human speech of unseen speakers through a phone codec + noise"),
     ("real_asterisk", "every asterisk prompt (includes prompts the fine-tuned model trained on: not a hold-out for it)"),
 ]
-SPLIT_ORDER = ["train", "train_real", "dev", "dev_unseen", "test_clean", "test_phone", "test_unseen",
-               "test_unseen_phone", "test_real", "test_real_phone"]
+SPLIT_ORDER = ["train", "train_real", "train_uqm", "dev", "dev_unseen", "test_clean", "test_phone", "test_unseen",
+               "test_unseen_phone", "test_real", "test_real_phone", "test_uqm", "test_uqm_phone"]
 SOURCES = {
     "rhvoice": "RHVoice alan, bdl, slt, clb (held out) under LGPL-2.1+ (CMU ARCTIC recordings), evgeniy-eng and lyubov under CC BY-NC-ND 4.0 (non-commercial: drop them from voices.RHVOICE_VOICES for a commercial build); Debian non-free rhvoice, rhvoice-english",
     "mbrola": "MBROLA us1/us2/us3/en1 through espeak-ng mb-* (Debian contrib/non-free mbrola-*; the diphone databases may be used with the MBROLA program and may not be sold or incorporated into a product that is sold without the owner's permission)",
@@ -34,6 +36,7 @@ SOURCES = {
     "flite": "flite kal, kal16, awb, slt, rms (Debian main; BSD-like)",
     "festival": "festival kal/ked diphones, cmu_us_slt_arctic_hts (Debian main; free)",
     "espeak": "espeak-ng formant voices incl. generated variants (Debian main; GPL-3+)",
+    "uqm": "The Ur-Quan Masters 3DO voice acting, real speech of many voice actors, line-level cuts by tools/train/uqm_data.py (Debian non-free uqm-voice + uqm-content; CC BY-NC-SA 2.5: NON-COMMERCIAL, so a model trained on it is for evaluation; the recipe without uqm_data.py's splits builds one without it)",
     "asterisk": "asterisk-core-sounds-en-wav, real speech of one speaker, Allison Smith (Debian main; CC BY-SA 3.0)",
 }
 
