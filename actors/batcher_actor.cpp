@@ -531,11 +531,12 @@ bool start_half(self_ptr self, const state_ptr& st, int hi, const std::vector<st
     st->meter.histogram(latency_key::queue_wait).add(ms_since(e.ready_since, now));
     h.streams.push_back(e.state);
   }
+  // A device lane has no token blocks to size: its step counts its tokens from what it ran.
+  if (st->device_model) return run_device_step(self, st, hi, now);
   int64_t tokens = 0;
   for (auto* s : h.streams) tokens += s->step_frames(st->res->cfg.engine.max_chunks_per_step);
   size_slots(st, h, std::max<int64_t>(tokens, st->res->cfg.engine.token_budget), st->res->cfg.engine.preallocate);
   h.failed_over.assign(h.slots.size(), 0);
-  if (st->device_model) return run_device_step(self, st, hi, now);
   if (auto ok = h.mb->begin(h.streams, st->res->cfg.engine.max_chunks_per_step); !ok) {
     h.busy = true;
     abort_half(self, st, hi, ok.error().message);

@@ -345,11 +345,6 @@ result<std::vector<forward_result>> device_model::forward(std::span<const fbank_
     const auto& v = utts[u];
     if (v.n_frames < 0 || (v.n_frames > 0 && !v.data))
       return fail(errc::invalid_argument, "device forward: utterance " + std::to_string(u) + " has no frames array");
-    for (int64_t i = 0; i < v.n_frames * m; ++i)
-      if (!std::isfinite(v.data[i]))
-        return fail(errc::invalid_argument, "device forward: utterance " + std::to_string(u) + " frame " +
-                                                std::to_string(i / m) + " bin " + std::to_string(i % m) +
-                                                " is not finite");
     if (in_rows + v.n_frames > std::numeric_limits<int32_t>::max())
       return fail(errc::limit_exceeded, "device forward: more than 2^31 frames in one batch");
     in_segs[u] = row_segment{static_cast<int32_t>(in_rows), static_cast<int32_t>(v.n_frames), 0};
@@ -364,10 +359,22 @@ result<std::vector<forward_result>> device_model::forward(std::span<const fbank_
   // Utterances are independent here: thread t takes utterances t, t + T, ... (at a large batch
   // this host work would otherwise outlast the device's).
   const int threads = std::max(1, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(host_threads_), utts.size())));
+  // The input check runs in the same threaded pass (a second full pass over a large batch on one
+  // core would cost as much as the front end): each utterance's first non-finite value, and the
+  // first bad utterance in order is reported.
+  std::vector<int64_t> bad_value(utts.size(), -1);
   const std::string failed = on_threads(threads, [&](int t) {
     const compute_ctx host_ctx(host_compute_);
     std::vector<float> powers, peaks;
     for (std::size_t u = static_cast<std::size_t>(t); u < utts.size(); u += static_cast<std::size_t>(threads)) {
+      const float* data = utts[u].data;
+      const int64_t values = utts[u].n_frames * m;
+      for (int64_t i = 0; i < values; ++i)
+        if (!std::isfinite(data[i])) {
+          bad_value[u] = i;
+          break;
+        }
+      if (bad_value[u] >= 0) continue;
       float running_min = std::numeric_limits<float>::infinity();
       const int64_t r0 = in_segs[u].row0;
       normalise_frames(host_ctx, model_->weights().frontend, m, utts[u].data, utts[u].n_frames, frames.data() + r0 * m,
@@ -377,6 +384,11 @@ result<std::vector<forward_result>> device_model::forward(std::span<const fbank_
     }
   });
   if (!failed.empty()) return fail(errc::internal, "device forward: the host front end failed: " + failed);
+  for (std::size_t u = 0; u < utts.size(); ++u)
+    if (const int64_t i = bad_value[u]; i >= 0)
+      return fail(errc::invalid_argument, "device forward: utterance " + std::to_string(u) + " frame " +
+                                              std::to_string(i / m) + " bin " + std::to_string(i % m) +
+                                              " is not finite");
   const auto t1 = std::chrono::steady_clock::now();
 
   // x4 subsampling on the device: conv1 over each utterance's frames, conv2 over conv1's rows,

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -255,6 +256,21 @@ TEST_SUITE("device model") {
     REQUIRE_FALSE(out.has_value());
     CHECK(out.error().code == errc::invalid_argument);
     CHECK(out.error().message.find("utterance 1 frame 4 bin 7 is not finite") != std::string::npos);
+    // On three host threads the check runs inside the threaded front end: utterances 1 and 3 are
+    // bad (on threads 1 and 0), and the first in order is the one named, with its first bad value.
+    std::vector<float> bad2(20 * mels, 1.0f);
+    bad2[2 * mels] = std::numeric_limits<float>::infinity();
+    bad[9 * mels] = -std::numeric_limits<float>::infinity();
+    (*dm)->set_host_threads(3);
+    const fbank_view four[] = {{good.data(), 20}, {bad.data(), 20}, {good.data(), 20}, {bad2.data(), 20}};
+    auto out4 = (*dm)->forward(four);
+    REQUIRE_FALSE(out4.has_value());
+    CHECK(out4.error().code == errc::invalid_argument);
+    CHECK(out4.error().message.find("utterance 1 frame 4 bin 7 is not finite") != std::string::npos);
+    const fbank_view only_last[] = {{good.data(), 20}, {good.data(), 20}, {bad2.data(), 20}};
+    CHECK((*dm)->forward(only_last).error().message.find("utterance 2 frame 2 bin 0 is not finite") !=
+          std::string::npos);
+    (*dm)->set_host_threads(1);
     const fbank_view null_frames[] = {{nullptr, 3}};
     CHECK((*dm)->forward(null_frames).error().code == errc::invalid_argument);
     auto empty = (*dm)->forward({});
