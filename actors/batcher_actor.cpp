@@ -2,131 +2,21 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
-#include "actors/actor_meter.hpp"
-#include "actors/actor_types.hpp"
+#include "actors/batcher_state.hpp"
 #include "actors/cpu_affinity.hpp"
-#include "moe/block_codec.hpp"
-#include "moe/decoder/ctc_decoder.hpp"
 #include "kernels/cuda_backend.hpp"
 #include "kernels/device.hpp"
 #include "moe/device/cpu_backend.hpp"
-#include "moe/device/device_model.hpp"
-#include "moe/local_experts.hpp"
-#include "moe/micro_batch.hpp"
-#include "moe/stream_state.hpp"
 
 namespace sluice::actors {
 
-namespace {
-
-using clock = std::chrono::steady_clock;
-using stream_key = std::pair<channel_id, int64_t>;  // (channel, utterance)
-
-constexpr int n_halves = 2;
-constexpr double load_ema_keep = 0.7;  // weight of the old average at each rebalance
-
-double ms_since(clock::time_point t, clock::time_point now) {
-  return std::chrono::duration<double, std::milli>(now - t).count();
-}
-
-struct stream_entry {
-  channel_actor_type channel;
-  // The stream's model state: its own (CPU lanes, the batcher) or a device stream's host part
-  // (device lanes), which then owns the stream's caches on the device.
-  moe::stream_state* state = nullptr;
-  std::unique_ptr<moe::stream_state> own_state;
-  std::unique_ptr<moe::device_stream> device_state;
-  bool in_step = false;
-  bool dropped = false;
-  bool waiting = false;  // has ready frames not yet in a step
-  bool offline = false;  // a file or upload segment: yields to live streams (live_priority)
-  clock::time_point ready_since{};
-  // Features that arrived while the stream was lent to a step (a stream_state takes no input
-  // then): handed over when the step ends.
-  std::vector<float> pending;
-  bool pending_last = false;
-  // Lane decoding: the utterance's decoder, handed over by its channel (feature_chunk::decoder),
-  // and whether the channel wants a partial after every step.
-  std::shared_ptr<moe::ctc_decoder> decoder;
-  bool partials = false;
-};
-
-struct half {
-  std::unique_ptr<moe::micro_batch> mb;
-  std::vector<moe::stream_chunk> device_out;  // a device lane's step: each stream's logits
-  std::vector<stream_key> keys;
-  std::vector<moe::stream_state*> streams;
-  std::vector<block_msg> slots;        // [n_blocks]: reused buffers
-  std::vector<uint8_t> failed_over;    // [n_blocks]
-  bool busy = false;
-  clock::time_point started{};
-};
-
-struct batcher {
-  std::shared_ptr<const engine_resources> res;
-  metrics_actor_type metrics;
-  supervisor_actor_type supervisor;
-  std::vector<block_sink_actor> experts;  // by shard
-  std::vector<spillway_actor_type> spillways;
-  // Lane mode: every routed expert runs here, right after the dense part (no expert actors).
-  std::optional<moe::local_experts> local;
-  // Device lanes ([engine] lane_backend): the model resident on a device, stepped whole.
-  std::unique_ptr<kernels::backend> device;
-  std::unique_ptr<moe::device_model> device_model;
-  // Lane mode: pairs run per (layer, expert) since the last report, i64 [n_layers, n_routed]
-  // (reported as "pairs/<layer>/<expert>" counters, as expert actors do: the load heatmap).
-  std::vector<int64_t> lane_pairs;
-  std::map<stream_key, stream_entry> streams;
-  std::set<caf::actor_addr> monitored;  // channels with a monitor on them: one each, however many utterances
-  // Utterances reported lost (and their channels): chunks of theirs still on the way are ignored
-  // rather than starting a stream nobody will finish. Forgotten at their last chunk, or when
-  // their channel is dropped or goes down.
-  std::map<stream_key, caf::actor_addr> lost;
-  half halves[n_halves];
-  bool flush_pending = false;
-  int64_t step_counter = 0;
-  // Load of each (layer, expert) since the last rebalance, its moving average, and the
-  // replicated (hot) set the spillways hold.
-  std::vector<double> window_load, load_ema;
-  std::vector<uint8_t> hot;
-  clock::time_point last_rebalance = clock::now();
-  actor_meter meter{"batcher", "batcher"};
-  int64_t pool_growths = 0;
-  std::vector<int64_t> shard_before, shard_after;  // scratch [n_shards + 1]
-};
-
-using self_ptr = compute_actor_type::pointer;
-using state_ptr = std::shared_ptr<batcher>;
-
-std::size_t capacity_of(const block_msg& m) {
-  return m.block->rows.capacity() + m.block->pair_row.capacity() + m.block->pair_expert.capacity() +
-         m.block->pair_weight.capacity() + m.fp8->q.capacity() + m.fp8->scales.capacity() + m.reply->out.capacity();
-}
-
-block_msg fresh_block() {
-  return block_msg{block_encoding::f32, std::make_shared<moe::token_block>(), std::make_shared<fp8_rows>(),
-                   std::make_shared<moe::expert_output>()};
-}
-
-// A copy of m in new buffers, for a failover: the first receiver may still hold the old ones.
-block_msg copy_block(const block_msg& m) {
-  block_msg c = fresh_block();
-  c.encoding = m.encoding;
-  const auto& b = *m.block;
-  *c.block = moe::token_block{b.micro_batch, b.step, b.layer, b.shard, b.d, {}, b.pair_row, b.pair_expert,
-                              b.pair_weight};
-  if (m.encoding == block_encoding::f32) c.block->rows = b.rows;
-  else *c.fp8 = *m.fp8;
-  return c;
-}
+namespace batcher_detail {
 
 void report_lost(self_ptr self, const state_ptr& st, const stream_key& key, stream_entry& e, const std::string& why) {
   // Chunks still to come only when its last one has not come yet.
@@ -140,7 +30,6 @@ void report_lost(self_ptr self, const state_ptr& st, const stream_key& key, stre
   st->meter.count("utterances_lost");
 }
 
-void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed);
 
 // Gives a stream (not in a step) its features; marks it waiting when it has a chunk ready.
 result<void> take_features(const state_ptr& st, stream_entry& e, const float* frames, std::size_t n_values,
@@ -156,7 +45,6 @@ result<void> take_features(const state_ptr& st, stream_entry& e, const float* fr
   }
   return {};
 }
-void advance(self_ptr self, const state_ptr& st, int hi);
 
 // Gives up half hi: every utterance in it is reported lost; the others are untouched.
 void abort_half(self_ptr self, const state_ptr& st, int hi, const std::string& why) {
@@ -297,203 +185,6 @@ void finish_half(self_ptr self, const state_ptr& st, int hi) {
   continue_later(self, st);
 }
 
-void on_reply(self_ptr self, const state_ptr& st, int hi, int64_t step, int32_t b, reply_msg& r) {
-  auto& h = st->halves[hi];
-  if (!h.busy || h.mb->step() != step || !r.out) {
-    st->meter.count("late_replies");
-    return;
-  }
-  if (auto ok = h.mb->combine(*r.out); !ok) {
-    // A second reply for a block that failed over late, or a reply of an earlier layer.
-    st->meter.count("late_replies");
-    return;
-  }
-  st->meter.count("bytes_received", static_cast<double>(r.wire_bytes()));
-  (void)b;
-  if (!h.mb->layer_complete()) return;
-  if (auto ok = h.mb->end_layer(); !ok) {
-    abort_half(self, st, hi, ok.error().message);
-    return;
-  }
-  advance(self, st, hi);
-}
-
-void send_block(self_ptr self, const state_ptr& st, int hi, int32_t b, const block_sink_actor& dest, const block_msg& m);
-
-void on_block_error(self_ptr self, const state_ptr& st, int hi, int64_t step, int32_t b, const caf::error& err) {
-  auto& h = st->halves[hi];
-  if (!h.busy || h.mb->step() != step) return;
-  const std::string why = "expert block " + std::to_string(b) + " failed: " + self->system().render(err);
-  if (h.failed_over[b] || st->spillways.empty()) {
-    abort_half(self, st, hi, why);
-    maybe_start(self, st, false);
-    return;
-  }
-  spdlog::warn("batcher: {}; failing over to a spillway", why);
-  st->meter.count("failovers");
-  h.failed_over[b] = 1;
-  // The old buffers may still be read by the first receiver: the slot gets new ones.
-  h.slots[b] = copy_block(h.slots[b]);
-  const block_sink_actor dest = st->spillways[static_cast<std::size_t>(b) % st->spillways.size()];
-  send_block(self, st, hi, b, dest, h.slots[b]);
-}
-
-void send_block(self_ptr self, const state_ptr& st, int hi, int32_t b, const block_sink_actor& dest, const block_msg& m) {
-  const int64_t step = st->halves[hi].mb->step();
-  st->meter.count("bytes_sent", static_cast<double>(m.wire_bytes()));
-  self->request(dest, std::chrono::milliseconds(st->res->cfg.engine.expert_timeout_ms), block_atom::value, m)
-      .then([self, st, hi, step, b](reply_msg& r) { on_reply(self, st, hi, step, b, r); },
-            [self, st, hi, step, b](caf::error& err) { on_block_error(self, st, hi, step, b, err); });
-}
-
-double max_over_mean(const std::vector<int64_t>& load, std::size_t n) {
-  int64_t sum = 0, mx = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    sum += load[i];
-    mx = std::max(mx, load[i]);
-  }
-  return sum > 0 ? static_cast<double>(mx) * static_cast<double>(n) / static_cast<double>(sum) : 1.0;
-}
-
-// Routes, dispatches and sends the current layer's blocks; or, at the end, finishes.
-void advance(self_ptr self, const state_ptr& st, int hi) {
-  auto& h = st->halves[hi];
-  auto& mb = *h.mb;
-  const auto& cfg = st->res->cfg.engine;
-  const auto& arch = st->res->model->arch();
-  const auto& placement = st->res->placement;
-  if (mb.current_phase() == moe::micro_batch::phase::output) {
-    finish_half(self, st, hi);
-    return;
-  }
-  if (st->local) {
-    const int64_t n_routed = arch.n_routed;
-    int64_t pairs = 0;
-    const auto count_pairs = [&](int layer) {
-      const auto& r = mb.route();
-      const int64_t n = r.n * r.top_k;
-      for (int64_t i = 0; i < n; ++i) ++st->lane_pairs[static_cast<std::size_t>(layer * n_routed + r.experts[i])];
-      pairs += n;
-    };
-    auto ok = st->local->run(mb, count_pairs);
-    st->meter.count("pairs", static_cast<double>(pairs));
-    if (!ok) {
-      abort_half(self, st, hi, ok.error().message);
-      continue_later(self, st);
-      return;
-    }
-    finish_half(self, st, hi);
-    return;
-  }
-  if (auto ok = mb.run_dense(); !ok) {
-    abort_half(self, st, hi, ok.error().message);
-    return;
-  }
-  const int32_t shards = placement.n_shards();
-  const int64_t pairs = mb.n_tokens() * arch.top_k;
-  const auto capacity = static_cast<int64_t>(std::ceil(cfg.capacity_factor * static_cast<double>(pairs) / shards));
-  // Without spillways nothing is replicated: over-capacity pairs reroute or stay.
-  auto stats = mb.dispatch(placement, capacity, cfg.overflow, st->spillways.empty() ? nullptr : st->hot.data());
-  if (!stats) {
-    abort_half(self, st, hi, stats.error().message);
-    return;
-  }
-  // Load before (each pair on its expert's shard) and after the capacity limit.
-  const auto& route = mb.route();
-  const int layer = mb.layer();
-  std::fill(st->shard_before.begin(), st->shard_before.end(), 0);
-  for (int64_t p = 0; p < pairs; ++p) {
-    const int32_t e = route.experts[static_cast<std::size_t>(p)];
-    ++st->shard_before[static_cast<std::size_t>(placement.shard_of(layer, e))];
-    st->window_load[static_cast<std::size_t>(layer * arch.n_routed + e)] += 1;
-  }
-  const auto& plan = mb.plan();
-  int64_t placed = 0;
-  for (int32_t b = 0; b <= shards; ++b) placed += plan.load[static_cast<std::size_t>(b)];
-  st->meter.count("pairs", static_cast<double>(pairs));
-  st->meter.count("spilled", static_cast<double>(stats->spilled));
-  st->meter.count("rerouted", static_cast<double>(stats->rerouted));
-  st->meter.count("kept_over_capacity", static_cast<double>(stats->kept));
-  st->meter.count("dropped", static_cast<double>(pairs - placed));  // every pair is in a block: 0
-  st->meter.count("dispatches");
-  // Load over the same devices (the shards, then the spillways) before and after the
-  // capacity limit: before, every pair on its expert's shard; after, where it was sent (a
-  // layer's overflow block goes to one spillway).
-  const std::size_t n_spill = st->spillways.size(), devices = static_cast<std::size_t>(shards) + n_spill;
-  std::vector<int64_t>& after = st->shard_after;
-  std::fill_n(st->shard_before.begin() + shards, n_spill, 0);
-  std::copy_n(plan.load.begin(), shards, after.begin());
-  std::fill_n(after.begin() + shards, n_spill, 0);
-  if (n_spill > 0)
-    after[static_cast<std::size_t>(shards) + static_cast<std::size_t>(layer) % n_spill] =
-        plan.load[static_cast<std::size_t>(shards)];
-  st->meter.count("imbalance_before_sum", max_over_mean(st->shard_before, devices));
-  st->meter.count("imbalance_after_sum", max_over_mean(after, devices));
-
-  for (int32_t b = 0; b < mb.n_blocks(); ++b) {
-    if (!mb.has_block(b)) continue;
-    auto& m = h.slots[static_cast<std::size_t>(b)];
-    const auto cap0 = capacity_of(m);
-    if (auto ok = mb.fill_block(b, *m.block); !ok) {
-      abort_half(self, st, hi, ok.error().message);
-      return;
-    }
-    m.encoding = block_encoding::f32;
-    if (cfg.fp8_dispatch) {
-      moe::encode_fp8(m.block->rows, m.block->d, m.fp8->q, m.fp8->scales);
-      m.block->rows.clear();
-      m.encoding = block_encoding::fp8_e4m3;
-    }
-    if (capacity_of(m) > cap0) ++st->pool_growths;
-    st->meter.count("rows_sent", static_cast<double>(m.encoding == block_encoding::f32 ? m.block->n_rows()
-                                                                                       : m.fp8->q.size() / m.block->d));
-    const bool overflow = b == shards;
-    // A shard whose expert failed earlier in this step goes on to the spillway that stood in for
-    // it (on_block_error): until the supervisor's replacement arrives the old actor is dead, and
-    // a second failure of the block would give the whole step up.
-    const block_sink_actor dest =
-        overflow                                     ? block_sink_actor{st->spillways[static_cast<std::size_t>(layer) % n_spill]}
-        : h.failed_over[static_cast<std::size_t>(b)] ? block_sink_actor{st->spillways[static_cast<std::size_t>(b) % n_spill]}
-                                                     : st->experts[static_cast<std::size_t>(b)];
-    send_block(self, st, hi, b, dest, m);
-  }
-}
-
-// Half h's block buffers (a lane sends no token block: none), each holding the largest block a
-// step of n tokens can make (all its tokens on one shard): what a block gets then depends on
-// the step's size, never on where its tokens were routed, so repeated steps allocate nothing.
-// `write`: each buffer is also written once, so its pages are resident ([engine] preallocate);
-// slots replaced after a failover or an abort are written when the next step sizes them.
-void size_slots(const state_ptr& st, half& h, int64_t n_tokens, bool write) {
-  const auto n_blocks = st->local ? std::size_t{0} : static_cast<std::size_t>(st->res->placement.n_shards() + 1);
-  if (h.slots.size() != n_blocks) {
-    h.slots.clear();
-    for (std::size_t b = 0; b < n_blocks; ++b) h.slots.push_back(fresh_block());
-  }
-  const auto& arch = st->res->model->arch();
-  const auto n = static_cast<std::size_t>(n_tokens);
-  const auto values = n * static_cast<std::size_t>(arch.d_model), pairs = n * static_cast<std::size_t>(arch.top_k);
-  auto grow = [write](auto& v, std::size_t k) {
-    if (write && v.capacity() < k) {
-      v.resize(k);  // written once (a new or a replaced buffer): resident
-      v.clear();    // the capacity stays
-    } else {
-      v.reserve(k);
-    }
-  };
-  for (auto& m : h.slots) {
-    const auto cap0 = capacity_of(m);
-    grow(m.block->rows, values);
-    grow(m.block->pair_row, pairs);
-    grow(m.block->pair_expert, pairs);
-    grow(m.block->pair_weight, pairs);
-    grow(m.fp8->q, values);
-    grow(m.fp8->scales, n * (static_cast<std::size_t>(arch.d_model) / moe::fp8_group_size() + 1));
-    grow(m.reply->out, values);
-    if (capacity_of(m) > cap0) ++st->pool_growths;
-  }
-}
-
 // A device lane's step: every stream of half hi in one device_model::step, to the end.
 bool run_device_step(self_ptr self, const state_ptr& st, int hi, clock::time_point now) {
   auto& h = st->halves[hi];
@@ -600,7 +291,6 @@ void schedule_flush(self_ptr self, const state_ptr& st) {
   self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.batch_window_ms), flush_atom::value);
 }
 
-void rebalance(self_ptr self, const state_ptr& st);
 
 void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed) {
   // Re-choose the hot experts every rebalance_ms, and as soon as there is any load at all.
@@ -659,29 +349,11 @@ void maybe_start(self_ptr self, const state_ptr& st, bool window_elapsed) {
   if (any_waiting(st)) schedule_flush(self, st);
 }
 
-void rebalance(self_ptr self, const state_ptr& st) {
-  const auto& arch = st->res->model->arch();
-  const int hot_per_layer = std::min<int>(st->res->cfg.engine.hot_replicas, arch.n_routed);
-  for (std::size_t i = 0; i < st->load_ema.size(); ++i)
-    st->load_ema[i] = load_ema_keep * st->load_ema[i] + (1 - load_ema_keep) * st->window_load[i];
-  std::fill(st->window_load.begin(), st->window_load.end(), 0.0);
-  std::fill(st->hot.begin(), st->hot.end(), 0);
-  std::vector<int32_t> order(static_cast<std::size_t>(arch.n_routed));
-  for (int l = 0; l < arch.n_layers; ++l) {
-    const double* ema = st->load_ema.data() + static_cast<std::ptrdiff_t>(l) * arch.n_routed;
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return ema[a] > ema[b]; });
-    for (int j = 0; j < hot_per_layer; ++j)
-      if (ema[order[static_cast<std::size_t>(j)]] > 0)
-        st->hot[static_cast<std::size_t>(l * arch.n_routed + order[static_cast<std::size_t>(j)])] = 1;
-  }
-  for (const auto& s : st->spillways) self->send(s, hot_atom::value, st->hot);
-  st->meter.count("rebalances");
-}
-
-}  // namespace
+}  // namespace batcher_detail
 
 namespace {
+
+using namespace batcher_detail;
 
 // The backend and the resident model of device lane `lane` ([engine] lane_backend).
 result<std::pair<std::unique_ptr<kernels::backend>, std::unique_ptr<moe::device_model>>> make_lane_device(
