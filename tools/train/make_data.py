@@ -335,6 +335,30 @@ def run_jobs(jobs: list[dict], workers: int) -> list[dict]:
     return results
 
 
+def run_plans(out: str, plans: dict[str, list[list[dict]]], workers: int) -> None:
+    """Makes every shard of prepared plans ({split: [shard plan, ...]}, as real_data.py and
+    uqm_data.py write them) that is not already done, with features in float32."""
+    margs = argparse.Namespace(no_feats=False, feat_dtype="float32")
+    jobs = []
+    for split, shards in plans.items():
+        for k, plan in enumerate(shards):
+            sha = plan_hash(plan, margs)
+            if load_done(out, split, k, sha) is None:
+                jobs.append({"out": out, "split": split, "k": k, "plan": plan, "sha": sha,
+                             "espeak_root": "", "no_feats": False, "feat_dtype": "float32"})
+    run_jobs(jobs, workers)
+
+
+def split_utts(out: str, split: str) -> list[dict]:
+    """Every utterance record of a split's finished shards, in shard order."""
+    import glob
+    utts = []
+    for p in sorted(glob.glob(os.path.join(out, "shards", split, "*.json"))):
+        with open(p) as f:
+            utts += json.load(f)["utts"]
+    return utts
+
+
 def make_job(args, planner, split, k, espeak_root):
     plan = planner.shard(split, k)
     sha = plan_hash(plan, args)

@@ -132,22 +132,10 @@ def main(argv=None) -> int:
     prompts = asterisk_prompts()
     if not prompts:
         sys.exit("real_data: asterisk-core-sounds-en-wav is not installed (tools/setup.sh --train)")
-    margs = argparse.Namespace(no_feats=False, feat_dtype="float32")
-    jobs = []
-    for split, shards in plans(prompts, args.copies, args.seed, args.shard_size).items():
-        for k, plan in enumerate(shards):
-            sha = make_data.plan_hash(plan, margs)
-            if make_data.load_done(args.out, split, k, sha) is None:
-                jobs.append({"out": args.out, "split": split, "k": k, "plan": plan, "sha": sha,
-                             "espeak_root": "", "no_feats": False, "feat_dtype": "float32"})
-    make_data.run_jobs(jobs, args.workers)
+    make_data.run_plans(args.out, plans(prompts, args.copies, args.seed, args.shard_size), args.workers)
     stats = {}
     for split in ("train_real", "test_real", "test_real_phone"):
-        import glob
-        utts = []
-        for p in sorted(glob.glob(os.path.join(args.out, "shards", split, "*.json"))):
-            with open(p) as f:
-                utts += json.load(f)["utts"]
+        utts = make_data.split_utts(args.out, split)
         sets = sorted({u["source"] for u in utts})
         stats[split] = {"utts": len(utts), "hours": round(sum(u["duration"] for u in utts) / 3600, 4),
                         "prompt_sets": sets}

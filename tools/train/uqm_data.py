@@ -246,21 +246,11 @@ def main(argv=None) -> int:
     if args.list:
         return 0
     wavs = cut_lines(voice_zip, lines, os.path.join(args.out, "uqm_lines"))
-    margs = argparse.Namespace(no_feats=False, feat_dtype="float32")
-    jobs = []
-    for split, shards in plans(lines, wavs, held, args.copies, args.seed, args.shard_size).items():
-        for k, plan in enumerate(shards):
-            sha = make_data.plan_hash(plan, margs)
-            if make_data.load_done(args.out, split, k, sha) is None:
-                jobs.append({"out": args.out, "split": split, "k": k, "plan": plan, "sha": sha,
-                             "espeak_root": "", "no_feats": False, "feat_dtype": "float32"})
-    make_data.run_jobs(jobs, args.workers)
+    make_data.run_plans(args.out, plans(lines, wavs, held, args.copies, args.seed, args.shard_size),
+                        args.workers)
     stats = {}
     for split in ("train_uqm", "test_uqm", "test_uqm_phone"):
-        utts = []
-        for p in sorted(glob.glob(os.path.join(args.out, "shards", split, "*.json"))):
-            with open(p) as f:
-                utts += json.load(f)["utts"]
+        utts = make_data.split_utts(args.out, split)
         spk = sorted({u["voice"] for u in utts})
         stats[split] = {"utts": len(utts), "hours": round(sum(u["duration"] for u in utts) / 3600, 4),
                         "speakers": spk, "licence": LICENCE}
