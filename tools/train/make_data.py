@@ -335,6 +335,15 @@ def run_jobs(jobs: list[dict], workers: int) -> list[dict]:
     return results
 
 
+def shard_items(items: dict[str, list[dict]], seed: int, shard_size: int) -> dict[str, list[list[dict]]]:
+    """Each split's prepared utterances in a seeded order, cut into shards of shard_size."""
+    out = {}
+    for split, lst in items.items():
+        random.Random(f"{seed}/{split}/order").shuffle(lst)
+        out[split] = [lst[i:i + shard_size] for i in range(0, len(lst), shard_size)]
+    return out
+
+
 def run_plans(out: str, plans: dict[str, list[list[dict]]], workers: int) -> None:
     """Makes every shard of prepared plans ({split: [shard plan, ...]}, as real_data.py and
     uqm_data.py write them) that is not already done, with features in float32."""
@@ -357,6 +366,27 @@ def split_utts(out: str, split: str) -> list[dict]:
         with open(p) as f:
             utts += json.load(f)["utts"]
     return utts
+
+
+def holdout_report(out: str, splits: tuple[str, str, str], group_of, group_name: str, stats_file: str,
+                   extra: dict | None = None) -> dict:
+    """Counts (utterances, hours, groups) of a real-speech source's splits (train, test,
+    test_phone), prints them, writes them to out/stats_file, and raises when a group (a prompt
+    set, a speaker) is in both train and test: the hold-out is then broken."""
+    stats = {}
+    for split in splits:
+        utts = split_utts(out, split)
+        groups = sorted({group_of(u) for u in utts})
+        stats[split] = {"utts": len(utts), "hours": round(sum(u["duration"] for u in utts) / 3600, 4),
+                        group_name: groups, **(extra or {})}
+        print(f"{split}: {len(utts)} utterances, {stats[split]['hours']:.3f} h, "
+              f"{len(groups)} {group_name.replace('_', ' ')}", flush=True)
+    shared = set(stats[splits[0]][group_name]) & set(stats[splits[1]][group_name])
+    if shared:
+        raise RuntimeError(f"hold-out violated: {group_name.replace('_', ' ')} in both splits: {sorted(shared)}")
+    with open(os.path.join(out, stats_file), "w") as f:
+        json.dump(stats, f, indent=1)
+    return stats
 
 
 def make_job(args, planner, split, k, espeak_root):

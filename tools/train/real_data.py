@@ -114,11 +114,7 @@ def plans(prompts, copies: int, seed: int, shard_size: int) -> dict[str, list[li
                 "id": f"{split}-{name.replace('/', '_')}-{c}", "tts_text": text, "text": text,
                 "source": "asterisk:" + prompt_set(name), "voice": VOICE, "tts": {"path": wav},
                 "split": split, "condition": cond, "augment": augment.draw(rng, cond)})
-    out = {}
-    for split, lst in items.items():
-        random.Random(f"{seed}/{split}/order").shuffle(lst)
-        out[split] = [lst[i:i + shard_size] for i in range(0, len(lst), shard_size)]
-    return out
+    return make_data.shard_items(items, seed, shard_size)
 
 
 def main(argv=None) -> int:
@@ -133,19 +129,8 @@ def main(argv=None) -> int:
     if not prompts:
         sys.exit("real_data: asterisk-core-sounds-en-wav is not installed (tools/setup.sh --train)")
     make_data.run_plans(args.out, plans(prompts, args.copies, args.seed, args.shard_size), args.workers)
-    stats = {}
-    for split in ("train_real", "test_real", "test_real_phone"):
-        utts = make_data.split_utts(args.out, split)
-        sets = sorted({u["source"] for u in utts})
-        stats[split] = {"utts": len(utts), "hours": round(sum(u["duration"] for u in utts) / 3600, 4),
-                        "prompt_sets": sets}
-        print(f"{split}: {len(utts)} utterances, {stats[split]['hours']:.3f} h, "
-              f"{len(sets)} prompt sets", flush=True)
-    shared = set(stats["train_real"]["prompt_sets"]) & set(stats["test_real"]["prompt_sets"])
-    if shared:
-        raise RuntimeError(f"hold-out violated: prompt sets in both splits: {sorted(shared)}")
-    with open(os.path.join(args.out, "real_stats.json"), "w") as f:
-        json.dump(stats, f, indent=1)
+    make_data.holdout_report(args.out, ("train_real", "test_real", "test_real_phone"),
+                             lambda u: u["source"], "prompt_sets", "real_stats.json")
     return 0
 
 

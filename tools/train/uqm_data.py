@@ -213,11 +213,7 @@ def plans(lines, wavs, held, copies: int, seed: int, shard_size: int) -> dict[st
                 "source": "uqm:" + speaker(race), "voice": "uqm:" + speaker(race),
                 "tts": {"path": wav}, "split": split, "condition": cond,
                 "augment": augment.draw(rng, cond)})
-    out = {}
-    for split, lst in items.items():
-        random.Random(f"{seed}/{split}/order").shuffle(lst)
-        out[split] = [lst[i:i + shard_size] for i in range(0, len(lst), shard_size)]
-    return out
+    return make_data.shard_items(items, seed, shard_size)
 
 
 def main(argv=None) -> int:
@@ -248,19 +244,8 @@ def main(argv=None) -> int:
     wavs = cut_lines(voice_zip, lines, os.path.join(args.out, "uqm_lines"))
     make_data.run_plans(args.out, plans(lines, wavs, held, args.copies, args.seed, args.shard_size),
                         args.workers)
-    stats = {}
-    for split in ("train_uqm", "test_uqm", "test_uqm_phone"):
-        utts = make_data.split_utts(args.out, split)
-        spk = sorted({u["voice"] for u in utts})
-        stats[split] = {"utts": len(utts), "hours": round(sum(u["duration"] for u in utts) / 3600, 4),
-                        "speakers": spk, "licence": LICENCE}
-        print(f"{split}: {len(utts)} utterances, {stats[split]['hours']:.3f} h, "
-              f"{len(spk)} speakers", flush=True)
-    shared = set(stats["train_uqm"]["speakers"]) & set(stats["test_uqm"]["speakers"])
-    if shared:
-        raise RuntimeError(f"hold-out violated: speakers in both splits: {sorted(shared)}")
-    with open(os.path.join(args.out, "uqm_stats.json"), "w") as f:
-        json.dump(stats, f, indent=1)
+    make_data.holdout_report(args.out, ("train_uqm", "test_uqm", "test_uqm_phone"),
+                             lambda u: u["voice"], "speakers", "uqm_stats.json", {"licence": LICENCE})
     return 0
 
 
