@@ -65,7 +65,7 @@ result<forward_result> forward_offline(const acoustic_model& model, const float*
     append_sorted(batch.route().groups, batch.n_tokens(), batch.route().top_groups, t.groups);
   };
   local_experts experts(model, options.compute);
-  if (auto ok = experts.run(batch, options.trace ? std::function<void(int)>(trace) : nullptr); !ok)
+  if (auto ok = experts.run(batch, options.trace ? std::function<void(int)>(trace) : nullptr, options.reroute); !ok)
     return tl::unexpected(ok.error());
   const auto logits = batch.logits(0).logits;
   out.logits.assign(logits.begin(), logits.end());

@@ -3,6 +3,7 @@
 /// the same chunked attention a stream uses (so acoustic_stream gives the same logits).
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct forward_options {
   compute_options compute;
   /// Also return every block's output and routing (tests, analysis).
   bool trace = false;
+  /// Tests: called with each layer's routing once it is computed, before the tokens go to
+  /// their experts; it may change the choices (experts, groups, weights).
+  std::function<void(int layer, routing& r)> reroute;
 };
 
 /// One encoder block's output and routing decisions, for parity tests.

@@ -26,10 +26,12 @@ void local_experts::preallocate(micro_batch& mb, const step_bounds& bounds, atte
   preallocate_experts(a, pairs, ws);
 }
 
-result<void> local_experts::run(micro_batch& mb, const std::function<void(int layer)>& after_layer) {
+result<void> local_experts::run(micro_batch& mb, const std::function<void(int layer)>& after_layer,
+                                const std::function<void(int layer, routing& r)>& reroute) {
   while (mb.current_phase() == micro_batch::phase::dense) {
     const int layer = mb.layer();
     if (auto ok = mb.run_dense(); !ok) return ok;
+    if (reroute) reroute(layer, mb.scratch().route);
     if (auto ok = mb.dispatch(placement_); !ok) return tl::unexpected(ok.error());
     for (int32_t b = 0; b < mb.n_blocks(); ++b) {
       if (!mb.has_block(b)) continue;

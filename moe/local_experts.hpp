@@ -11,6 +11,7 @@
 #include "moe/expert_placement.hpp"
 #include "moe/expert_shard.hpp"
 #include "moe/micro_batch.hpp"
+#include "moe/routing.hpp"
 #include "moe/token_block.hpp"
 
 namespace sluice::moe {
@@ -27,7 +28,10 @@ class local_experts {
   /// Runs every remaining layer of `mb` (begun: phase dense or output) and finish(), using
   /// mb's workspace for the experts too. `after_layer(layer)`, when set, is called after each
   /// layer ends (mb.hidden() is then the layer's output, mb.route() its routing).
-  result<void> run(micro_batch& mb, const std::function<void(int layer)>& after_layer = {});
+  /// `reroute(layer, routing)`, when set, is called after each layer's routing is computed and
+  /// may change it (tests: forward_options::reroute).
+  result<void> run(micro_batch& mb, const std::function<void(int layer)>& after_layer = {},
+                   const std::function<void(int layer, routing& r)>& reroute = {});
 
  private:
   const acoustic_model* model_;

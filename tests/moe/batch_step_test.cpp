@@ -4,6 +4,8 @@
 // steps of the same shapes stop allocating.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -22,7 +24,16 @@ using test::shard_set;
 
 namespace {
 
-constexpr double batch_tolerance = 1e-5;
+// Batched and alone run the same f32 math; only the order of the sums differs (GEMM blocking by
+// batch size, expert groups). As in dtype_parity_test: each of the longest path's stages (5 in
+// the front end, 7 per block, 2 at the head) may round its result differently by a relative
+// u = 2^-24, and LayerNorm keeps the gain near 1, so to first order |d logits| <= n_stages * u *
+// max |logits| (about 3.5e-5 for the default model's max |logits| near 12).
+double batch_tolerance(int n_layers, const std::vector<float>& logits) {
+  double scale = 0;
+  for (float v : logits) scale = std::max(scale, double(std::abs(v)));
+  return (5.0 + 7.0 * n_layers + 2.0) * std::ldexp(1.0, -24) * scale;
+}
 
 // Each utterance alone: an acoustic_stream given everything at once, and the offline forward.
 struct reference {
@@ -54,14 +65,14 @@ reference references(const std::shared_ptr<const acoustic_model>& model,
 }
 
 // The worst difference of the streams' logits from the references (checking each).
-double compare(const std::vector<fed_stream>& streams, const reference& ref) {
+double compare(const std::vector<fed_stream>& streams, const reference& ref, int n_layers) {
   double worst = 0;
   for (std::size_t i = 0; i < streams.size(); ++i) {
     CAPTURE(i);
     REQUIRE(streams[i].logits.size() == ref.offline[i].size());
     for (const auto* r : {&ref.stream[i], &ref.offline[i]}) {
       const double err = test::max_abs_diff(*r, streams[i].logits);
-      CHECK(err <= batch_tolerance);
+      CHECK(err <= batch_tolerance(n_layers, *r));
       worst = std::max(worst, err);
     }
   }
@@ -107,7 +118,7 @@ void check_batched(const std::string& dir) {
     CHECK(max_streams == 5);
     CHECK(mb.step_stats().over_capacity == 0);
     MESSAGE(dir.substr(dir.rfind('/') + 1) << ", " << name << ": " << steps
-                                           << " steps, max abs diff from each stream alone " << compare(streams, ref));
+                                           << " steps, max abs diff from each stream alone " << compare(streams, ref, arch.n_layers));
   }
 }
 
@@ -167,7 +178,7 @@ TEST_SUITE("batch") {
       for (std::size_t i = 0; i < fa.size(); ++i) fa[i]->take(a.logits(i));
       for (std::size_t i = 0; i < fb.size(); ++i) fb[i]->take(b.logits(i));
     });
-    MESSAGE("two interleaved micro-batches: max abs diff from each stream alone " << compare(streams, ref));
+    MESSAGE("two interleaved micro-batches: max abs diff from each stream alone " << compare(streams, ref, arch.n_layers));
   }
 
   TEST_CASE("steady state: repeated steps of the same shapes do not grow any buffer") {
