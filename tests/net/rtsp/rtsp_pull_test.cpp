@@ -1,6 +1,7 @@
 // Pulls from a real RTSP server: GStreamer's gst-rtsp-server (through python3-gi, the fixture
 // tests/net/rtsp/rtsp_wav_server.py) serving the committed phone recording as PCMU. The pulled
-// call must give exactly the recording's true transcript, end when the server goes away, come
+// call must give word for word what the engine makes of the file read directly (within the
+// phone WER target of its true transcript), end when the server goes away, come
 // back when the server does (reconnect with back-off), and end when the pull is stopped.
 #include "tests/net/rtsp/rtsp_test_util.hpp"
 
@@ -37,7 +38,7 @@ bool fixture_ready(const std::string& log) {
 }  // namespace
 
 TEST_SUITE("rtsp pulls") {
-  TEST_CASE("a pull over TCP interleaved: the exact transcript, the call ends when the server goes, and comes back with it") {
+  TEST_CASE("a pull over TCP interleaved: the file's exact text, the call ends when the server goes, and comes back with it") {
     if (!have_rtsp_server()) return;
     temp_dir tmp;
     const auto wav = pcm_wav(tmp);
@@ -60,7 +61,7 @@ TEST_SUITE("rtsp pulls") {
     const auto first = s.of("rtsp")[0];
     const auto text = finals_text(first);
     MESSAGE("pulled over TCP: \"" << text << "\" (true transcript: \"" << expected << "\")");
-    CHECK(text == expected);
+    check_lossless_text(text);
     CHECK(first.end_reason == "server gone");
     CHECK(first.start.external_id == "/call");
     CHECK(first.start.metadata["streams"][0]["transport"] == "tcp");
@@ -93,12 +94,11 @@ TEST_SUITE("rtsp pulls") {
     cfg.pull = "rtsp://127.0.0.1:" + port + "/call";
     cfg.pull_retry_max_ms = 60000;  // no second connection within the test
     rtsp_served s(cfg);
-    const auto expected = true_transcript();
     REQUIRE(s.wait_ended("rtsp", 1, call_limit));
     const auto c = s.of("rtsp")[0];
     const auto text = finals_text(c);
     MESSAGE("pulled over UDP: \"" << text << "\"");
-    CHECK(text == expected);
+    check_lossless_text(text);
     CHECK(c.start.metadata["streams"][0]["transport"] == "udp");
   }
 }
@@ -126,7 +126,7 @@ TEST_SUITE("rtsp pulls: RTCP") {
       CHECK(server.wait(std::chrono::seconds(10)) == 0);
       const auto c = s.of("rtsp")[0];
       CHECK(c.start.metadata["streams"][0]["transport"] == (udp ? "udp" : "tcp"));
-      CHECK(finals_text(c) == true_transcript());  // reporting takes nothing from the audio
+      check_lossless_text(finals_text(c));  // reporting takes nothing from the audio
       // What the server's rtpsession says it learned from our reports.
       const auto text = read_text(log);
       const auto at = text.find("rr {");
@@ -174,12 +174,11 @@ TEST_SUITE("rtsp pulls with credentials") {
     cfg.pull = "rtsp://cam:s3cret%20pw@127.0.0.1:" + port + "/call";
     cfg.pull_retry_max_ms = 60000;  // no second connection within the test
     rtsp_served s(cfg);
-    const auto expected = true_transcript();
     REQUIRE(s.wait_ended("rtsp", 1, call_limit));
     const auto c = s.of("rtsp")[0];
     const auto text = finals_text(c);
     MESSAGE("pulled with Digest credentials: \"" << text << "\"");
-    CHECK(text == expected);
+    check_lossless_text(text);
     // The call's record (stored, served by /v1/calls) names the stream without its credentials.
     const auto url = c.start.metadata["url"].get<std::string>();
     CHECK(url == "rtsp://127.0.0.1:" + port + "/call");

@@ -31,6 +31,7 @@
 #include "tests/common/audio_tools.hpp"
 #include "tests/common/free_ports.hpp"
 #include "tests/common/poll_until.hpp"
+#include "tests/common/file_transcript.hpp"
 #include "tests/common/word_errors.hpp"
 
 namespace sluice::test {
@@ -142,6 +143,27 @@ inline std::string true_transcript() {
   std::string t(b.begin(), b.end());
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t;
+}
+
+/// Issue 10's word error target for phone speech, the bound on a call's text against the true
+/// transcript.
+inline constexpr double phone_wer_target = 0.25;
+
+/// What the engine makes of the recording read directly (tests/common/file_transcript.hpp):
+/// what a lossless transport (G.711 carries the file's very samples) must deliver word for word.
+inline const std::string& engine_transcript() {
+  static const std::string t = file_transcript(rtsp_recording);
+  return t;
+}
+
+/// A call's text over a lossless transport: word for word the engine's text of the file read
+/// directly (any difference is the transport's), and within the phone WER target of the true
+/// transcript (the model's own errors).
+inline void check_lossless_text(const std::string& text) {
+  CHECK(text == engine_transcript());
+  const double wer = word_error_rate(true_transcript(), text);
+  INFO("true transcript: \"" << true_transcript() << "\"");
+  CHECK(wer <= phone_wer_target);
 }
 
 /// A child process (argv, no shell) killed with SIGKILL and reaped when this goes out of scope,
