@@ -163,9 +163,20 @@ def main() -> None:
     lines += ["", "## Expert load balance", "",
               "max/mean tokens per routed expert, per layer, over the test sets: " +
               ", ".join(f"{b:.2f}" for b in ev["balance_max_mean"]), "",
-              "## What it is not good at yet", "",
-              "- Real human speech in training is one speaker (asterisk prompts): the real-speech rows measure "
-              "held-out prompts of that voice, not unseen people; no multi-speaker real corpus was used.",
+              "## What it is not good at yet", ""]
+    used_sources = {e for per in hours.values() for e in per} if hours else set()
+    if "uqm" in used_sources:
+        lines += ["- Real human speech in training: the asterisk prompts (one speaker) and the training voice "
+                  "actors of The Ur-Quan Masters (game dialogue, some voices effect-processed); the test_uqm rows "
+                  "measure five speakers never trained on. That voice acting is licensed for non-commercial use "
+                  "only, so this model is for evaluation: tools/train/recipe_cpu.sh --commercial builds one "
+                  "without it.",
+                  "- No conversational telephone speech of real callers: call-center sentences come from TTS voices "
+                  "and one IVR speaker."]
+    else:
+        lines += ["- Real human speech in training is one speaker (asterisk prompts): the real-speech rows measure "
+                  "held-out prompts of that voice, not unseen people; no multi-speaker real corpus was used."]
+    lines += [
               "- English only; characters only (no punctuation, casing or inverse text normalisation: "
               "numbers come out as words).",
               "- Overlapping speech, music on hold and far-field audio are not in the training data.",
