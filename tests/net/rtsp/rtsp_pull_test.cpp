@@ -27,7 +27,7 @@ bool have_rtsp_server() {
 // The recording as 16-bit PCM (what the fixture's launch line reads); lossless from mu-law.
 std::string pcm_wav(const temp_dir& tmp) {
   const auto wav = tmp.file("call_s16.wav");
-  REQUIRE(sox("\"" + rtsp_recording + "\" -e signed-integer -b 16 \"" + wav + "\""));
+  REQUIRE(sox("\"" + phone_recording + "\" -e signed-integer -b 16 \"" + wav + "\""));
   return wav;
 }
 
@@ -53,7 +53,7 @@ TEST_SUITE("rtsp pulls") {
     cfg.pull_retry_min_ms = 100;
     cfg.pull_retry_max_ms = 400;
     rtsp_served s(cfg);
-    const auto expected = true_transcript();
+    const auto expected = phone_recording_text();
     REQUIRE_FALSE(expected.empty());
     // The fixture plays the file once and exits: the connection drops, the call ends.
     REQUIRE(s.wait_ended("rtsp", 1, call_limit));
@@ -61,7 +61,7 @@ TEST_SUITE("rtsp pulls") {
     const auto first = s.of("rtsp")[0];
     const auto text = finals_text(first);
     MESSAGE("pulled over TCP: \"" << text << "\" (true transcript: \"" << expected << "\")");
-    check_lossless_text(text);
+    check_lossless_call_text(text);
     CHECK(first.end_reason == "server gone");
     CHECK(first.start.external_id == "/call");
     CHECK(first.start.metadata["streams"][0]["transport"] == "tcp");
@@ -98,7 +98,7 @@ TEST_SUITE("rtsp pulls") {
     const auto c = s.of("rtsp")[0];
     const auto text = finals_text(c);
     MESSAGE("pulled over UDP: \"" << text << "\"");
-    check_lossless_text(text);
+    check_lossless_call_text(text);
     CHECK(c.start.metadata["streams"][0]["transport"] == "udp");
   }
 }
@@ -126,7 +126,7 @@ TEST_SUITE("rtsp pulls: RTCP") {
       CHECK(server.wait(std::chrono::seconds(10)) == 0);
       const auto c = s.of("rtsp")[0];
       CHECK(c.start.metadata["streams"][0]["transport"] == (udp ? "udp" : "tcp"));
-      check_lossless_text(finals_text(c));  // reporting takes nothing from the audio
+      check_lossless_call_text(finals_text(c));  // reporting takes nothing from the audio
       // What the server's rtpsession says it learned from our reports.
       const auto text = read_text(log);
       const auto at = text.find("rr {");
@@ -178,7 +178,7 @@ TEST_SUITE("rtsp pulls with credentials") {
     const auto c = s.of("rtsp")[0];
     const auto text = finals_text(c);
     MESSAGE("pulled with Digest credentials: \"" << text << "\"");
-    check_lossless_text(text);
+    check_lossless_call_text(text);
     // The call's record (stored, served by /v1/calls) names the stream without its credentials.
     const auto url = c.start.metadata["url"].get<std::string>();
     CHECK(url == "rtsp://127.0.0.1:" + port + "/call");

@@ -31,14 +31,13 @@
 #include "tests/common/audio_tools.hpp"
 #include "tests/common/free_ports.hpp"
 #include "tests/common/poll_until.hpp"
-#include "tests/common/file_transcript.hpp"
+#include "tests/common/phone_recording.hpp"
 #include "tests/common/word_errors.hpp"
 
 namespace sluice::test {
 
 namespace asio = boost::asio;
 
-inline const std::string rtsp_recording = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
 
 inline std::shared_ptr<const moe::acoustic_model> rtsp_model() {
   static auto m = *moe::load_model(SLUICE_SOURCE_DIR "/models/default");
@@ -135,35 +134,6 @@ inline std::string finals_text(const net::calls::call_record& c, std::size_t cha
   if (channel >= c.channels.size()) return t;
   for (const auto& f : c.channels[channel].finals) t += (t.empty() ? "" : " ") + f.text;
   return t;
-}
-
-/// The true transcript of tests/data/e2e/cancelled_march_8k_mulaw.wav (written by a person).
-inline std::string true_transcript() {
-  auto b = read_bytes(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt");
-  std::string t(b.begin(), b.end());
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
-}
-
-/// Issue 10's word error target for phone speech, the bound on a call's text against the true
-/// transcript.
-inline constexpr double phone_wer_target = 0.25;
-
-/// What the engine makes of the recording read directly (tests/common/file_transcript.hpp):
-/// what a lossless transport (G.711 carries the file's very samples) must deliver word for word.
-inline const std::string& engine_transcript() {
-  static const std::string t = file_transcript(rtsp_recording);
-  return t;
-}
-
-/// A call's text over a lossless transport: word for word the engine's text of the file read
-/// directly (any difference is the transport's), and within the phone WER target of the true
-/// transcript (the model's own errors).
-inline void check_lossless_text(const std::string& text) {
-  CHECK(text == engine_transcript());
-  const double wer = word_error_rate(true_transcript(), text);
-  INFO("true transcript: \"" << true_transcript() << "\"");
-  CHECK(wer <= phone_wer_target);
 }
 
 /// A child process (argv, no shell) killed with SIGKILL and reaped when this goes out of scope,

@@ -6,7 +6,7 @@
 // over RTSP and ffmpeg's RTP); Opus (baresip's opus module) is judged by the phone
 // WER target.
 #include "tests/net/sip/sip_test_util.hpp"
-#include "tests/net/sip/phone_recording.hpp"
+#include "tests/common/phone_recording.hpp"
 
 #include <fstream>
 

@@ -5,7 +5,7 @@
 // the phone WER target of its true transcript), as over RTSP; Opus (libopus
 // in ffmpeg, RFC 7587 payload) is judged by the phone WER target.
 #include "tests/net/sip/sip_test_util.hpp"
-#include "tests/net/sip/phone_recording.hpp"
+#include "tests/common/phone_recording.hpp"
 
 #include <future>
 

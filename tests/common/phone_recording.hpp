@@ -1,5 +1,6 @@
 #pragma once
-/// The committed phone recording the real-peer SIP tests play (baresip, ffmpeg's RTP), its true
+/// The committed phone recording the real-peer SIP and RTSP tests play (baresip, ffmpeg's RTP,
+/// RTSP pushes and pulls), its true
 /// transcript (written by a person), what the engine makes of the file read directly (what a
 /// lossless G.711 call must give word for word) and the phone-speech WER bound.
 #include <string>
