@@ -62,6 +62,31 @@ def spec_augment(x: torch.Tensor, lengths: torch.Tensor, rng: random.Random) -> 
     return x
 
 
+def time_shift(x: torch.Tensor, lengths: torch.Tensor, rng: random.Random, max_frames: int
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Moves each utterance earlier by a random k + a frames (k in 0..max_frames-1 whole 10 ms
+    frames, a in [0, 1) of one by linear interpolation between neighbouring log-mel frames).
+    The features are fixed per utterance on disk, so without this every epoch shows the x4
+    subsampling the same phase of each utterance; a model trained so changed its words when the
+    same audio arrived 2.5 ms later (measured on the committed phone recording, session 23).
+    Returns the shifted batch and its lengths (k + 1 frames shorter where a > 0)."""
+    if max_frames <= 0:
+        return x, lengths
+    out = torch.zeros_like(x)
+    new_len = lengths.clone()
+    for i in range(x.shape[0]):
+        n = int(lengths[i])
+        k = rng.randrange(max_frames)
+        a = rng.random()
+        m = n - k - 1
+        if m < 8:                      # too short to shift: keep as it is
+            out[i, :n] = x[i, :n]
+            continue
+        out[i, :m] = (1 - a) * x[i, k:k + m] + a * x[i, k + 1:k + 1 + m]
+        new_len[i] = m
+    return out, new_len
+
+
 def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
     if step < warmup:
         return peak * (step + 1) / warmup
@@ -174,6 +199,10 @@ def main() -> None:
                     help="--init of a chars model dir with --units pieces: the new CTC output layer "
                          "random (fresh) or from the characters layer (chars: each piece's row the "
                          "mean of its characters' rows)")
+    ap.add_argument("--shift-frames", type=int, default=0,
+                    help="time-shift augmentation: move each utterance earlier by a random 0 to N "
+                         "frames, fractions included (4 covers every phase of the x4 subsampling; "
+                         "0 = off, as the runs before session 23)")
     ap.add_argument("--reschedule", action="store_true",
                     help="on resume, stretch or shrink the LR schedule to end at --epochs instead of the stored length")
     args = ap.parse_args()
@@ -278,6 +307,7 @@ def main() -> None:
                 continue
             for g in opt.param_groups:
                 g["lr"] = lr_at(state["step"], args.lr, args.warmup, total_steps)
+            feats, lengths = time_shift(feats, lengths, rng, args.shift_frames)
             feats = spec_augment(feats, lengths, rng)
             chunk = rng.choice(CHUNK_CHOICES)
             left = rng.choice(LEFT_CHOICES)
