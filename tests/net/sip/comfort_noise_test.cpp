@@ -6,15 +6,13 @@
 // was taken as comfort noise.
 #include <fstream>
 
+#include "tests/common/phone_recording.hpp"
 #include "tests/net/sip/sip_test_util.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
 
 namespace {
-constexpr double phone_wer_target = 0.25;
-const std::string recording = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
-const std::string reference_path = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt";
 constexpr int whole_call_ms = 7800;
 // Frames more than 40 dB below full scale are pauses.
 constexpr const char* pause_below_dbov = "-40";
@@ -43,7 +41,7 @@ TEST_SUITE("sip comfort noise") {
     temp_dir tmp;
     sip_served s;
     const auto pcap = tmp.file("cn.pcap");
-    REQUIRE(run("/usr/bin/python3 " SLUICE_SOURCE_DIR "/tests/net/sip/make_rtp_pcap.py " + recording + " " + pcap +
+    REQUIRE(run("/usr/bin/python3 " SLUICE_SOURCE_DIR "/tests/net/sip/make_rtp_pcap.py " + phone_recording + " " + pcap +
                 " --cn " + pause_below_dbov) == 0);
     const int cn_sent = packets_of_type(pcap, pt_cn);
     REQUIRE(cn_sent > 0);  // the recording has pauses
@@ -62,10 +60,8 @@ TEST_SUITE("sip comfort noise") {
     CHECK(rtp["comfort_noise"].get<int>() == cn_sent);
     CHECK(rtp["comfort_noise_ms"].get<int>() > 0);
     CHECK(rtp["not_rtp"].get<int>() == 0);
-    auto bytes = read_bytes(reference_path);
-    const auto ref = words_of(std::string(bytes.begin(), bytes.end()));
     const auto text = finals_text(c);
-    const double wer = static_cast<double>(word_edits(ref, words_of(text))) / static_cast<double>(ref.size());
+    const double wer = word_error_rate(phone_recording_text(), text);
     MESSAGE("with comfort noise in the pauses: \"" << text << "\", word error rate " << wer);
     CHECK(wer <= phone_wer_target);
   }

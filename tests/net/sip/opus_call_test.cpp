@@ -7,6 +7,7 @@
 
 #include <future>
 
+#include "tests/common/phone_recording.hpp"
 #include "tests/net/sip/sip_test_util.hpp"
 
 using namespace sluice;
@@ -14,9 +15,6 @@ using namespace sluice::test;
 using udp = boost::asio::ip::udp;
 
 namespace {
-constexpr double phone_wer_target = 0.25;
-const std::string recording = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
-const std::string reference_path = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt";
 constexpr int input_hz = 8000;
 constexpr int frame_samples = 160;   // 20 ms at 8 kHz
 constexpr uint32_t ts_per_frame = 960;  // 20 ms on Opus's 48 kHz RTP clock
@@ -29,7 +27,7 @@ TEST_SUITE("sip opus") {
     temp_dir tmp;
     // The recording as 16-bit PCM (sox decodes the mu-law WAV).
     const auto raw = tmp.file("call.raw");
-    REQUIRE(sox(recording + " -t raw -e signed -b 16 -c 1 " + raw));
+    REQUIRE(sox(phone_recording + " -t raw -e signed -b 16 -c 1 " + raw));
     const auto bytes = read_bytes(raw);
     std::vector<int16_t> pcm(bytes.size() / 2);
     for (std::size_t i = 0; i < pcm.size(); ++i)
@@ -94,10 +92,8 @@ TEST_SUITE("sip opus") {
     MESSAGE("rtp: " << rtp.dump());
     CHECK(rtp["datagrams"].get<std::size_t>() == packets.size());
     CHECK(rtp["not_rtp"].get<int>() == 0);
-    auto ref_bytes = read_bytes(reference_path);
-    const auto ref = words_of(std::string(ref_bytes.begin(), ref_bytes.end()));
     const auto text = finals_text(c);
-    const double wer = static_cast<double>(word_edits(ref, words_of(text))) / static_cast<double>(ref.size());
+    const double wer = word_error_rate(phone_recording_text(), text);
     MESSAGE("over Opus/RTP: \"" << text << "\", word error rate " << wer);
     CHECK(wer <= phone_wer_target);
   }

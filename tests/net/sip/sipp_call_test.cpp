@@ -3,34 +3,24 @@
 // cancelled_march_8k_mulaw.wav as RTP in a pcap (make_rtp_pcap.py); its .txt is the true
 // transcript. Text is judged by the phone-speech WER target the CLI's accuracy test uses
 // (issue 10: <= 25%), not by what this path happened to give.
+#include "tests/common/phone_recording.hpp"
 #include "tests/net/sip/sip_test_util.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
 
 namespace {
-constexpr double phone_wer_target = 0.25;
-const std::string recording = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
-const std::string reference_path = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt";
 // The recording lasts 6.27 s; the caller stays on 1.5 s longer, then hangs up.
 constexpr int whole_call_ms = 7800;
 
 std::string make_pcap(const temp_dir& tmp, const std::string& name, const std::string& options) {
   const auto pcap = tmp.file(name);
-  REQUIRE(run("/usr/bin/python3 " SLUICE_SOURCE_DIR "/tests/net/sip/make_rtp_pcap.py " + recording + " " + pcap + " " +
+  REQUIRE(run("/usr/bin/python3 " SLUICE_SOURCE_DIR "/tests/net/sip/make_rtp_pcap.py " + phone_recording + " " + pcap + " " +
               options) == 0);
   return pcap;
 }
 
-std::vector<std::string> reference_words() {
-  auto bytes = read_bytes(reference_path);
-  return words_of(std::string(bytes.begin(), bytes.end()));
-}
-
-double wer(const std::string& text) {
-  const auto ref = reference_words();
-  return static_cast<double>(word_edits(ref, words_of(text))) / static_cast<double>(ref.size());
-}
+double wer(const std::string& text) { return word_error_rate(phone_recording_text(), text); }
 
 // One call of `scenario` and the call it left in the registry, once it is over.
 net::calls::call_record one_call(sip_served& s, const sipp_run& r) {
@@ -156,7 +146,7 @@ TEST_SUITE("sip calls from SIPp") {
     // at least 4 words, each of them a word of the reference.
     const auto got = words_of(text);
     CHECK(got.size() >= 4);
-    const auto ref = reference_words();
+    const auto ref = words_of(phone_recording_text());
     std::size_t known = 0;
     for (const auto& w : got) known += std::find(ref.begin(), ref.end(), w) != ref.end();
     CHECK(known * 4 >= got.size() * 3);  // >= 75% of them are words of the reference

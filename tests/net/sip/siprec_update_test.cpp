@@ -3,15 +3,13 @@
 // metadata ends with the last update's participants, each update is an event naming who now
 // sends each channel, and the recorded audio goes on across both (its text stays within the
 // phone WER target the other SIP tests use).
+#include "tests/common/phone_recording.hpp"
 #include "tests/net/sip/sip_test_util.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
 
 namespace {
-constexpr double phone_wer_target = 0.25;
-const std::string recording = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
-const std::string reference_path = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt";
 // The recording lasts 6.27 s; the updates come 1.5 s and 2.5 s in; the recorder hangs up 1.5 s
 // after the audio ends.
 constexpr int after_update_ms = 5300;
@@ -22,7 +20,7 @@ TEST_SUITE("sip siprec updates") {
     temp_dir tmp;
     sip_served s;
     const auto pcap = tmp.file("call.pcap");
-    REQUIRE(run("/usr/bin/python3 " SLUICE_SOURCE_DIR "/tests/net/sip/make_rtp_pcap.py " + recording + " " + pcap) == 0);
+    REQUIRE(run("/usr/bin/python3 " SLUICE_SOURCE_DIR "/tests/net/sip/make_rtp_pcap.py " + phone_recording + " " + pcap) == 0);
     auto r = run_sipp(s, tmp, "uac_siprec_update.xml",
                       {{"@PCAP@", pcap}, {"@PAUSE_MS@", std::to_string(after_update_ms)}}, "-m 1");
     INFO(r.output);
@@ -50,10 +48,8 @@ TEST_SUITE("sip siprec updates") {
     CHECK(updates[0] == nlohmann::json::array({"Carol", "Bob"}));
     CHECK(updates[1] == nlohmann::json::array({"Carol", "Dave"}));
     // The audio went on across both: the whole sentence is there.
-    auto bytes = read_bytes(reference_path);
-    const auto ref = words_of(std::string(bytes.begin(), bytes.end()));
     const auto text = finals_text(c, 0);
-    const double wer = static_cast<double>(word_edits(ref, words_of(text))) / static_cast<double>(ref.size());
+    const double wer = word_error_rate(phone_recording_text(), text);
     MESSAGE("across a re-INVITE and an UPDATE: \"" << text << "\", word error rate " << wer);
     CHECK(wer <= phone_wer_target);
   }
