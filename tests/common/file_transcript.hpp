@@ -7,25 +7,20 @@
 /// carries the very samples of a mu-law file, so any difference is the transport's (a lost,
 /// reordered, duplicated or mis-timed packet), whatever the model. They check the true
 /// transcript separately, with a word error bound, since the model's own errors are not theirs.
-#include <array>
-#include <cstdio>
 #include <string>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
+
+#include "tests/common/command.hpp"
 
 namespace sluice::test {
 
 inline std::string file_transcript(const std::string& wav, std::size_t channel = 0) {
   const std::string cmd = std::string(SLUICE_CLI) + " --model.dir=" SLUICE_SOURCE_DIR "/models/default" +
                           " transcribe --format json '" + wav + "' 2>/dev/null";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE_MESSAGE(p != nullptr, "cannot run " << cmd);
-  std::array<char, 4096> buf{};
-  std::size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  REQUIRE_MESSAGE(pclose(p) == 0, cmd << " failed: " << out);
+  const auto [status, out] = run_capture(cmd);
+  REQUIRE_MESSAGE(status == 0, cmd << " failed: " << out);
   const auto doc = nlohmann::json::parse(out, nullptr, false);
   REQUIRE_MESSAGE(!doc.is_discarded(), cmd << " printed no JSON: " << out);
   REQUIRE(doc["channels"].size() > channel);

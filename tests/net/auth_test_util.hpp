@@ -5,6 +5,8 @@
 
 #include <utility>
 
+#include "tests/common/command.hpp"
+
 namespace sluice::test {
 
 using headers = std::vector<std::pair<std::string, std::string>>;
@@ -110,14 +112,6 @@ class stepped_stream {
 };
 
 // A shell command's stdout.
-inline std::string capture_stdout(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+inline std::string capture_stdout(const std::string& cmd) { return run_capture(cmd).out; }
 
 }  // namespace sluice::test

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/common/audio_tools.hpp"
+#include "tests/common/command.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
@@ -16,15 +17,7 @@ using sluice::test::temp_dir;
 
 namespace {
 
-std::string capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+std::string capture(const std::string& cmd) { return sluice::test::run_capture(cmd).out; }
 
 }  // namespace
 

@@ -19,19 +19,16 @@
 #include <string>
 #include <unistd.h>
 
+#include "tests/common/command.hpp"
+
 namespace sluice::test {
 
 namespace ssl = asio::ssl;
 
 // Runs a shell command; returns its standard output and exit status.
 inline std::pair<std::string, int> run_command(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {out, -1};
-  std::array<char, 512> buf{};
-  while (auto n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+  auto r = run_capture(cmd);
+  return {std::move(r.out), r.status};
 }
 
 // A fresh directory under the system temp dir, removed with everything in it at the end.

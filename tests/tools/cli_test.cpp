@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/audio_tools.hpp"
+#include "tests/common/command.hpp"
 #include "tests/common/word_errors.hpp"
 
 using sluice::test::word_edits;
@@ -30,14 +31,10 @@ struct run_result {
 run_result sluice_cli(const std::string& args, const sluice::test::temp_dir& tmp) {
   const std::string err_path = tmp.file("stderr.txt");
   std::string cmd = std::string(SLUICE_CLI) + " " + args + " 2>" + err_path;
+  auto [status, out] = sluice::test::run_capture(cmd);
   run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.status = status;
+  r.out = std::move(out);
   auto e = sluice::test::read_bytes(err_path);
   r.err.assign(e.begin(), e.end());
   return r;
@@ -357,13 +354,9 @@ TEST_SUITE("keys") {
         "import hashlib,sys\nid_,tenant,scopes,salt,h=open(sys.argv[1]).read().split()\n"
         "print(id_, tenant, scopes, hashlib.sha256(bytes.fromhex(salt)+sys.argv[2].encode()).hexdigest()==h)\n";
     sluice::test::write_bytes(check_py, std::vector<uint8_t>(py.begin(), py.end()));
-    FILE* p = popen(("/usr/bin/python3 " + check_py + " " + file + " " + key).c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 256> buf{};
-    std::string out;
-    while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-    pclose(p);
-    CHECK(out == id + " acme stream,read True\n");
+    const auto check = sluice::test::run_capture("/usr/bin/python3 " + check_py + " " + file + " " + key);
+    CHECK(check.status == 0);
+    CHECK(check.out == id + " acme stream,read True\n");
 
     auto second = sluice_cli("--auth.keys_file=" + file + " keys add --tenant globex --scopes admin", tmp);
     REQUIRE(second.status == 0);
