@@ -157,9 +157,8 @@ def split_items(data: str, split: str, max_utts: int) -> list[tuple[str, str]]:
 def engine_eval(args) -> dict:
     """CER/WER/oov_rate per condition and decoder mode, decoded by the C++ engine: the --splits of
     --data (their recorded audio) and, with --all-asterisk or when --data has none of them, every
-    asterisk prompt. One `sluice transcribe` per mode over all files; its wall time is reported."""
-    import subprocess
-    import time
+    asterisk prompt. One `sluice transcribe` per mode over all files; its wall time is reported.
+    With --shift-ms, also how far the text moves when the same audio arrives later (shift_eval)."""
     conditions: dict[str, list[tuple[str, str]]] = {}
     for split in [s for s in args.splits.split(",") if s]:
         items = split_items(args.data, split, args.max_utts)
@@ -175,19 +174,10 @@ def engine_eval(args) -> dict:
         return report
     words = load_word_list()
     files = sorted({w for items in conditions.values() for w, _ in items})
+    by_mode: dict[str, dict[str, str]] = {}
     for mode in args.decoders.split(","):
-        # No load shedding: an evaluation waits for every file however busy the machine is.
-        cmd = [args.engine, "transcribe", "--model.dir=" + args.model_dir, "--decoder.mode=" + mode,
-               "--engine.max_queue_wait_ms=600000", "--format", "json"] + files
-        t0 = time.monotonic()
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.monotonic() - t0
-        if run.returncode != 0:
-            raise SystemExit(f"{args.engine} transcribe --decoder.mode={mode} over {len(files)} files failed "
-                             f"(status {run.returncode}):\n{run.stderr[-3000:]}")
-        hyps = {os.path.realpath(d["file"]): " ".join(s["text"] for c in d["channels"] for s in c["segments"]
-                                                      if s["text"])
-                for d in read_json_stream(run.stdout)}
+        hyps, wall = engine_transcribe(args, mode, files)
+        by_mode[mode] = hyps
         report.setdefault("wall_s", {})[mode] = round(wall, 2)
         for cond, items in conditions.items():
             rates = ctc_metrics.ErrorRates()
@@ -204,7 +194,73 @@ def engine_eval(args) -> dict:
             print(f"{cond} {mode}: utts {len(items)} CER {rates.cer():.3f} WER {rates.wer():.3f}"
                   + (f" not-in-word-list {r['oov_rate']:.3f}" if words else ""), flush=True)
         print(f"{mode}: {len(files)} files in {wall:.1f} s", flush=True)
+    shifts = [float(x) for x in args.shift_ms.split(",") if x.strip()] if args.shift_ms else []
+    if shifts:
+        report["shift"] = shift_eval(args, conditions, files, by_mode, shifts)
     return report
+
+
+def engine_transcribe(args, mode: str, files: list[str]) -> tuple[dict[str, str], float]:
+    """{realpath: text} of one `sluice transcribe --decoder.mode=MODE` over `files`, and its wall time."""
+    import subprocess
+    import time
+    # No load shedding: an evaluation waits for every file however busy the machine is.
+    cmd = [args.engine, "transcribe", "--model.dir=" + args.model_dir, "--decoder.mode=" + mode,
+           "--engine.max_queue_wait_ms=600000", "--format", "json"] + files
+    t0 = time.monotonic()
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if run.returncode != 0:
+        raise SystemExit(f"{args.engine} transcribe --decoder.mode={mode} over {len(files)} files failed "
+                         f"(status {run.returncode}):\n{run.stderr[-3000:]}")
+    hyps = {os.path.realpath(d["file"]): " ".join(s["text"] for c in d["channels"] for s in c["segments"]
+                                                  if s["text"])
+            for d in read_json_stream(run.stdout)}
+    return hyps, wall
+
+
+def shifted_copy(src: str, dst: str, ms: float) -> None:
+    """`src` with `ms` milliseconds of digital silence in front (sox pad), same format."""
+    import subprocess
+    subprocess.run(["sox", "-V1", src, dst, "pad", f"{ms / 1000:.6f}", "0"], check=True)
+
+
+def shift_eval(args, conditions: dict, files: list[str], by_mode: dict, shifts: list[float]) -> dict:
+    """The same audio a few ms later, as a codec, resampler or jitter buffer delays it: each file
+    again with `ms` of silence in front, decoded by the engine with --shift-decoder. Per condition
+    and delay: WER against the reference, and how much the text moved against the undelayed
+    text (WER of the delayed text taking the undelayed one as reference, and the share of
+    utterances whose text changed at all). The recogniser frames audio every 10 ms and
+    subsamples x4, so delays below 40 ms show the model other phases of the same speech."""
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+    mode = args.shift_decoder
+    if mode not in by_mode:
+        by_mode[mode], _ = engine_transcribe(args, mode, files)
+    base = by_mode[mode]
+    out: dict = {"decoder": mode, "delays_ms": shifts, "conditions": {}}
+    with tempfile.TemporaryDirectory(prefix="sluice-shift-") as tmp:
+        for ms in shifts:
+            copies = {f: os.path.join(tmp, f"{i:06d}.wav") for i, f in enumerate(files)}
+            with ThreadPoolExecutor(max_workers=max(1, args.threads)) as pool:
+                list(pool.map(lambda f: shifted_copy(f, copies[f], ms), files))
+            got, _ = engine_transcribe(args, mode, list(copies.values()))
+            hyps = {f: got.get(os.path.realpath(copies[f]), "") for f in files}
+            for cond, items in conditions.items():
+                vs_ref, vs_base = ctc_metrics.ErrorRates(), ctc_metrics.ErrorRates()
+                changed = 0
+                for wav, ref in items:
+                    vs_ref.add(hyps[wav], ref)
+                    vs_base.add(hyps[wav], base.get(wav, ""))
+                    changed += hyps[wav].split() != base.get(wav, "").split()
+                r = {"utts": len(items), "wer": vs_ref.wer(), "wer_vs_undelayed": vs_base.wer(),
+                     "changed_utts": changed / max(1, len(items))}
+                out["conditions"].setdefault(cond, {})[f"{ms:g}"] = r
+                print(f"{cond} {mode} {ms:g} ms later: WER {r['wer']:.3f}, moved {r['wer_vs_undelayed']:.3f} "
+                      f"of the undelayed words, {r['changed_utts']:.2f} of utterances changed", flush=True)
+            for p in copies.values():
+                os.remove(p)
+    return out
 
 
 def main() -> None:
@@ -221,6 +277,10 @@ def main() -> None:
     ap.add_argument("--json", default="")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-utts", type=int, default=400)
+    ap.add_argument("--shift-ms", default="",
+                    help="with --engine: also decode every file this many ms later (comma-separated, "
+                         "e.g. 2.5,5,7.5,20) and report how far the text moves (see shift_eval)")
+    ap.add_argument("--shift-decoder", default="lexicon", help="decoder mode of the --shift-ms runs")
     args = ap.parse_args()
     if args.engine:
         if not args.model_dir:

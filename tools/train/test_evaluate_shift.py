@@ -1,0 +1,105 @@
+"""Tests of evaluate.py's delayed-audio measurement (shift_eval): sox pads each file with the
+delay's silence in the file's own format, the delayed files are decoded, and WER against the
+reference, WER against the undelayed text and the share of changed utterances are computed per
+condition. The engine here is a stand-in script whose text depends on how many silent samples
+open the file, so the expected numbers follow from the delays alone. Needs sox.
+
+  /usr/bin/python3 tools/train/test_evaluate_shift.py
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import unittest
+import wave
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+if shutil.which("sox") is None:
+    print("SKIPPED: sox is not installed", file=sys.stderr)
+    sys.exit(77)
+try:
+    import evaluate  # noqa: E402  (imports torch)
+except ImportError as e:
+    print(f"SKIPPED: {e}", file=sys.stderr)
+    sys.exit(77)
+
+# Prints `sluice transcribe --format json` documents: "one two three" for a file that starts with
+# fewer than 10 silent samples, "one two four" otherwise (an empty second segment, as the engine
+# prints for a segment with no words).
+FAKE_ENGINE = r'''#!/usr/bin/python3
+import json, sys, wave, struct
+files = [a for a in sys.argv[1:] if a.endswith(".wav")]
+for f in files:
+    w = wave.open(f)
+    n = min(w.getnframes(), 100)
+    samples = struct.unpack("<%dh" % n, w.readframes(n))
+    lead = next((i for i, s in enumerate(samples) if s != 0), n)
+    text = "one two three" if lead < 10 else "one two four"
+    print(json.dumps({"file": f, "channels": [{"segments": [{"text": text}, {"text": ""}]}]}))
+'''
+
+
+def write_wav(path: str, rate: int, n: int) -> None:
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"".join(int(1000 + (i % 7)).to_bytes(2, "little", signed=True) for i in range(n)))
+
+
+class ShiftEvalTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="sluice-shift-test-")
+        self.engine = os.path.join(self.tmp, "fake_sluice")
+        with open(self.engine, "w") as f:
+            f.write(FAKE_ENGINE)
+        os.chmod(self.engine, os.stat(self.engine).st_mode | stat.S_IEXEC)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def test_delays_move_the_text_by_what_the_stand_in_engine_hears(self):
+        a, b = os.path.join(self.tmp, "a.wav"), os.path.join(self.tmp, "b.wav")
+        write_wav(a, 8000, 8000)
+        write_wav(b, 16000, 16000)
+        files = sorted([os.path.realpath(a), os.path.realpath(b)])
+        conditions = {"narrow": [(os.path.realpath(a), "one two three")],
+                      "both": [(os.path.realpath(a), "one two three"), (os.path.realpath(b), "one two four")]}
+        args = argparse.Namespace(engine=self.engine, model_dir=self.tmp, threads=2, shift_decoder="lexicon")
+        by_mode: dict = {}
+        # 0.5 ms: 4 samples at 8 kHz, 8 at 16 kHz (under 10: unchanged); 2.5 ms: 20 and 40.
+        out = evaluate.shift_eval(args, conditions, files, by_mode, [0.5, 2.5])
+        self.assertEqual(out["decoder"], "lexicon")
+        self.assertIn("lexicon", by_mode)           # the undelayed run, made since none was given
+        early, late = out["conditions"]["narrow"]["0.5"], out["conditions"]["narrow"]["2.5"]
+        self.assertEqual(early, {"utts": 1, "wer": 0.0, "wer_vs_undelayed": 0.0, "changed_utts": 0.0})
+        self.assertEqual(late["changed_utts"], 1.0)
+        self.assertAlmostEqual(late["wer"], 1 / 3)
+        self.assertAlmostEqual(late["wer_vs_undelayed"], 1 / 3)
+        both = out["conditions"]["both"]["2.5"]
+        self.assertEqual(both["changed_utts"], 1.0)
+        # b's reference is "one two four": delayed, it becomes right; a's becomes wrong.
+        self.assertAlmostEqual(both["wer"], 1 / 6)
+        self.assertAlmostEqual(both["wer_vs_undelayed"], 2 / 6)
+
+    def test_sox_pads_in_the_files_own_rate(self):
+        src, dst = os.path.join(self.tmp, "s.wav"), os.path.join(self.tmp, "d.wav")
+        write_wav(src, 8000, 800)
+        evaluate.shifted_copy(src, dst, 2.5)
+        with wave.open(dst) as w:
+            self.assertEqual(w.getframerate(), 8000)
+            self.assertEqual(w.getnframes(), 820)
+            head = w.readframes(21)
+        self.assertEqual(head[:40], bytes(40))
+        self.assertNotEqual(head[40:42], bytes(2))
+
+
+if __name__ == "__main__":
+    unittest.main()
