@@ -69,7 +69,7 @@ def time_shift(x: torch.Tensor, lengths: torch.Tensor, rng: random.Random, max_f
     The features are fixed per utterance on disk, so without this every epoch shows the x4
     subsampling the same phase of each utterance. Measured (session 23, evaluate.py --shift-ms):
     one epoch of fine-tuning with it did not make the text any steadier under a 2.5-5 ms delay
-    than without (20-60% of words move either way); it is kept as an option, off by default.
+    than without (30-77% of the words move either way); it is kept as an option, off by default.
     Returns the shifted batch and its lengths (k + 1 frames shorter where a > 0)."""
     if max_frames <= 0:
         return x, lengths
