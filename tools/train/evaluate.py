@@ -206,7 +206,8 @@ def engine_transcribe(args, mode: str, files: list[str]) -> tuple[dict[str, str]
     import time
     # No load shedding: an evaluation waits for every file however busy the machine is.
     cmd = [args.engine, "transcribe", "--model.dir=" + args.model_dir, "--decoder.mode=" + mode,
-           "--engine.max_queue_wait_ms=600000", "--format", "json"] + files
+           "--engine.max_queue_wait_ms=600000", "--format", "json"] + [
+               "--" + kv for kv in getattr(args, "set", None) or []] + files
     t0 = time.monotonic()
     run = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -280,6 +281,9 @@ def main() -> None:
     ap.add_argument("--shift-ms", default="",
                     help="with --engine: also decode every file this many ms later (comma-separated, "
                          "e.g. 2.5,5,7.5,20) and report how far the text moves (see shift_eval)")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="with --engine: a config override for sluice (repeatable), e.g. "
+                         "decoder.lexicon_lm_weight=1.0")
     ap.add_argument("--shift-decoder", default="lexicon", help="decoder mode of the --shift-ms runs")
     args = ap.parse_args()
     if args.engine:

@@ -1,4 +1,5 @@
-"""Tests of evaluate.py's delayed-audio measurement (shift_eval): sox pads each file with the
+"""Tests of evaluate.py's engine runs: --set overrides reach the command line, and the
+delayed-audio measurement (shift_eval): sox pads each file with the
 delay's silence in the file's own format, the delayed files are decoded, and WER against the
 reference, WER against the undelayed text and the share of changed utterances are computed per
 condition. The engine here is a stand-in script whose text depends on how many silent samples
@@ -42,6 +43,8 @@ for f in files:
     samples = struct.unpack("<%dh" % n, w.readframes(n))
     lead = next((i for i, s in enumerate(samples) if s != 0), n)
     text = "one two three" if lead < 10 else "one two four"
+    if "--decoder.lexicon_lm_weight=1.5" in sys.argv:
+        text += " weighted"
     print(json.dumps({"file": f, "channels": [{"segments": [{"text": text}, {"text": ""}]}]}))
 '''
 
@@ -88,6 +91,16 @@ class ShiftEvalTest(unittest.TestCase):
         # b's reference is "one two four": delayed, it becomes right; a's becomes wrong.
         self.assertAlmostEqual(both["wer"], 1 / 6)
         self.assertAlmostEqual(both["wer_vs_undelayed"], 2 / 6)
+
+    def test_set_overrides_reach_the_engine_command_line(self):
+        a = os.path.join(self.tmp, "a.wav")
+        write_wav(a, 8000, 800)
+        args = argparse.Namespace(engine=self.engine, model_dir=self.tmp, set=["decoder.lexicon_lm_weight=1.5"])
+        hyps, _ = evaluate.engine_transcribe(args, "lexicon", [os.path.realpath(a)])
+        self.assertEqual(hyps, {os.path.realpath(a): "one two three weighted"})
+        args.set = []
+        hyps, _ = evaluate.engine_transcribe(args, "lexicon", [os.path.realpath(a)])
+        self.assertEqual(hyps, {os.path.realpath(a): "one two three"})
 
     def test_sox_pads_in_the_files_own_rate(self):
         src, dst = os.path.join(self.tmp, "s.wav"), os.path.join(self.tmp, "d.wav")
