@@ -135,7 +135,7 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p) {
     e.parent = h.node;
     e.label = label;
     e.token = token;
-    e.node = trie_.find(h.node, label);
+    e.node = -1;  // found or made by trie_.add if it survives the frame
     e.log_blank = neg_inf;
     e.log_token = p;
     e.bonus = h.bonus;
