@@ -75,6 +75,18 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   const int32_t blank = tokens_->blank_id();
   // select_tokens lists the frame's tokens best first.
   const float token_floor = frame.empty() ? 0.0f : frame.front().log_prob - token_beam;
+  if (!frame.empty() && frame.front().token == blank && (frame.size() == 1 || frame[1].log_prob < token_floor)) {
+    // Only blank is within reach (most frames: CTC is peaky): every hypothesis goes on as it is,
+    // one frame longer. These are the candidates, scores and order the general step below would
+    // give (each hypothesis its own slot; one common term added keeps the ranking, ties included,
+    // and every distance to the best), without its hash lookups and sort.
+    const double b = frame.front().log_prob;
+    for (hypothesis& h : beams_) {
+      h.log_blank = h.acoustic() + b;
+      h.log_token = neg_inf;
+    }
+    return;
+  }
   for (const hypothesis& h : beams_) {
     const double any = h.acoustic();
     for (const token_log_prob& c : frame) {
