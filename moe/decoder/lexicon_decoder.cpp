@@ -76,10 +76,11 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   // select_tokens lists the frame's tokens best first.
   const float token_floor = frame.empty() ? 0.0f : frame.front().log_prob - token_beam;
   if (!frame.empty() && frame.front().token == blank && (frame.size() == 1 || frame[1].log_prob < token_floor)) {
-    // Only blank is within reach (most frames: CTC is peaky): every hypothesis goes on as it is,
-    // one frame longer. These are the candidates, scores and order the general step below would
-    // give (each hypothesis its own slot; one common term added keeps the ranking, ties included,
-    // and every distance to the best), without its hash lookups and sort.
+    // Only blank is within reach: every hypothesis goes on as it is, one frame longer. These are
+    // the candidates and scores the general step below would give (each hypothesis its own slot,
+    // one common term added to every acoustic score), in the order it would sort them into up to
+    // rounding: two totals within a rounding error of each other keep their previous order. The
+    // choice depends on the frame alone, so chunking still cannot change the result.
     const double b = frame.front().log_prob;
     for (hypothesis& h : beams_) {
       h.log_blank = h.acoustic() + b;

@@ -70,7 +70,8 @@ def time_shift(x: torch.Tensor, lengths: torch.Tensor, rng: random.Random, max_f
     subsampling the same phase of each utterance. Measured (session 23, evaluate.py --shift-ms):
     one epoch of fine-tuning with it did not make the text any steadier under a 2.5-5 ms delay
     than without (30-77% of the words move either way); it is kept as an option, off by default.
-    Returns the shifted batch and its lengths (k + 1 frames shorter where a > 0)."""
+    Returns the shifted batch and its lengths (each k + 1 frames shorter; utterances under k + 9
+    frames are left as they are)."""
     if max_frames <= 0:
         return x, lengths
     out = torch.zeros_like(x)
