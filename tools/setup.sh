@@ -50,15 +50,36 @@ for p in "${want[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=( "$p" )
 done
 
+# Real human speech for tools/train/test_fotaq_real.py (and fotaq_data.py): the talkie game's one
+# data file, unpacked from its Debian package (main) without installing it (that would pull
+# scummvm and a desktop stack). Fetched once; present, it makes no network call.
+fotaq_pkg=flight-of-the-amazon-queen
+fotaq_dir="${XDG_CACHE_HOME:-$HOME/.cache}/sluice/$fotaq_pkg"
+fetch_fotaq() {
+  [[ -f "$fotaq_dir/queen.1c" || -f /usr/share/scummvm/$fotaq_pkg/queen.1c ]] && return 0
+  local tmp
+  tmp=$(mktemp -d)
+  if ! (cd "$tmp" && apt-get download -qq "$fotaq_pkg" >/dev/null 2>&1); then
+    "${sudo_cmd[@]}" apt-get update -qq
+    (cd "$tmp" && apt-get download -qq "$fotaq_pkg" >/dev/null)
+  fi
+  dpkg -x "$tmp"/"$fotaq_pkg"_*.deb "$tmp/x"
+  mkdir -p "$fotaq_dir"
+  mv "$tmp/x/usr/share/scummvm/$fotaq_pkg/queen.1c" "$fotaq_dir/queen.1c"
+  rm -rf "$tmp"
+  echo "setup: unpacked $fotaq_pkg's queen.1c into $fotaq_dir" >&2
+}
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+
 if (( ${#missing[@]} == 0 )); then
+  fetch_fotaq
   exit 0
 fi
 
 # libboost-dev / libboost-all-dev (and python3-scipy, through pythran) pull Boost 1.74, which
 # conflicts with the 1.81 that Beast needs: never install them.
 echo "setup: installing ${missing[*]}" >&2
-sudo_cmd=()
-[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
 if [[ "${1:-}" == "--train" && ! -f "$train_sources" ]]; then
   echo "setup: enabling contrib and non-free for the training voices ($train_sources)" >&2
@@ -72,4 +93,5 @@ SRC
 fi
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fetch_fotaq
 echo "setup: done" >&2

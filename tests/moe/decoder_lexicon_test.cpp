@@ -169,6 +169,62 @@ TEST_SUITE("decoder") {
     }
   }
 
+  // Real CTC output is mostly frames where blank is all but certain. When every other token is
+  // more than the decoder's token beam (8 nats) below blank, the decoder moves its hypotheses one
+  // frame on without the general step; here those frames give blank 0.99999 (the rest ~14.8 nats
+  // below it). The same utterance whose blank frames keep one never-spelled letter ('q') 7.5 nats
+  // below blank takes the general step on every frame: same words and times, and a score that
+  // differs only by the blank mass 'q' takes (5.5e-4 per frame).
+  TEST_CASE("lexicon: frames where only blank is within reach give the general step's words, times and score, in any chunking") {
+    const auto& t = recipe_tokens();
+    const auto lm = parse_lm(see_sea_arpa);
+    const auto lex = word_lexicon::build(t, &lm, {});
+    const std::string spec = "____t_h_e______s_e_a____";
+    const float q = std::exp(-7.5f);
+    std::vector<frame_probs> fast, general;
+    for (char c : spec) {
+      if (c == '_') {
+        fast.push_back({{{'_', 0.99999f}}});
+        general.push_back({{{'_', 0.99999f - q}, {'q', q}}});
+      } else {
+        fast.push_back({{{c, peak_prob}}});
+        general.push_back({{{c, peak_prob}}});
+      }
+    }
+    const auto fast_logits = make_logits(t, fast);
+    const auto general_logits = make_logits(t, general);
+    const auto a = lexicon_decode(fast_logits, lex, &lm);
+    const auto b = lexicon_decode(general_logits, lex, &lm);
+    CHECK(a.text == "the sea");
+    CHECK(a.text == b.text);
+    CHECK(a.words == b.words);
+    REQUIRE(a.words.size() == 2);
+    // "the": t at frame 4, e at frame 8; "sea": s at 15, a at 19 (40 ms frames).
+    CHECK(a.words[0].start_ms == 4 * 40);
+    CHECK(a.words[0].end_ms == 9 * 40);
+    CHECK(a.words[1].start_ms == 15 * 40);
+    CHECK(a.words[1].end_ms == 20 * 40);
+    const double blank_frames = 18;
+    CHECK(a.score > b.score);
+    CHECK(a.score - b.score < blank_frames * 2 * q);
+    const auto v = static_cast<std::size_t>(t.size());
+    const int32_t n = n_frames_of(t, fast_logits);
+    for (int32_t chunk : {1, 3, 7}) {
+      CAPTURE(chunk);
+      auto dec = lexicon_decoder::create(t, {}, lexicon_view(&lex, nullptr), &lm);
+      REQUIRE(dec.has_value());
+      for (int32_t f = 0; f < n; f += chunk) {
+        const int32_t k = std::min(chunk, n - f);
+        REQUIRE(dec->accept(std::span<const float>(fast_logits).subspan(f * v, k * v), k).has_value());
+        (void)dec->partial();
+      }
+      const auto r = dec->finalize();
+      CHECK(r.text == a.text);
+      CHECK(r.words == a.words);
+      CHECK(r.score == a.score);
+    }
+  }
+
   TEST_CASE("lexicon: the lexicon file, words the model cannot spell, case folding") {
     const std::string path = "decoder_lexicon_test_words.txt";
     {

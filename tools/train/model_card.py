@@ -25,10 +25,12 @@ CONDITIONS = [
     ("test_real_phone", "REAL human speech, same held-out prompts through a phone codec + noise"),
     ("test_uqm", "REAL human speech of UNSEEN speakers: held-out Ur-Quan Masters voice actors (ilwrath, spathi, supox, utwig, vux; 11 kHz game dialogue)"),
     ("test_uqm_phone", "REAL human speech of unseen speakers through a phone codec + noise"),
+    ("test_fotaq", "REAL human speech of UNSEEN speakers: held-out Flight of the Amazon Queen characters (11 kHz game dialogue)"),
+    ("test_fotaq_phone", "REAL human speech of unseen game characters through a phone codec + noise"),
     ("real_asterisk", "every asterisk prompt (includes prompts the fine-tuned model trained on: not a hold-out for it)"),
 ]
-SPLIT_ORDER = ["train", "train_real", "train_uqm", "dev", "dev_unseen", "test_clean", "test_phone", "test_unseen",
-               "test_unseen_phone", "test_real", "test_real_phone", "test_uqm", "test_uqm_phone"]
+SPLIT_ORDER = ["train", "train_real", "train_uqm", "train_fotaq", "dev", "dev_unseen", "test_clean", "test_phone", "test_unseen",
+               "test_unseen_phone", "test_real", "test_real_phone", "test_uqm", "test_uqm_phone", "test_fotaq", "test_fotaq_phone"]
 SOURCES = {
     "rhvoice": "RHVoice alan, bdl, slt, clb (held out) under LGPL-2.1+ (CMU ARCTIC recordings), evgeniy-eng and lyubov under CC BY-NC-ND 4.0 (non-commercial: drop them from voices.RHVOICE_VOICES for a commercial build); Debian non-free rhvoice, rhvoice-english",
     "mbrola": "MBROLA us1/us2/us3/en1 through espeak-ng mb-* (Debian contrib/non-free mbrola-*; the diphone databases may be used with the MBROLA program and may not be sold or incorporated into a product that is sold without the owner's permission)",
@@ -37,6 +39,7 @@ SOURCES = {
     "festival": "festival kal/ked diphones, cmu_us_slt_arctic_hts (Debian main; free)",
     "espeak": "espeak-ng formant voices incl. generated variants (Debian main; GPL-3+)",
     "uqm": "The Ur-Quan Masters 3DO voice acting, real speech of many voice actors, line-level cuts by tools/train/uqm_data.py (Debian non-free uqm-voice + uqm-content; CC BY-NC-SA 2.5: NON-COMMERCIAL, so a model trained on it is for evaluation; the recipe without uqm_data.py's splits builds one without it)",
+    "fotaq": "Flight of the Amazon Queen talkie voice acting, real speech of ~36 characters (one actor may voice several), line-level clips paired with their text by tools/train/fotaq_data.py (Debian main flight-of-the-amazon-queen; (C) John Passfield and Steven Stamatiadis, freeware: may be modified and redistributed with attribution and this notice, not sold as the game itself)",
     "asterisk": "asterisk-core-sounds-en-wav, real speech of one speaker, Allison Smith (Debian main; CC BY-SA 3.0)",
 }
 
@@ -166,11 +169,19 @@ def main() -> None:
               "## What it is not good at yet", ""]
     used_sources = {e for per in hours.values() for e in per} if hours else set()
     if "uqm" in used_sources:
-        lines += ["- Real human speech in training: the asterisk prompts (one speaker) and the training voice "
-                  "actors of The Ur-Quan Masters (game dialogue, some voices effect-processed); the test_uqm rows "
+        lines += ["- Real human speech in training: the asterisk prompts (one speaker), the training voice "
+                  "actors of The Ur-Quan Masters (game dialogue, some voices effect-processed)" +
+                  (" and the training characters of Flight of the Amazon Queen" if "fotaq" in used_sources else "") +
+                  "; the test_uqm rows "
                   "measure five speakers never trained on. That voice acting is licensed for non-commercial use "
                   "only, so this model is for evaluation: tools/train/recipe_cpu.sh --commercial builds one "
                   "without it.",
+                  "- No conversational telephone speech of real callers: call-center sentences come from TTS voices "
+                  "and one IVR speaker."]
+    elif "fotaq" in used_sources:
+        lines += ["- Real human speech in training: the asterisk prompts (one speaker) and the training characters "
+                  "of Flight of the Amazon Queen (game dialogue, 11 kHz MP3); the test_fotaq rows measure characters "
+                  "never trained on (one actor may voice several characters, so not always unseen voices).",
                   "- No conversational telephone speech of real callers: call-center sentences come from TTS voices "
                   "and one IVR speaker."]
     else:

@@ -71,14 +71,18 @@ class TimeShiftTest(unittest.TestCase):
     def test_random_shifts_cover_every_phase_of_the_subsampling(self):
         rng = random.Random(7)
         x, lengths = ramp(1, 100), torch.tensor([100])
-        phases = set()
+        phases, fractional = set(), 0
         for _ in range(200):
             y, _ = train.time_shift(x, lengths, rng, 4)
             shift = (float(y[0, 0, 0]) - 0.0) / 10      # frames moved, fraction included
             self.assertGreaterEqual(shift, 0.0)
             self.assertLess(shift, 4.0)
             phases.add(int(shift))
+            if 0.05 < shift - int(shift) < 0.95:
+                fractional += 1
         self.assertEqual(phases, {0, 1, 2, 3})
+        # a is uniform in [0, 1): about 90% of the draws fall inside (0.05, 0.95)
+        self.assertGreater(fractional, 150)
 
 
 if __name__ == "__main__":
