@@ -65,15 +65,40 @@ fetch_fotaq() {
   fi
   dpkg -x "$tmp"/"$fotaq_pkg"_*.deb "$tmp/x"
   mkdir -p "$fotaq_dir"
-  mv "$tmp/x/usr/share/scummvm/$fotaq_pkg/queen.1c" "$fotaq_dir/queen.1c"
+  # through a .part name in the same folder: an interrupted copy never looks complete
+  mv "$tmp/x/usr/share/scummvm/$fotaq_pkg/queen.1c" "$fotaq_dir/queen.1c.part"
+  mv "$fotaq_dir/queen.1c.part" "$fotaq_dir/queen.1c"
   rm -rf "$tmp"
   echo "setup: unpacked $fotaq_pkg's queen.1c into $fotaq_dir" >&2
+}
+# The same for tools/train/test_bass_real.py (and bass_data.py): Beneath a Steel Sky's three data
+# files (66 MB package, main).
+bass_pkg=beneath-a-steel-sky
+bass_dir="${XDG_CACHE_HOME:-$HOME/.cache}/sluice/$bass_pkg"
+fetch_bass() {
+  [[ -f "$bass_dir/sky.cpt" || -f /usr/share/scummvm/$bass_pkg/sky.cpt ]] && return 0
+  local tmp f
+  tmp=$(mktemp -d)
+  if ! (cd "$tmp" && apt-get download -qq "$bass_pkg" >/dev/null 2>&1); then
+    "${sudo_cmd[@]}" apt-get update -qq
+    (cd "$tmp" && apt-get download -qq "$bass_pkg" >/dev/null)
+  fi
+  dpkg -x "$tmp"/"$bass_pkg"_*.deb "$tmp/x"
+  mkdir -p "$bass_dir"
+  # sky.cpt last: fetch_bass takes its presence to mean all three are there.
+  for f in sky.dnr sky.dsk sky.cpt; do
+    mv "$tmp/x/usr/share/scummvm/$bass_pkg/$f" "$bass_dir/$f.part"
+    mv "$bass_dir/$f.part" "$bass_dir/$f"
+  done
+  rm -rf "$tmp"
+  echo "setup: unpacked $bass_pkg's sky.dnr, sky.dsk and sky.cpt into $bass_dir" >&2
 }
 sudo_cmd=()
 [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
 
 if (( ${#missing[@]} == 0 )); then
   fetch_fotaq
+  fetch_bass
   exit 0
 fi
 
@@ -94,4 +119,5 @@ fi
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fetch_fotaq
+fetch_bass
 echo "setup: done" >&2

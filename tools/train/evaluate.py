@@ -21,6 +21,10 @@ engine instead, once per decoder (`sluice transcribe --format json --decoder.mod
 models/default): CER, WER and the not-in-word-list rate per condition and decoder:
 
   /usr/bin/python3 tools/train/evaluate.py --engine build/release/tools/sluice --data data [--json out.json]
+With --manifest NAME=TSV (repeatable; engine only) the held-out rows of an extractor's manifest
+(fotaq_data.py --manifest: clip, speaker, kind, seconds, wav, transcript, train|test; the rows
+marked test) are one more condition NAME, without shards: e.g. the held-out characters of Flight
+of the Amazon Queen as recorded (`fotaq_data.py --out D --manifest D/fotaq.tsv --no-shards`).
 Expert balance is max/mean tokens per routed expert, per layer, over all test utterances.
 """
 from __future__ import annotations
@@ -154,6 +158,20 @@ def split_items(data: str, split: str, max_utts: int) -> list[tuple[str, str]]:
     return items[:max_utts]
 
 
+def manifest_items(path: str, max_utts: int) -> list[tuple[str, str]]:
+    """(wav path, transcript) of the rows of an extractor's TSV manifest marked "test"."""
+    items = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) != 7:
+                raise SystemExit(f"{path}: expected 7 tab-separated columns (clip, speaker, kind, "
+                                 f"seconds, wav, transcript, train|test), got {len(cols)}: {line[:80]!r}")
+            if cols[6] == "test":
+                items.append((os.path.realpath(cols[4]), cols[5]))
+    return items[:max_utts]
+
+
 def engine_eval(args) -> dict:
     """CER/WER/oov_rate per condition and decoder mode, decoded by the C++ engine: the --splits of
     --data (their recorded audio) and, with --all-asterisk or when --data has none of them, every
@@ -164,6 +182,11 @@ def engine_eval(args) -> dict:
         items = split_items(args.data, split, args.max_utts)
         if items:
             conditions[split] = items
+    for spec in args.manifest:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"--manifest wants NAME=TSV, got {spec!r}")
+        conditions[name] = manifest_items(path, args.max_utts)
     if args.all_asterisk or not conditions:
         items = asterisk_items()[: args.max_utts]
         if items:
@@ -284,6 +307,8 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="with --engine: a config override for sluice (repeatable), e.g. "
                          "decoder.lexicon_lm_weight=1.0")
+    ap.add_argument("--manifest", action="append", default=[], metavar="NAME=TSV",
+                    help="with --engine: the rows marked test of an extractor's manifest as condition NAME")
     ap.add_argument("--shift-decoder", default="lexicon", help="decoder mode of the --shift-ms runs")
     args = ap.parse_args()
     if args.engine:

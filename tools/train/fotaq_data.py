@@ -460,16 +460,22 @@ def mostly_words(text: str, dictionary: set[str]) -> bool:
 
 # ---------------------------------------------------------------- audio, hold-out, shards
 
+def setup_cache_file() -> str:
+    """Where tools/setup.sh unpacks queen.1c (without installing the package)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "sluice", PACKAGE, "queen.1c")
+
+
 def find_data_file(src: str) -> str | None:
-    for root in ("/", src):
-        path = os.path.join(root, DATA_FILE)
+    for path in (os.path.join("/", DATA_FILE), os.path.join(src, DATA_FILE), setup_cache_file()):
         if os.path.exists(path):
             return path
     return None
 
 
 def fetch(src: str) -> str:
-    """queen.1c: installed, already unpacked under src, or downloaded and unpacked there now."""
+    """queen.1c: installed, already unpacked under src or by tools/setup.sh, or downloaded and
+    unpacked under src now."""
     found = find_data_file(src)
     if found:
         return found
@@ -555,7 +561,10 @@ def main(argv=None) -> int:
     ap.add_argument("--shard-size", type=int, default=200)
     ap.add_argument("--list", action="store_true", help="print the speakers and split, write nothing")
     ap.add_argument("--manifest", default="", help="also write the paired lines here as TSV "
-                    "(clip, speaker, kind, seconds, wav, transcript)")
+                    "(clip, speaker, kind, seconds, wav, transcript, train|test): evaluate.py "
+                    "--manifest reads it")
+    ap.add_argument("--no-shards", action="store_true", help="cut the clips (and write --manifest) "
+                    "only: no make_data shards, so no torch needed")
     args = ap.parse_args(argv)
     archive = Archive(fetch(args.src or os.path.join(args.out, "fotaq_src")))
     lines, stats = lines_of(archive)
@@ -583,7 +592,10 @@ def main(argv=None) -> int:
             for ln in lines:
                 if ln.clip in wavs:
                     path, seconds = wavs[ln.clip]
-                    f.write(f"{ln.clip}\t{ln.speaker}\t{ln.kind}\t{seconds:.3f}\t{path}\t{ln.text}\n")
+                    split = "test" if ln.speaker in held else "train"
+                    f.write(f"{ln.clip}\t{ln.speaker}\t{ln.kind}\t{seconds:.3f}\t{path}\t{ln.text}\t{split}\n")
+    if args.no_shards:
+        return 0
     import make_data
     make_data.run_plans(args.out, plans(lines, wavs, held, args.copies, args.seed, args.shard_size),
                         args.workers)

@@ -27,10 +27,13 @@ CONDITIONS = [
     ("test_uqm_phone", "REAL human speech of unseen speakers through a phone codec + noise"),
     ("test_fotaq", "REAL human speech of UNSEEN speakers: held-out Flight of the Amazon Queen characters (11 kHz game dialogue)"),
     ("test_fotaq_phone", "REAL human speech of unseen game characters through a phone codec + noise"),
+    ("test_bass", "REAL human speech of held-out Beneath a Steel Sky character groups (11 kHz 8-bit game dialogue; groups, not guaranteed unseen voices)"),
+    ("test_bass_phone", "REAL human speech of held-out Beneath a Steel Sky character groups through a phone codec + noise"),
     ("real_asterisk", "every asterisk prompt (includes prompts the fine-tuned model trained on: not a hold-out for it)"),
 ]
-SPLIT_ORDER = ["train", "train_real", "train_uqm", "train_fotaq", "dev", "dev_unseen", "test_clean", "test_phone", "test_unseen",
-               "test_unseen_phone", "test_real", "test_real_phone", "test_uqm", "test_uqm_phone", "test_fotaq", "test_fotaq_phone"]
+SPLIT_ORDER = ["train", "train_real", "train_uqm", "train_fotaq", "train_bass", "dev", "dev_unseen", "test_clean", "test_phone", "test_unseen",
+               "test_unseen_phone", "test_real", "test_real_phone", "test_uqm", "test_uqm_phone", "test_fotaq", "test_fotaq_phone",
+               "test_bass", "test_bass_phone"]
 SOURCES = {
     "rhvoice": "RHVoice alan, bdl, slt, clb (held out) under LGPL-2.1+ (CMU ARCTIC recordings), evgeniy-eng and lyubov under CC BY-NC-ND 4.0 (non-commercial: drop them from voices.RHVOICE_VOICES for a commercial build); Debian non-free rhvoice, rhvoice-english",
     "mbrola": "MBROLA us1/us2/us3/en1 through espeak-ng mb-* (Debian contrib/non-free mbrola-*; the diphone databases may be used with the MBROLA program and may not be sold or incorporated into a product that is sold without the owner's permission)",
@@ -40,6 +43,7 @@ SOURCES = {
     "espeak": "espeak-ng formant voices incl. generated variants (Debian main; GPL-3+)",
     "uqm": "The Ur-Quan Masters 3DO voice acting, real speech of many voice actors, line-level cuts by tools/train/uqm_data.py (Debian non-free uqm-voice + uqm-content; CC BY-NC-SA 2.5: NON-COMMERCIAL, so a model trained on it is for evaluation; the recipe without uqm_data.py's splits builds one without it)",
     "fotaq": "Flight of the Amazon Queen talkie voice acting, real speech of ~36 characters (one actor may voice several), line-level clips paired with their text by tools/train/fotaq_data.py (Debian main flight-of-the-amazon-queen; (C) John Passfield and Steven Stamatiadis, freeware: may be modified and redistributed with attribution and this notice, not sold as the game itself)",
+    "bass": "Beneath a Steel Sky CD talkie voice acting, real speech of the game's characters (the game names characters, not voice actors), line-level clips paired with their text by tools/train/bass_data.py (Debian main beneath-a-steel-sky; (C) Revolution Software, freeware: may be copied and given away)",
     "asterisk": "asterisk-core-sounds-en-wav, real speech of one speaker, Allison Smith (Debian main; CC BY-SA 3.0)",
 }
 

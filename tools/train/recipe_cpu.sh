@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU fine-tune recipe of the default model, as run for issue 10 (no GPU lent): data, training,
 # export with golden vectors, word LM, evaluation. Resumable: every step skips what it already has
-# (make_data/real_data/uqm_data/fotaq_data shards, train.py's last.pt).
+# (make_data/real_data/uqm_data/fotaq_data/bass_data shards, train.py's last.pt).
 #
 #   tools/train/recipe_cpu.sh [--commercial] [--hours-budget H] [--out DIR] [--data DIR]
 #
@@ -40,6 +40,9 @@ fi
 # redistributed with attribution, not sold on its own): real speech of ~36 characters.
 $PY tools/train/fotaq_data.py --out "$data" --copies 2 --workers 2
 splits+=,train_fotaq
+# Beneath a Steel Sky's voice acting (Debian main, freeware): real speech of the game's characters.
+$PY tools/train/bass_data.py --out "$data" --copies 2 --workers 2
+splits+=,train_bass
 $PY tools/train/real_data.py --out "$data" --copies 3 --seed 3 --workers 2
 $PY tools/train/make_data.py --out "$data" "${mix_args[@]}"
 
@@ -56,9 +59,10 @@ def texts(splits):
             out += [u["text"] for u in json.load(open(p))["utts"]]
     return out
 test = set(texts(["test_clean", "test_phone", "test_unseen", "test_unseen_phone", "test_real",
-                  "test_real_phone", "test_uqm", "test_uqm_phone", "test_fotaq", "test_fotaq_phone"]))
+                  "test_real_phone", "test_uqm", "test_uqm_phone", "test_fotaq", "test_fotaq_phone",
+                  "test_bass", "test_bass_phone"]))
 lines = [l.rstrip("\n") for l in open(os.path.join(data, "text", "lm_corpus.txt"))]
-lines += list(dict.fromkeys(texts(["train_uqm", "train_real", "train_fotaq"])))
+lines += list(dict.fromkeys(texts(["train_uqm", "train_real", "train_fotaq", "train_bass"])))
 kept = [l for l in lines if l and l not in test]
 open(dst, "w").write("\n".join(kept) + "\n")
 print(f"lm corpus: {len(kept)} sentences ({len(lines) - len(kept)} dropped as test sentences)")
@@ -73,6 +77,7 @@ $PY tools/train/export.py --ckpt "$out/best.pt" --out "$out/model" \
                 "$(ls "$data"/audio/test_unseen/*/test_unseen-00000-0000.wav | head -1)"
 cp "$out/lm.arpa" "$out/model/lm.arpa"
 eval_splits=test_unseen,test_unseen_phone,test_real,test_real_phone,test_fotaq,test_fotaq_phone
+eval_splits+=,test_bass,test_bass_phone
 (( commercial )) || eval_splits+=,test_uqm,test_uqm_phone
 $PY tools/train/evaluate.py --model-dir "$out/model" --data "$data" --splits "$eval_splits" \
   --all-asterisk --threads 2 --json "$out/model/eval.json"

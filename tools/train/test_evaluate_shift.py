@@ -1,4 +1,5 @@
-"""Tests of evaluate.py's engine runs: --set overrides reach the command line, and the
+"""Tests of evaluate.py's engine runs: --set overrides reach the command line, --manifest adds an
+extractor's held-out rows as a condition, and the
 delayed-audio measurement (shift_eval): sox pads each file with the
 delay's silence in the file's own format, the delayed files are decoded, and WER against the
 reference, WER against the undelayed text and the share of changed utterances are computed per
@@ -101,6 +102,29 @@ class ShiftEvalTest(unittest.TestCase):
         args.set = []
         hyps, _ = evaluate.engine_transcribe(args, "lexicon", [os.path.realpath(a)])
         self.assertEqual(hyps, {os.path.realpath(a): "one two three"})
+
+    def test_a_manifest_adds_its_test_rows_as_a_condition(self):
+        a, b, c = (os.path.join(self.tmp, n + ".wav") for n in "abc")
+        for p in (a, b, c):
+            write_wav(p, 8000, 800)
+        tsv = os.path.join(self.tmp, "m.tsv")
+        with open(tsv, "w") as f:
+            f.write(f"A\tann\tdialogue\t0.1\t{a}\tone two three\ttest\n")
+            f.write(f"B\tbob\tdialogue\t0.1\t{b}\tone two three\ttrain\n")   # not evaluated
+            f.write(f"C\tann\tcutaway\t0.1\t{c}\tone two five six\ttest\n")
+        args = argparse.Namespace(engine=self.engine, model_dir=self.tmp, splits="", data=self.tmp,
+                                  max_utts=400, manifest=["game=" + tsv], all_asterisk=False,
+                                  decoders="lexicon", shift_ms="", set=[])
+        report = evaluate.engine_eval(args)
+        r = report["conditions"]["game/lexicon"]
+        self.assertEqual(r["utts"], 2)
+        # the stand-in says "one two three" for both: 0 errors in A, 2 of 4 words in C.
+        self.assertAlmostEqual(r["wer"], 2 / 7)
+        self.assertEqual(set(report["conditions"]), {"game/lexicon"})
+        with open(tsv, "a") as f:
+            f.write("D\tann\ttoo few columns\n")
+        with self.assertRaises(SystemExit):
+            evaluate.engine_eval(args)
 
     def test_sox_pads_in_the_files_own_rate(self):
         src, dst = os.path.join(self.tmp, "s.wav"), os.path.join(self.tmp, "d.wav")

@@ -20,9 +20,7 @@ import fotaq_data  # noqa: E402
 
 
 def _real_data_file() -> str | None:
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    for p in (os.environ.get("FOTAQ_1C", ""), "/" + fotaq_data.DATA_FILE,
-              os.path.join(cache, "sluice", fotaq_data.PACKAGE, "queen.1c")):
+    for p in (os.environ.get("FOTAQ_1C", ""), "/" + fotaq_data.DATA_FILE, fotaq_data.setup_cache_file()):
         if p and os.path.exists(p):
             return p
     return None
