@@ -486,13 +486,20 @@ def mostly_words(text: str, dictionary: set[str]) -> bool:
 
 # ---------------------------------------------------------------- audio, hold-out, shards
 
+def setup_cache_dir() -> str:
+    """Where tools/setup.sh unpacks the three data files (without installing the package)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "sluice", PACKAGE)
+
+
 def find_data_dir(src: str) -> str | None:
     for root in ("/", src):
         d = os.path.join(root, DATA_DIR)
         if all(os.path.exists(os.path.join(d, f)) for f in DATA_FILES):
             return d
-    if src and all(os.path.exists(os.path.join(src, f)) for f in DATA_FILES):
-        return src
+    for d in (src, setup_cache_dir()):
+        if d and all(os.path.exists(os.path.join(d, f)) for f in DATA_FILES):
+            return d
     return None
 
 
@@ -597,7 +604,10 @@ def main(argv=None) -> int:
     ap.add_argument("--shard-size", type=int, default=200)
     ap.add_argument("--list", action="store_true", help="print the speakers and split, write nothing")
     ap.add_argument("--manifest", default="", help="also write the paired lines here as TSV "
-                    "(clip, speaker, text number, seconds, wav, transcript)")
+                    "(clip, speaker, text number, seconds, wav, transcript, train|test): "
+                    "evaluate.py --manifest reads it")
+    ap.add_argument("--no-shards", action="store_true", help="cut the clips (and write --manifest) "
+                    "only: no make_data shards, so no torch needed")
     args = ap.parse_args(argv)
     data_dir = fetch(args.src or os.path.join(args.out, "bass_src"))
     disk = Disk(os.path.join(data_dir, "sky.dnr"), os.path.join(data_dir, "sky.dsk"))
@@ -626,7 +636,10 @@ def main(argv=None) -> int:
             for ln in lines:
                 if ln.clip in wavs:
                     path, seconds = wavs[ln.clip]
-                    f.write(f"{ln.clip}\t{ln.speaker}\t{ln.text_no}\t{seconds:.3f}\t{path}\t{ln.text}\n")
+                    split = "test" if ln.speaker in held else "train"
+                    f.write(f"{ln.clip}\t{ln.speaker}\t{ln.text_no}\t{seconds:.3f}\t{path}\t{ln.text}\t{split}\n")
+    if args.no_shards:
+        return 0
     import make_data
     make_data.run_plans(args.out, plans(lines, wavs, held, args.copies, args.seed, args.shard_size),
                         args.workers)
