@@ -50,55 +50,44 @@ for p in "${want[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=( "$p" )
 done
 
-# Real human speech for tools/train/test_fotaq_real.py (and fotaq_data.py): the talkie game's one
-# data file, unpacked from its Debian package (main) without installing it (that would pull
-# scummvm and a desktop stack). Fetched once; present, it makes no network call.
-fotaq_pkg=flight-of-the-amazon-queen
-fotaq_dir="${XDG_CACHE_HOME:-$HOME/.cache}/sluice/$fotaq_pkg"
-fetch_fotaq() {
-  [[ -f "$fotaq_dir/queen.1c" || -f /usr/share/scummvm/$fotaq_pkg/queen.1c ]] && return 0
-  local tmp
-  tmp=$(mktemp -d)
-  if ! (cd "$tmp" && apt-get download -qq "$fotaq_pkg" >/dev/null 2>&1); then
-    "${sudo_cmd[@]}" apt-get update -qq
-    (cd "$tmp" && apt-get download -qq "$fotaq_pkg" >/dev/null)
+# Real human speech for tools/train/test_fotaq_real.py / test_bass_real.py (and fotaq_data.py,
+# bass_data.py): the talkie games' data files, unpacked from their Debian packages (main) without
+# installing them (that would pull scummvm and a desktop stack) into
+# ${XDG_CACHE_HOME:-~/.cache}/sluice/PACKAGE/. Fetched once; present, they make no network call.
+# fetch_game PACKAGE FILE... (the last file is written last: its presence means all are there)
+fetch_game() {
+  local pkg=$1
+  shift
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/sluice/$pkg" last="${*: -1}" tmp f
+  [[ -f "$dir/$last" || -f "/usr/share/scummvm/$pkg/$last" ]] && return 0
+  tmp=$(mktemp -d) || return 1
+  if ! (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null 2>&1); then
+    "${sudo_cmd[@]}" apt-get update -qq &&
+      (cd "$tmp" && apt-get download -qq "$pkg" >/dev/null) || { rm -rf "$tmp"; return 1; }
   fi
-  dpkg -x "$tmp"/"$fotaq_pkg"_*.deb "$tmp/x"
-  mkdir -p "$fotaq_dir"
-  # through a .part name in the same folder: an interrupted copy never looks complete
-  mv "$tmp/x/usr/share/scummvm/$fotaq_pkg/queen.1c" "$fotaq_dir/queen.1c.part"
-  mv "$fotaq_dir/queen.1c.part" "$fotaq_dir/queen.1c"
-  rm -rf "$tmp"
-  echo "setup: unpacked $fotaq_pkg's queen.1c into $fotaq_dir" >&2
-}
-# The same for tools/train/test_bass_real.py (and bass_data.py): Beneath a Steel Sky's three data
-# files (66 MB package, main).
-bass_pkg=beneath-a-steel-sky
-bass_dir="${XDG_CACHE_HOME:-$HOME/.cache}/sluice/$bass_pkg"
-fetch_bass() {
-  [[ -f "$bass_dir/sky.cpt" || -f /usr/share/scummvm/$bass_pkg/sky.cpt ]] && return 0
-  local tmp f
-  tmp=$(mktemp -d)
-  if ! (cd "$tmp" && apt-get download -qq "$bass_pkg" >/dev/null 2>&1); then
-    "${sudo_cmd[@]}" apt-get update -qq
-    (cd "$tmp" && apt-get download -qq "$bass_pkg" >/dev/null)
-  fi
-  dpkg -x "$tmp"/"$bass_pkg"_*.deb "$tmp/x"
-  mkdir -p "$bass_dir"
-  # sky.cpt last: fetch_bass takes its presence to mean all three are there.
-  for f in sky.dnr sky.dsk sky.cpt; do
-    mv "$tmp/x/usr/share/scummvm/$bass_pkg/$f" "$bass_dir/$f.part"
-    mv "$bass_dir/$f.part" "$bass_dir/$f"
+  dpkg -x "$tmp/$pkg"_*.deb "$tmp/x" && mkdir -p "$dir" || { rm -rf "$tmp"; return 1; }
+  for f in "$@"; do
+    # through a .part name in the same folder: an interrupted copy never looks complete
+    mv "$tmp/x/usr/share/scummvm/$pkg/$f" "$dir/$f.part" && mv "$dir/$f.part" "$dir/$f" ||
+      { rm -rf "$tmp"; return 1; }
   done
   rm -rf "$tmp"
-  echo "setup: unpacked $bass_pkg's sky.dnr, sky.dsk and sky.cpt into $bass_dir" >&2
+  echo "setup: unpacked $pkg's $* into $dir" >&2
+}
+# Not fatal: without the games' data the build and every other test still run; the real-data
+# tests print why they skip.
+fetch_game_data() {
+  local g
+  for g in "flight-of-the-amazon-queen queen.1c" "beneath-a-steel-sky sky.dnr sky.dsk sky.cpt"; do
+    # shellcheck disable=SC2086
+    fetch_game $g || echo "setup: could not fetch ${g%% *}'s data: its real-data test will skip" >&2
+  done
 }
 sudo_cmd=()
 [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
 
 if (( ${#missing[@]} == 0 )); then
-  fetch_fotaq
-  fetch_bass
+  fetch_game_data
   exit 0
 fi
 
@@ -118,6 +107,5 @@ SRC
 fi
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fetch_fotaq
-fetch_bass
+fetch_game_data
 echo "setup: done" >&2
