@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package sluice needs. Idempotent: when all are present it
-# touches nothing and makes no network call.
+# Installs every Debian 12 package sluice needs, and unpacks two games' data files for the
+# real-speech tests (fetch_game below). Idempotent: when all are present it touches nothing and
+# makes no network call (a game whose fetch failed is tried again on the next run).
 #   tools/setup.sh            build + test dependencies
 #   tools/setup.sh --train    also the Python training/reference stack (torch, torchaudio, TTS voices)
 set -euo pipefail

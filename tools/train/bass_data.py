@@ -87,7 +87,8 @@ import text_norm  # noqa: E402
 DATA_DIR = "usr/share/scummvm/beneath-a-steel-sky"
 DATA_FILES = ("sky.dnr", "sky.dsk", "sky.cpt")
 PACKAGE = "beneath-a-steel-sky"
-LICENCE = "Beneath a Steel Sky freeware licence (Revolution Software; Debian main)"
+LICENCE = ("Beneath-a-Steel-Sky-License (Revolution Software; Debian main): may be given away, "
+           "modified and redistributed marked as modified, with attribution; not sold on its own")
 TEST_FRACTION = 0.15
 MIN_SECONDS, MAX_SECONDS = 0.6, 20.0
 UNKNOWN = "unknown"

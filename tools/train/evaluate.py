@@ -159,8 +159,12 @@ def split_items(data: str, split: str, max_utts: int) -> list[tuple[str, str]]:
 
 
 def manifest_items(path: str, max_utts: int) -> list[tuple[str, str]]:
-    """(wav path, transcript) of the rows of an extractor's TSV manifest marked "test"."""
+    """(wav path, transcript) of the rows of an extractor's TSV manifest marked "test" (relative
+    wav paths are taken from the manifest's folder); more than max_utts: a fixed-seed random
+    max_utts of them, not the first ones (manifests are in clip order, i.e. grouped by scene)."""
+    import random
     items = []
+    base = os.path.dirname(os.path.abspath(path))
     with open(path, encoding="utf-8") as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
@@ -168,8 +172,12 @@ def manifest_items(path: str, max_utts: int) -> list[tuple[str, str]]:
                 raise SystemExit(f"{path}: expected 7 tab-separated columns (clip, speaker, kind, "
                                  f"seconds, wav, transcript, train|test), got {len(cols)}: {line[:80]!r}")
             if cols[6] == "test":
-                items.append((os.path.realpath(cols[4]), cols[5]))
-    return items[:max_utts]
+                items.append((os.path.realpath(os.path.join(base, cols[4])), cols[5]))
+    if not items:
+        raise SystemExit(f"{path}: no rows marked test")
+    if len(items) > max_utts:
+        items = random.Random(0).sample(items, max_utts)
+    return items
 
 
 def engine_eval(args) -> dict:
@@ -311,6 +319,8 @@ def main() -> None:
                     help="with --engine: the rows marked test of an extractor's manifest as condition NAME")
     ap.add_argument("--shift-decoder", default="lexicon", help="decoder mode of the --shift-ms runs")
     args = ap.parse_args()
+    if args.manifest and not args.engine:
+        ap.error("--manifest needs --engine")
     if args.engine:
         if not args.model_dir:
             args.model_dir = "models/default"

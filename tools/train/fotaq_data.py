@@ -22,7 +22,7 @@ How a line finds its clip (file layouts and naming as ScummVM's queen engine rea
                counted, and segment k plays clip PREFIX + hex(k). "*GD" and "*GM" (grab) play
                nothing. Spaces in the first 8 characters of a clip name become '0'; ".SB" follows.
   .DOG         (after a 20-byte header) int16 BE: levels (sign = can quit), unique key, talk key,
-               Joe's line count, the person's line count, 3 x (state, value, item), then uint16
+               Joe's line count, the person's line count, 2 x (state, value, item), then uint16
                offsets of the person's lines, the cutaway, the greetings. The dialogue tree (levels
                x 6 nodes x 16 bytes) starts at 32, Joe's lines right after it. A line list entry
                is 2 bytes, an int16 id, a 4-aligned string. Clips: person line id N ->

@@ -25,7 +25,7 @@ CONDITIONS = [
     ("test_real_phone", "REAL human speech, same held-out prompts through a phone codec + noise"),
     ("test_uqm", "REAL human speech of UNSEEN speakers: held-out Ur-Quan Masters voice actors (ilwrath, spathi, supox, utwig, vux; 11 kHz game dialogue)"),
     ("test_uqm_phone", "REAL human speech of unseen speakers through a phone codec + noise"),
-    ("test_fotaq", "REAL human speech of UNSEEN speakers: held-out Flight of the Amazon Queen characters (11 kHz game dialogue)"),
+    ("test_fotaq", "REAL human speech of held-out Flight of the Amazon Queen characters (11 kHz game dialogue; characters, not guaranteed unseen voices)"),
     ("test_fotaq_phone", "REAL human speech of unseen game characters through a phone codec + noise"),
     ("test_bass", "REAL human speech of held-out Beneath a Steel Sky character groups (11 kHz 8-bit game dialogue; groups, not guaranteed unseen voices)"),
     ("test_bass_phone", "REAL human speech of held-out Beneath a Steel Sky character groups through a phone codec + noise"),
@@ -42,8 +42,8 @@ SOURCES = {
     "festival": "festival kal/ked diphones, cmu_us_slt_arctic_hts (Debian main; free)",
     "espeak": "espeak-ng formant voices incl. generated variants (Debian main; GPL-3+)",
     "uqm": "The Ur-Quan Masters 3DO voice acting, real speech of many voice actors, line-level cuts by tools/train/uqm_data.py (Debian non-free uqm-voice + uqm-content; CC BY-NC-SA 2.5: NON-COMMERCIAL, so a model trained on it is for evaluation; the recipe without uqm_data.py's splits builds one without it)",
-    "fotaq": "Flight of the Amazon Queen talkie voice acting, real speech of ~36 characters (one actor may voice several), line-level clips paired with their text by tools/train/fotaq_data.py (Debian main flight-of-the-amazon-queen; (C) John Passfield and Steven Stamatiadis, freeware: may be modified and redistributed with attribution and this notice, not sold as the game itself)",
-    "bass": "Beneath a Steel Sky CD talkie voice acting, real speech of the game's characters (the game names characters, not voice actors), line-level clips paired with their text by tools/train/bass_data.py (Debian main beneath-a-steel-sky; (C) Revolution Software, freeware: may be copied and given away)",
+    "fotaq": "Flight of the Amazon Queen talkie voice acting, real speech of ~36 characters (one actor may voice several), line-level clips paired with their text by tools/train/fotaq_data.py (Debian main flight-of-the-amazon-queen; (C) John Passfield and Steven Stamatiadis, freeware: may be given away, modified and redistributed marked as modified, with attribution, not sold on its own; no non-commercial clause (whether a trained model is a modified version is not settled here))",
+    "bass": "Beneath a Steel Sky CD talkie voice acting, real speech of the game's characters (the game names characters, not voice actors), line-level clips paired with their text by tools/train/bass_data.py (Debian main beneath-a-steel-sky; (C) Revolution Software, freeware under the same licence text as Flight of the Amazon Queen: may be given away, modified and redistributed marked as modified, with attribution, not sold on its own; no non-commercial clause (whether a trained model is a modified version is not settled here))",
     "asterisk": "asterisk-core-sounds-en-wav, real speech of one speaker, Allison Smith (Debian main; CC BY-SA 3.0)",
 }
 
@@ -172,22 +172,21 @@ def main() -> None:
               ", ".join(f"{b:.2f}" for b in ev["balance_max_mean"]), "",
               "## What it is not good at yet", ""]
     used_sources = {e for per in hours.values() for e in per} if hours else set()
-    if "uqm" in used_sources:
-        lines += ["- Real human speech in training: the asterisk prompts (one speaker), the training voice "
-                  "actors of The Ur-Quan Masters (game dialogue, some voices effect-processed)" +
-                  (" and the training characters of Flight of the Amazon Queen" if "fotaq" in used_sources else "") +
-                  "; the test_uqm rows "
-                  "measure five speakers never trained on. That voice acting is licensed for non-commercial use "
-                  "only, so this model is for evaluation: tools/train/recipe_cpu.sh --commercial builds one "
-                  "without it.",
+    games = [name for key, name in (("uqm", "the training voice actors of The Ur-Quan Masters (some voices "
+                                             "effect-processed; its test_uqm rows: five speakers never trained on)"),
+                                     ("fotaq", "the training characters of Flight of the Amazon Queen"),
+                                     ("bass", "the training character groups of Beneath a Steel Sky"))
+             if key in used_sources]
+    if games:
+        lines += ["- Real human speech in training: the asterisk prompts (one speaker) and game dialogue: " +
+                  "; ".join(games) + ". The games name characters, not voice actors, and lines whose speaker "
+                  "was not resolved train, so the held-out game rows are held-out characters, not guaranteed "
+                  "unseen voices.",
                   "- No conversational telephone speech of real callers: call-center sentences come from TTS voices "
                   "and one IVR speaker."]
-    elif "fotaq" in used_sources:
-        lines += ["- Real human speech in training: the asterisk prompts (one speaker) and the training characters "
-                  "of Flight of the Amazon Queen (game dialogue, 11 kHz MP3); the test_fotaq rows measure characters "
-                  "never trained on (one actor may voice several characters, so not always unseen voices).",
-                  "- No conversational telephone speech of real callers: call-center sentences come from TTS voices "
-                  "and one IVR speaker."]
+        if "uqm" in used_sources:
+            lines += ["- The Ur-Quan Masters voice acting is licensed for non-commercial use only, so this model is "
+                      "for evaluation: tools/train/recipe_cpu.sh --commercial builds one without it."]
     else:
         lines += ["- Real human speech in training is one speaker (asterisk prompts): the real-speech rows measure "
                   "held-out prompts of that voice, not unseen people; no multi-speaker real corpus was used."]

@@ -36,11 +36,11 @@ else
   $PY tools/train/uqm_data.py --out "$data" --copies 2 --workers 2
   splits+=,train_uqm
 fi
-# Flight of the Amazon Queen's voice acting (Debian main, freeware: may be modified and
-# redistributed with attribution, not sold on its own): real speech of ~36 characters.
+# The talkie games' voice acting (Debian main, freeware; both licences: may be given away and
+# modified, redistributed marked as modified with attribution, not sold on their own; no
+# non-commercial clause, so --commercial keeps them): real speech of ~36 and ~25 characters.
 $PY tools/train/fotaq_data.py --out "$data" --copies 2 --workers 2
 splits+=,train_fotaq
-# Beneath a Steel Sky's voice acting (Debian main, freeware): real speech of the game's characters.
 $PY tools/train/bass_data.py --out "$data" --copies 2 --workers 2
 splits+=,train_bass
 $PY tools/train/real_data.py --out "$data" --copies 3 --seed 3 --workers 2

@@ -121,10 +121,26 @@ class ShiftEvalTest(unittest.TestCase):
         # the stand-in says "one two three" for both: 0 errors in A, 2 of 4 words in C.
         self.assertAlmostEqual(r["wer"], 2 / 7)
         self.assertEqual(set(report["conditions"]), {"game/lexicon"})
+        # more test rows than --max-utts: a sample of them, not the first ones in file order
+        many = os.path.join(self.tmp, "many.tsv")
+        with open(many, "w") as f:
+            for i in range(200):
+                f.write(f"X{i}\tann\tdialogue\t0.1\tx{i:03d}.wav\tone\ttest\n")
+        picked = evaluate.manifest_items(many, 20)
+        self.assertEqual(len(picked), 20)
+        self.assertEqual(len(set(picked)), 20)
+        names = sorted(os.path.basename(w) for w, _ in picked)
+        self.assertNotEqual(names, [f"x{i:03d}.wav" for i in range(20)])
+        self.assertTrue(all(os.path.dirname(w) == os.path.realpath(self.tmp) for w, _ in picked))
         with open(tsv, "a") as f:
             f.write("D\tann\ttoo few columns\n")
         with self.assertRaises(SystemExit):
             evaluate.engine_eval(args)
+        only_train = os.path.join(self.tmp, "train.tsv")
+        with open(only_train, "w") as f:
+            f.write(f"B\tbob\tdialogue\t0.1\t{b}\tone two three\ttrain\n")
+        with self.assertRaises(SystemExit):
+            evaluate.manifest_items(only_train, 400)
 
     def test_sox_pads_in_the_files_own_rate(self):
         src, dst = os.path.join(self.tmp, "s.wav"), os.path.join(self.tmp, "d.wav")
