@@ -14,12 +14,16 @@ FUZZ_CI_SECONDS ?= 25
 CMAKE_GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 SAMPLE    ?= tests/data/sample_call_8k_mulaw_stereo.wav
 
-.PHONY: all setup build debug run test asan tsan tsan-build tsan-test fuzz-build fuzz fuzz-ci ci bench clean
+.PHONY: all setup test-data build debug run test asan tsan tsan-build tsan-test fuzz-build fuzz fuzz-ci ci bench clean
 
 all: build
 
 setup:
 	@tools/setup.sh
+
+# The games' data files the real-speech tests read (tools/setup.sh --test-data): not for make run.
+test-data:
+	@tools/setup.sh --test-data
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release
@@ -46,14 +50,14 @@ run: build
 ifeq ($(SANITIZE),1)
 test: asan
 else
-test: build
+test: build test-data
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 endif
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over the whole suite (CUDA off: the sanitizers
 # do not see device code, and the CUDA tests need a GPU to say anything). -g1 (line tables only)
 # keeps reports symbolised at a third less compile time than -g.
-asan: setup
+asan: setup test-data
 	cmake -S . -B $(ASAN_DIR) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSLUICE_SANITIZE=ON -DSLUICE_CUDA=OFF \
 	  -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DCMAKE_C_FLAGS_DEBUG=-g1
 	cmake --build $(ASAN_DIR) -j $(JOBS)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package sluice needs, and unpacks two games' data files for the
-# real-speech tests (fetch_game below). Idempotent: when all are present it touches nothing and
-# makes no network call (a game whose fetch failed is tried again on the next run).
+# Installs every Debian 12 package sluice needs. Idempotent: when all are present it touches
+# nothing and makes no network call.
 #   tools/setup.sh            build + test dependencies
 #   tools/setup.sh --train    also the Python training/reference stack (torch, torchaudio, TTS voices)
+#                             and the games' data (below)
+#   tools/setup.sh --test-data   also the games' data files for the real-speech tests (make test:
+#                             fetch_game below; a game whose fetch failed is tried again next run)
 set -euo pipefail
 
 build_pkgs=(
@@ -44,6 +46,8 @@ train_sources=/etc/apt/sources.list.d/sluice-train-contrib-nonfree.sources
 
 want=( "${build_pkgs[@]}" "${test_pkgs[@]}" )
 [[ "${1:-}" == "--train" ]] && want+=( "${train_pkgs[@]}" )
+game_data=0
+[[ "${1:-}" == "--train" || "${1:-}" == "--test-data" ]] && game_data=1
 
 missing=()
 for p in "${want[@]}"; do
@@ -78,6 +82,7 @@ fetch_game() {
 # Not fatal: without the games' data the build and every other test still run; the real-data
 # tests print why they skip.
 fetch_game_data() {
+  (( game_data )) || return 0
   local g
   for g in "flight-of-the-amazon-queen queen.1c" "beneath-a-steel-sky sky.dnr sky.dsk sky.cpt"; do
     # shellcheck disable=SC2086

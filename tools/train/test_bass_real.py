@@ -1,5 +1,6 @@
 """bass_data.py on the real game data: Debian's beneath-a-steel-sky sky.dnr, sky.dsk and sky.cpt,
-which tools/setup.sh unpacks (without installing the package, which would pull scummvm) into
+which tools/setup.sh --test-data (make test) unpacks (without installing the package, which
+would pull scummvm) into
 ${XDG_CACHE_HOME:-~/.cache}/sluice/beneath-a-steel-sky/; or the installed package's files, or
 $BASS_DIR. Without them the test exits 77 (ctest: skipped, with the reason printed).
 
@@ -30,7 +31,7 @@ def _real_data_dir() -> str | None:
 DATA = _real_data_dir()
 if DATA is None:
     print("SKIPPED: sky.dnr/sky.dsk/sky.cpt not found ($BASS_DIR, /" + bass_data.DATA_DIR +
-          ", or the cache tools/setup.sh fills)")
+          ", or the cache tools/setup.sh --test-data fills: make test runs it)")
     sys.exit(77)
 
 

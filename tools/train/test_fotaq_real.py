@@ -1,5 +1,6 @@
 """fotaq_data.py on the real game data: Debian's flight-of-the-amazon-queen queen.1c, which
-tools/setup.sh unpacks (without installing the package, which would pull scummvm) into
+tools/setup.sh --test-data (make test) unpacks (without installing the package, which would
+pull scummvm) into
 ${XDG_CACHE_HOME:-~/.cache}/sluice/flight-of-the-amazon-queen/; or the installed package's file,
 or $FOTAQ_1C. Without it the test exits 77 (ctest: skipped, with the reason printed).
 
@@ -29,7 +30,7 @@ def _real_data_file() -> str | None:
 DATA = _real_data_file()
 if DATA is None:
     print("SKIPPED: queen.1c not found ($FOTAQ_1C, /" + fotaq_data.DATA_FILE + ", or the cache "
-          "tools/setup.sh fills)")
+          "tools/setup.sh --test-data fills: make test runs it)")
     sys.exit(77)
 if shutil.which("ffmpeg") is None:
     print("SKIPPED: ffmpeg not installed (tools/setup.sh installs it)")
