@@ -28,7 +28,8 @@ moe::placement_plan choose_placement(const engine_resources& res) {
 }  // namespace
 
 engine::engine(std::shared_ptr<const engine_resources> res)
-    : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads), system_(config_) {
+    : res_(std::move(res)), config_(res_->cfg.engine.scheduler_threads, res_->cfg.engine.scheduler_poll_sleep_us),
+      system_(config_) {
   // Lanes are the engine's parallelism: each runs its micro-batches' dense layers on its own
   // thread, through OpenBLAS where the kernels pick it (AVX2 machines: moe/compute.cpp). Left
   // at its default (a thread per core), every lane's sgemm fans out over every core and the

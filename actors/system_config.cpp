@@ -1,8 +1,10 @@
 #include "actors/system_config.hpp"
 
+#include <chrono>
+
 namespace sluice::actors {
 
-engine_system_config::engine_system_config(int threads) {
+engine_system_config::engine_system_config(int threads, int poll_sleep_us) {
   add_message_type<feature_chunk>("sluice.feature_chunk");
   add_message_type<logits_chunk>("sluice.logits_chunk");
   add_message_type<word_event>("sluice.word_event");
@@ -17,6 +19,9 @@ engine_system_config::engine_system_config(int threads) {
   add_message_type<std::vector<uint8_t>>("sluice.u8_vector");
   add_message_type<std::vector<caf::actor>>("sluice.actor_vector");
   if (threads > 0) set("scheduler.max-threads", static_cast<size_t>(threads));
+  if (poll_sleep_us >= 0) {
+    set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds{poll_sleep_us}});
+  }
   // The engine logs through spdlog; CAF's own log file stays off.
   set("logger.file-verbosity", caf::atom("quiet"));
   set("logger.console-verbosity", caf::atom("quiet"));

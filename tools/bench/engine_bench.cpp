@@ -2,6 +2,7 @@
 //
 //   engine_bench [--model DIR] [--audio WAV] [--channels N,N,...] [--repeats R] [--live-s S]
 //                [--lanes K] [--sections offline,live,mixed,skew] [--mixed-live N] [--mixed-jobs J]
+//                [--poll-sleep-us US] ([engine] scheduler_poll_sleep_us)
 //                [--lane-decoding 0|1] [--lane-backend cpu|device_cpu|cuda]
 //
 // --lanes K runs the engines of sections 1-3 with [engine] lanes = K (-1, the engine's default:
@@ -266,6 +267,7 @@ int main(int argc, char** argv) {
   int lanes = -1;
   int mixed_live = 128, mixed_jobs = 4;
   bool lane_decoding = config::sluice_config{}.engine.lane_decoding;
+  int poll_sleep_us = config::sluice_config{}.engine.scheduler_poll_sleep_us;
   auto lane_backend = config::lane_backend::cpu;
   std::string sections = "offline,live,mixed,skew";
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -282,6 +284,7 @@ int main(int argc, char** argv) {
     else if (a == "--mixed-live") mixed_live = std::stoi(v);
     else if (a == "--mixed-jobs") mixed_jobs = std::stoi(v);
     else if (a == "--lane-decoding") lane_decoding = v != "0" && v != "false";
+    else if (a == "--poll-sleep-us") poll_sleep_us = std::stoi(v);
     else if (a == "--lane-backend") {
       bool known = false;
       for (const auto& [value, name] : config::lane_backend_names)
@@ -299,6 +302,7 @@ int main(int argc, char** argv) {
   cfg.model.dir = model_dir;
   cfg.engine.lanes = lanes;
   cfg.engine.lane_decoding = lane_decoding;
+  cfg.engine.scheduler_poll_sleep_us = poll_sleep_us;
   cfg.engine.lane_backend = lane_backend;
   const auto section = [&](const char* name) { return ("," + sections + ",").find("," + std::string(name) + ",") != std::string::npos; };
   auto model = moe::load_model(model_dir);
