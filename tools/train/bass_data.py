@@ -70,9 +70,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import glob
-import hashlib
 import os
-import random
 import re
 import struct
 import subprocess
@@ -82,6 +80,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import game_speech  # noqa: E402
 import text_norm  # noqa: E402
 
 DATA_DIR = "usr/share/scummvm/beneath-a-steel-sky"
@@ -93,7 +92,7 @@ TEST_FRACTION = 0.15
 MIN_SECONDS, MAX_SECONDS = 0.6, 20.0
 UNKNOWN = "unknown"
 PLAYER, ROBOT = "foster", "joey"
-DICTIONARY = "/usr/share/dict/american-english"
+DICTIONARY = game_speech.DICTIONARY
 SAMPLE_RATE = 11025
 
 DNR_ENTRY = 8
@@ -478,11 +477,7 @@ def lines_of(disk: Disk, cpt: bytes) -> tuple[list[Line], dict]:
     return lines, stats
 
 
-def mostly_words(text: str, dictionary: set[str]) -> bool:
-    """At least half the words are English words or names (not "mmf", "aargh", "hmmm")."""
-    ws = text.split()
-    known = sum(w in dictionary or w.removesuffix("'s") in dictionary for w in ws)
-    return 2 * known >= len(ws)
+mostly_words = game_speech.mostly_words
 
 
 # ---------------------------------------------------------------- audio, hold-out, shards
@@ -558,40 +553,12 @@ def cut_lines(data_dir: str, lines: list[Line], wav_dir: str,
 
 
 def test_speakers(lines: list[Line]) -> set[str]:
-    counts: dict[str, int] = {}
-    for ln in lines:
-        counts[ln.speaker] = counts.get(ln.speaker, 0) + 1
-    total, taken, out = sum(counts.values()), 0, set()
-    budget = TEST_FRACTION * total
-    eligible = [s for s, n in counts.items() if s not in (UNKNOWN, PLAYER, ROBOT) and n <= budget]
-    for s in sorted(eligible, key=lambda s: hashlib.sha1(("bass-holdout/" + s).encode()).hexdigest()):
-        if taken >= budget:
-            break
-        out.add(s)
-        taken += counts[s]
-    return out
+    return game_speech.hold_out(lines, "bass", {UNKNOWN, PLAYER, ROBOT}, TEST_FRACTION)
 
 
 def plans(lines: list[Line], wavs: dict, held: set[str], copies: int, seed: int,
           shard_size: int) -> dict[str, list[list[dict]]]:
-    import augment
-    import make_data
-    items = {"train_bass": [], "test_bass": [], "test_bass_phone": []}
-    for ln in lines:
-        if ln.clip not in wavs:
-            continue
-        if ln.speaker in held:
-            copies_of = [("test_bass", "clean"), ("test_bass_phone", "phone_noise")]
-        else:
-            copies_of = [("train_bass", "clean" if c == 0 else "train") for c in range(copies)]
-        for c, (split, cond) in enumerate(copies_of):
-            rng = random.Random(f"{seed}/{split}/{ln.clip}/{c}")
-            items[split].append({
-                "id": f"{split}-{ln.clip}-{c}", "tts_text": ln.text, "text": ln.text,
-                "source": "bass:" + ln.speaker, "voice": "bass:" + ln.speaker,
-                "tts": {"path": wavs[ln.clip][0]}, "split": split, "condition": cond,
-                "augment": augment.draw(rng, cond)})
-    return make_data.shard_items(items, seed, shard_size)
+    return game_speech.plans("bass", lines, wavs, held, copies, seed, shard_size)
 
 
 def main(argv=None) -> int:
@@ -614,39 +581,16 @@ def main(argv=None) -> int:
     disk = Disk(os.path.join(data_dir, "sky.dnr"), os.path.join(data_dir, "sky.dsk"))
     with open(os.path.join(data_dir, "sky.cpt"), "rb") as f:
         lines, stats = lines_of(disk, f.read())
-    if os.path.exists(DICTIONARY):
-        words = text_norm.load_dictionary(DICTIONARY)
-        stats["not_words"] = sum(not mostly_words(ln.text, words) for ln in lines)
-        lines = [ln for ln in lines if mostly_words(ln.text, words)]
-    else:
-        print(f"bass_data: no {DICTIONARY} (Debian wamerican): non-word lines kept", flush=True)
+    lines = game_speech.keep_words(lines, stats, "bass")
     held = test_speakers(lines)
     print(f"{len(lines)} lines of {stats['text_lines']} text lines; no clip {stats['no_clip']}, "
           f"not speech {stats['not_spoken']}, clips unpaired {stats['unpaired_clips']}, not words "
           f"{stats.get('not_words', '?')}, speak calls {stats['speak_calls']}", flush=True)
-    per: dict[str, int] = {}
-    for ln in lines:
-        per[ln.speaker] = per.get(ln.speaker, 0) + 1
-    for s, n in sorted(per.items(), key=lambda kv: -kv[1]):
-        print(f"{s:16s} {n:5d} lines {'TEST' if s in held else ''}", flush=True)
+    game_speech.print_speakers(lines, held, 16)
     if args.list:
         return 0
     wavs = cut_lines(data_dir, lines, os.path.join(args.out, "bass_lines"), args.workers)
-    if args.manifest:
-        with open(args.manifest, "w", encoding="utf-8") as f:
-            for ln in lines:
-                if ln.clip in wavs:
-                    path, seconds = wavs[ln.clip]
-                    split = "test" if ln.speaker in held else "train"
-                    f.write(f"{ln.clip}\t{ln.speaker}\t{ln.text_no}\t{seconds:.3f}\t{path}\t{ln.text}\t{split}\n")
-    if args.no_shards:
-        return 0
-    import make_data
-    make_data.run_plans(args.out, plans(lines, wavs, held, args.copies, args.seed, args.shard_size),
-                        args.workers)
-    make_data.holdout_report(args.out, ("train_bass", "test_bass", "test_bass_phone"),
-                             lambda u: u["voice"], "speakers", "bass_stats.json", {"licence": LICENCE})
-    return 0
+    return game_speech.write_outputs(args, "bass", lines, wavs, held, lambda ln: ln.text_no, LICENCE)
 
 
 if __name__ == "__main__":

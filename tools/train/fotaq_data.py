@@ -74,9 +74,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import glob
-import hashlib
 import os
-import random
 import re
 import struct
 import subprocess
@@ -85,6 +83,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import game_speech  # noqa: E402
 import text_norm  # noqa: E402
 
 DATA_FILE = "usr/share/scummvm/flight-of-the-amazon-queen/queen.1c"
@@ -93,7 +92,7 @@ LICENCE = "Flight-of-the-Amazon-Queen-License (freeware, Debian main)"
 TEST_FRACTION = 0.15
 MIN_SECONDS, MAX_SECONDS = 0.6, 20.0
 UNKNOWN = "unknown"
-DICTIONARY = "/usr/share/dict/american-english"
+DICTIONARY = game_speech.DICTIONARY
 JOE = "joe"
 
 TABLE_MAGIC = b"QTBL"
@@ -450,12 +449,7 @@ def lines_of(archive: Archive) -> tuple[list[Line], dict]:
     return lines, stats
 
 
-def mostly_words(text: str, dictionary: set[str]) -> bool:
-    """At least half the words are English words or names: not a gorilla's "chunga warunga", a
-    growl, a hesitation ("hmmm") or a name spelt letter by letter."""
-    ws = text.split()
-    known = sum(w in dictionary or w.removesuffix("'s") in dictionary for w in ws)
-    return 2 * known >= len(ws)
+mostly_words = game_speech.mostly_words
 
 
 # ---------------------------------------------------------------- audio, hold-out, shards
@@ -514,40 +508,12 @@ def cut_lines(archive: Archive, lines: list[Line], wav_dir: str,
 
 
 def test_speakers(lines: list[Line]) -> set[str]:
-    counts: dict[str, int] = {}
-    for ln in lines:
-        counts[ln.speaker] = counts.get(ln.speaker, 0) + 1
-    total, taken, out = sum(counts.values()), 0, set()
-    budget = TEST_FRACTION * total
-    eligible = [s for s, n in counts.items() if s != UNKNOWN and n <= budget]
-    for s in sorted(eligible, key=lambda s: hashlib.sha1(("fotaq-holdout/" + s).encode()).hexdigest()):
-        if taken >= budget:
-            break
-        out.add(s)
-        taken += counts[s]
-    return out
+    return game_speech.hold_out(lines, "fotaq", {UNKNOWN}, TEST_FRACTION)
 
 
 def plans(lines: list[Line], wavs: dict, held: set[str], copies: int, seed: int,
           shard_size: int) -> dict[str, list[list[dict]]]:
-    import augment
-    import make_data
-    items = {"train_fotaq": [], "test_fotaq": [], "test_fotaq_phone": []}
-    for ln in lines:
-        if ln.clip not in wavs:
-            continue
-        if ln.speaker in held:
-            copies_of = [("test_fotaq", "clean"), ("test_fotaq_phone", "phone_noise")]
-        else:
-            copies_of = [("train_fotaq", "clean" if c == 0 else "train") for c in range(copies)]
-        for c, (split, cond) in enumerate(copies_of):
-            rng = random.Random(f"{seed}/{split}/{ln.clip}/{c}")
-            items[split].append({
-                "id": f"{split}-{ln.clip}-{c}", "tts_text": ln.text, "text": ln.text,
-                "source": "fotaq:" + ln.speaker, "voice": "fotaq:" + ln.speaker,
-                "tts": {"path": wavs[ln.clip][0]}, "split": split, "condition": cond,
-                "augment": augment.draw(rng, cond)})
-    return make_data.shard_items(items, seed, shard_size)
+    return game_speech.plans("fotaq", lines, wavs, held, copies, seed, shard_size)
 
 
 def main(argv=None) -> int:
@@ -568,40 +534,17 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     archive = Archive(fetch(args.src or os.path.join(args.out, "fotaq_src")))
     lines, stats = lines_of(archive)
-    if os.path.exists(DICTIONARY):
-        words = text_norm.load_dictionary(DICTIONARY)
-        stats["not_words"] = sum(not mostly_words(ln.text, words) for ln in lines)
-        lines = [ln for ln in lines if mostly_words(ln.text, words)]
-    else:
-        print(f"fotaq_data: no {DICTIONARY} (Debian wamerican): non-word lines kept", flush=True)
+    lines = game_speech.keep_words(lines, stats, "fotaq")
     held = test_speakers(lines)
     print(f"{len(lines)} lines from {stats['claims']} claimed segments; no clip {stats['no_clip']}, "
           f"not speech {stats['not_spoken']}, ambiguous {stats['ambiguous']}, clips unclaimed "
           f"{stats['unclaimed_clips']}, not words {stats.get('not_words', '?')}, cutaways misparsed "
           f"{stats['cutaways_misparsed']}", flush=True)
-    per: dict[str, int] = {}
-    for ln in lines:
-        per[ln.speaker] = per.get(ln.speaker, 0) + 1
-    for s, n in sorted(per.items(), key=lambda kv: -kv[1]):
-        print(f"{s:12s} {n:5d} lines {'TEST' if s in held else ''}", flush=True)
+    game_speech.print_speakers(lines, held, 12)
     if args.list:
         return 0
     wavs = cut_lines(archive, lines, os.path.join(args.out, "fotaq_lines"), args.workers)
-    if args.manifest:
-        with open(args.manifest, "w", encoding="utf-8") as f:
-            for ln in lines:
-                if ln.clip in wavs:
-                    path, seconds = wavs[ln.clip]
-                    split = "test" if ln.speaker in held else "train"
-                    f.write(f"{ln.clip}\t{ln.speaker}\t{ln.kind}\t{seconds:.3f}\t{path}\t{ln.text}\t{split}\n")
-    if args.no_shards:
-        return 0
-    import make_data
-    make_data.run_plans(args.out, plans(lines, wavs, held, args.copies, args.seed, args.shard_size),
-                        args.workers)
-    make_data.holdout_report(args.out, ("train_fotaq", "test_fotaq", "test_fotaq_phone"),
-                             lambda u: u["voice"], "speakers", "fotaq_stats.json", {"licence": LICENCE})
-    return 0
+    return game_speech.write_outputs(args, "fotaq", lines, wavs, held, lambda ln: ln.kind, LICENCE)
 
 
 if __name__ == "__main__":
