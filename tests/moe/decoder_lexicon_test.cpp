@@ -30,6 +30,22 @@ decode_result lexicon_decode(const std::vector<float>& logits, const word_lexico
   return dec->finalize();
 }
 
+// The lexicon decoder fed `chunk` frames at a time, a partial read after each.
+decode_result lexicon_decode_in_chunks(const std::vector<float>& logits, const word_lexicon& lex, const arpa_lm& lm,
+                                       int32_t chunk) {
+  const auto& t = recipe_tokens();
+  const auto v = static_cast<std::size_t>(t.size());
+  auto dec = lexicon_decoder::create(t, {}, lexicon_view(&lex, nullptr), &lm);
+  REQUIRE(dec.has_value());
+  const int32_t n = n_frames_of(t, logits);
+  for (int32_t f = 0; f < n; f += chunk) {
+    const int32_t k = std::min(chunk, n - f);
+    REQUIRE(dec->accept(std::span<const float>(logits).subspan(f * v, k * v), k).has_value());
+    (void)dec->partial();
+  }
+  return dec->finalize();
+}
+
 std::string beam_text(const std::vector<float>& logits) {
   const auto& t = recipe_tokens();
   auto dec = beam_search_decoder::create(t, {});
@@ -151,18 +167,9 @@ TEST_SUITE("decoder") {
     const auto lm = parse_lm(see_sea_arpa);
     const auto lex = word_lexicon::build(t, &lm, {});
     const auto whole = lexicon_decode(logits, lex, &lm);
-    const auto v = static_cast<std::size_t>(t.size());
     for (int32_t chunk : {1, 2, 5}) {
       CAPTURE(chunk);
-      auto dec = lexicon_decoder::create(t, {}, lexicon_view(&lex, nullptr), &lm);
-      REQUIRE(dec.has_value());
-      const int32_t n = n_frames_of(t, logits);
-      for (int32_t f = 0; f < n; f += chunk) {
-        const int32_t k = std::min(chunk, n - f);
-        REQUIRE(dec->accept(std::span<const float>(logits).subspan(f * v, k * v), k).has_value());
-        (void)dec->partial();
-      }
-      const auto r = dec->finalize();
+      const auto r = lexicon_decode_in_chunks(logits, lex, lm, chunk);
       CHECK(r.text == whole.text);
       CHECK(r.words == whole.words);
       CHECK(r.score == whole.score);
@@ -208,18 +215,9 @@ TEST_SUITE("decoder") {
     const double blank_frames = 18;
     CHECK(a.score > b.score);
     CHECK(a.score - b.score < blank_frames * 2 * q);
-    const auto v = static_cast<std::size_t>(t.size());
-    const int32_t n = n_frames_of(t, fast_logits);
     for (int32_t chunk : {1, 3, 7}) {
       CAPTURE(chunk);
-      auto dec = lexicon_decoder::create(t, {}, lexicon_view(&lex, nullptr), &lm);
-      REQUIRE(dec.has_value());
-      for (int32_t f = 0; f < n; f += chunk) {
-        const int32_t k = std::min(chunk, n - f);
-        REQUIRE(dec->accept(std::span<const float>(fast_logits).subspan(f * v, k * v), k).has_value());
-        (void)dec->partial();
-      }
-      const auto r = dec->finalize();
+      const auto r = lexicon_decode_in_chunks(fast_logits, lex, lm, chunk);
       CHECK(r.text == a.text);
       CHECK(r.words == a.words);
       CHECK(r.score == a.score);
