@@ -1,8 +1,10 @@
 #include "dsp/fft.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,33 @@ std::mutex& planner_mutex() {
   static std::mutex m;
   return m;
 }
+
+// One thread's aligned arrays for running a plan on misaligned input or output.
+struct aligned_scratch {
+  double* in = nullptr;
+  fftw_complex* out = nullptr;
+  std::size_t size = 0;
+  aligned_scratch() = default;
+  aligned_scratch(const aligned_scratch&) = delete;
+  aligned_scratch& operator=(const aligned_scratch&) = delete;
+  ~aligned_scratch() { release(); }
+  void release() {
+    fftw_free(in);
+    fftw_free(out);
+    in = nullptr;
+    out = nullptr;
+    size = 0;
+  }
+  // fftw_malloc is thread-safe (the planner is not); sizes only grow.
+  void reserve(std::size_t n) {
+    if (n <= size) return;
+    release();
+    in = fftw_alloc_real(n);
+    out = fftw_alloc_complex(n / 2 + 1);
+    if (in == nullptr || out == nullptr) throw std::bad_alloc();
+    size = n;
+  }
+};
 
 }  // namespace
 
@@ -35,16 +64,19 @@ result<real_fft> real_fft::create(std::size_t size) {
                                             " is not a power of two in [" + std::to_string(min_size) +
                                             ", " + std::to_string(max_size) + "]");
   }
-  // Planned on scratch arrays; FFTW_UNALIGNED: forward() runs it on any caller's arrays (new-array
-  // execution otherwise needs the planning arrays' alignment). FFTW_ESTIMATE: no timing runs at
-  // start, and the same plan (so the same bits) on every run.
-  std::vector<double> in(size);
-  std::vector<std::complex<double>> out(size / 2 + 1);
+  // Planned on fftw_malloc'd scratch arrays (alignment_of 0) without FFTW_UNALIGNED, so FFTW may
+  // choose SIMD codelets; forward() runs the plan only on arrays of the same alignment (FFTW's rule
+  // for new-array execution). FFTW_ESTIMATE: no timing runs at start, and the same plan (so the
+  // same bits) on every run.
   auto p = std::make_shared<plan>();
   {
     std::lock_guard<std::mutex> lock(planner_mutex());
-    p->p = fftw_plan_dft_r2c_1d(static_cast<int>(size), in.data(), reinterpret_cast<fftw_complex*>(out.data()),
-                                FFTW_ESTIMATE | FFTW_UNALIGNED);
+    double* in = fftw_alloc_real(size);
+    fftw_complex* out = fftw_alloc_complex(size / 2 + 1);
+    if (in != nullptr && out != nullptr)
+      p->p = fftw_plan_dft_r2c_1d(static_cast<int>(size), in, out, FFTW_ESTIMATE);
+    fftw_free(in);
+    fftw_free(out);
   }
   if (p->p == nullptr) return fail(errc::internal, "fft: FFTW made no plan for size " + std::to_string(size));
   return real_fft(size, std::move(p));
@@ -57,7 +89,19 @@ void real_fft::forward(std::span<const double> in, std::span<std::complex<double
   assert(out.size() == num_bins());
   // std::complex<double> is layout-compatible with fftw_complex (double[2]); an out-of-place
   // r2c plan does not write its input, so the const_cast writes nothing.
-  fftw_execute_dft_r2c(plan_->p, const_cast<double*>(in.data()), reinterpret_cast<fftw_complex*>(out.data()));
+  auto* in_ptr = const_cast<double*>(in.data());
+  auto* out_ptr = reinterpret_cast<fftw_complex*>(out.data());
+  if (fftw_alignment_of(in_ptr) == 0 && fftw_alignment_of(reinterpret_cast<double*>(out_ptr)) == 0) {
+    fftw_execute_dft_r2c(plan_->p, in_ptr, out_ptr);
+    return;
+  }
+  // Misaligned: the same plan on this thread's aligned scratch (same bits as the aligned path).
+  thread_local aligned_scratch scratch;
+  scratch.reserve(size_);
+  std::copy(in.begin(), in.end(), scratch.in);
+  fftw_execute_dft_r2c(plan_->p, scratch.in, scratch.out);
+  const auto* bins = reinterpret_cast<const std::complex<double>*>(scratch.out);
+  std::copy(bins, bins + num_bins(), out.begin());
 }
 
 }  // namespace sluice::dsp
