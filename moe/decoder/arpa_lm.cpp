@@ -41,30 +41,6 @@ int32_t arpa_lm::find_sequence(const std::vector<int32_t>& words, std::size_t fi
   return e;
 }
 
-// Every entry learns its longest listed proper suffix: the history to back off to when it is the
-// context, and the next state when it is a full-order n-gram.
-void arpa_lm::link_suffixes() {
-  std::vector<int32_t> words;
-  for (std::size_t id = 1; id < entries_.size(); ++id) {
-    entry& e = entries_[id];
-    if (e.order <= 1) {
-      e.suffix = 0;
-      continue;
-    }
-    words.clear();
-    for (int32_t x = static_cast<int32_t>(id); x != 0; x = entries_[static_cast<std::size_t>(x)].context)
-      words.push_back(entries_[static_cast<std::size_t>(x)].word);
-    std::reverse(words.begin(), words.end());
-    e.suffix = 0;
-    for (std::size_t first = 1; first < words.size(); ++first) {
-      if (int32_t s = find_sequence(words, first); s > 0) {
-        e.suffix = s;
-        break;
-      }
-    }
-  }
-}
-
 lm_step arpa_lm::score(int32_t state, int32_t word) const {
   if (word < 0) {
     if (unk_id_ < 0) return {oov_log_prob_, null_state()};

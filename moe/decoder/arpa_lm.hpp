@@ -88,7 +88,6 @@ class arpa_lm {
   int32_t find(int32_t context, int32_t word) const;
   /// Entry of words[first, last), -1 when it (or one of its prefixes) is not listed.
   int32_t find_sequence(const std::vector<int32_t>& words, std::size_t first) const;
-  void link_suffixes();
 
   int32_t order_ = 0;
   std::vector<int64_t> counts_;

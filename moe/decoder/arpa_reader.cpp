@@ -1,5 +1,6 @@
 // The ARPA text parser behind arpa_lm::parse(): one pass over the lines, validating as it goes so
 // every error names the line that caused it.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -163,10 +164,15 @@ class arpa_reader {
     if (nf == n + 2 && !parse_float(fields_[static_cast<std::size_t>(n + 1)], log10_backoff))
       return bad(errc::corrupt, "bad backoff '" + std::string(fields_[static_cast<std::size_t>(n + 1)]) + "'");
 
+    // Files list n-grams sorted by their words (SRILM, KenLM and build_lm.py do), so a line
+    // mostly repeats the previous line's leading words and context: those are taken from the
+    // previous line instead of being looked up again (the lookups were most of the load time).
+    const bool follows = n > 1 && prev_order_ == n;
     ids_.clear();
     for (int32_t i = 1; i <= n; ++i) {
       std::string_view w = fields_[static_cast<std::size_t>(i)];
-      int32_t id = lm_.word_id(w);
+      const auto at = static_cast<std::size_t>(i - 1);
+      int32_t id = follows && prev_words_[at] == w ? prev_ids_[at] : lm_.word_id(w);
       if (n == 1) {
         if (id >= 0) return bad(errc::corrupt, "duplicate 1-gram '" + std::string(w) + "'");
         id = static_cast<int32_t>(lm_.words_.size());
@@ -178,23 +184,38 @@ class arpa_reader {
       ids_.push_back(id);
     }
     int32_t context = 0;
-    for (int32_t i = 0; i + 1 < n; ++i) {
-      context = lm_.find(context, ids_[static_cast<std::size_t>(i)]);
-      if (context < 0)
-        return bad(errc::corrupt, "the context '" + joined(n - 1) + "' of " + std::to_string(n) + "-gram '" +
-                                      joined(n) + "' is not listed as a " + std::to_string(n - 1) + "-gram");
+    if (follows && std::equal(ids_.begin(), ids_.end() - 1, prev_ids_.begin())) {
+      context = prev_context_;
+    } else {
+      for (int32_t i = 0; i + 1 < n; ++i) {
+        context = lm_.find(context, ids_[static_cast<std::size_t>(i)]);
+        if (context < 0)
+          return bad(errc::corrupt, "the context '" + joined(n - 1) + "' of " + std::to_string(n) + "-gram '" +
+                                        joined(n) + "' is not listed as a " + std::to_string(n - 1) + "-gram");
+      }
     }
-    if (lm_.find(context, ids_.back()) >= 0)
-      return bad(errc::corrupt, "duplicate " + std::to_string(n) + "-gram '" + joined(n) + "'");
     const auto id = static_cast<int32_t>(lm_.entries_.size());
-    lm_.entries_.push_back({log10_prob * ln_10, log10_backoff * ln_10, context, ids_.back(), 0, n});
     if (context == 0) {
+      // Unigrams (a duplicate word was refused above).
       const auto w = static_cast<std::size_t>(ids_.back());
       if (lm_.unigram_entry_.size() <= w) lm_.unigram_entry_.resize(w + 1, -1);
       lm_.unigram_entry_[w] = id;
-    } else {
-      lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), id);
+    } else if (!lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), id).second) {
+      return bad(errc::corrupt, "duplicate " + std::to_string(n) + "-gram '" + joined(n) + "'");
     }
+    // The longest listed proper suffix (lower orders are all read by now): the history to back
+    // off to when this n-gram is the context, and the next state when it is of the full order.
+    int32_t suffix = 0;
+    for (std::size_t first = 1; first < ids_.size(); ++first)
+      if (int32_t s = lm_.find_sequence(ids_, first); s > 0) {
+        suffix = s;
+        break;
+      }
+    lm_.entries_.push_back({log10_prob * ln_10, log10_backoff * ln_10, context, ids_.back(), suffix, n});
+    prev_order_ = n;
+    prev_context_ = context;
+    prev_ids_.assign(ids_.begin(), ids_.end());
+    prev_words_.assign(fields_.begin() + 1, fields_.begin() + 1 + n);
     return {};
   }
 
@@ -214,6 +235,11 @@ class arpa_reader {
   int64_t line_no_ = 0;
   std::vector<std::string_view> fields_;
   std::vector<int32_t> ids_;
+  // The previous n-gram line: its order, words (views into text_), word ids and context entry.
+  int32_t prev_order_ = 0;
+  std::vector<std::string_view> prev_words_;
+  std::vector<int32_t> prev_ids_;
+  int32_t prev_context_ = 0;
 };
 
 result<arpa_lm> arpa_lm::parse(std::string_view text, std::string_view source, const arpa_options& opts) {
@@ -222,7 +248,6 @@ result<arpa_lm> arpa_lm::parse(std::string_view text, std::string_view source, c
   arpa_lm lm;
   arpa_reader reader(text, source, lm);
   if (auto ok = reader.read(); !ok) return tl::unexpected(ok.error());
-  lm.link_suffixes();
   lm.oov_log_prob_ = opts.oov_log10_prob * ln_10;
   lm.unk_id_ = lm.word_id(unknown_word);
   lm.end_id_ = lm.word_id(end_sentence);
