@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "kernels/cpu/simd.hpp"
+
 namespace sluice::moe::punct {
 namespace {
 
@@ -23,7 +25,8 @@ bool is_pronoun_i(const std::string& w) {
 
 }  // namespace
 
-punctuator::punctuator(punct_weights weights) : w_(std::move(weights)) {
+punctuator::punctuator(punct_weights weights)
+    : w_(std::move(weights)), ops_(&kernels::cpu::cpu_ops_for(kernels::cpu::best_simd_level())) {
   const std::size_t k = w_.kernel;
   for (const conv_layer& c : w_.layers) {
     std::vector<float> t(k * w_.hidden * c.in);
@@ -64,30 +67,32 @@ std::vector<word_logits> punctuator::logits(const std::vector<std::string>& word
                 h.begin() + static_cast<std::ptrdiff_t>(t * w_.embed));
   }
   const std::size_t hidden = w_.hidden;
-  const std::ptrdiff_t half = static_cast<std::ptrdiff_t>(w_.kernel / 2);
+  const auto half = static_cast<std::ptrdiff_t>(w_.kernel / 2);
+  const auto len = static_cast<std::ptrdiff_t>(n);
   std::vector<float> y(n * hidden);
   for (std::size_t l = 0; l < w_.layers.size(); ++l) {
     const conv_layer& c = w_.layers[l];
     const std::vector<float>& taps = taps_[l];
-    for (std::size_t t = 0; t < n; ++t) {
-      float* out = &y[t * hidden];
-      std::copy(c.bias.begin(), c.bias.end(), out);
-      for (std::size_t j = 0; j < w_.kernel; ++j) {
-        // Zero padding: taps that fall outside the sequence contribute nothing.
-        const std::ptrdiff_t src = static_cast<std::ptrdiff_t>(t) +
-                                   (static_cast<std::ptrdiff_t>(j) - half) * c.dilation;
-        if (src < 0 || src >= static_cast<std::ptrdiff_t>(n)) continue;
-        const float* in = &h[static_cast<std::size_t>(src) * c.in];
-        const float* wt = &taps[j * c.in * hidden];
-        // out += in[i] · column i: independent lanes over `o`, so the compiler vectorises it
-        // without reordering a sum (a dot product over `i` would need -ffast-math for that).
-        for (std::size_t i = 0; i < c.in; ++i) {
-          const float x = in[i];
-          if (x == 0.0f) continue;  // ReLU outputs are often exactly zero
-          const float* col = wt + i * hidden;
-          for (std::size_t o = 0; o < hidden; ++o) out[o] += x * col[o];
-        }
-      }
+    for (std::size_t t = 0; t < n; ++t) std::copy(c.bias.begin(), c.bias.end(), y.begin() + static_cast<std::ptrdiff_t>(t * hidden));
+    // One product per tap: y[t] += h[t + (j - half) * dilation] . W_j for every t whose source
+    // lies inside the sequence (zero padding: the others get nothing from this tap).
+    for (std::size_t j = 0; j < w_.kernel; ++j) {
+      const std::ptrdiff_t shift = (static_cast<std::ptrdiff_t>(j) - half) * static_cast<std::ptrdiff_t>(c.dilation);
+      const std::ptrdiff_t first = std::max<std::ptrdiff_t>(0, -shift);
+      const std::ptrdiff_t last = std::min(len, len - shift);  // exclusive
+      if (last <= first) continue;
+      kernels::cpu::matmul_args g;
+      g.m = last - first;
+      g.n = static_cast<int64_t>(hidden);
+      g.k = static_cast<int64_t>(c.in);
+      g.a = &h[static_cast<std::size_t>(first + shift) * c.in];
+      g.lda = static_cast<int64_t>(c.in);
+      g.b = &taps[j * c.in * hidden];
+      g.ldb = static_cast<int64_t>(hidden);
+      g.c = &y[static_cast<std::size_t>(first) * hidden];
+      g.ldc = static_cast<int64_t>(hidden);
+      g.accumulate = true;
+      ops_->matmul(g);
     }
     // ReLU; from the second layer on the block is residual (h + relu(conv h)).
     if (l == 0) {
