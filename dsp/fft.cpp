@@ -21,8 +21,11 @@ std::mutex& planner_mutex() {
   return m;
 }
 
-// One thread's aligned arrays for running a plan on misaligned input or output.
+// One thread's aligned arrays for running a plan on misaligned input or output. Plain aligned
+// operator new, not fftw_malloc: FFTW documents only its execute functions as thread-safe, and
+// 64-byte alignment satisfies any SIMD alignment FFTW asks (fftw_alignment_of is then 0).
 struct aligned_scratch {
+  static constexpr std::align_val_t alignment{64};
   double* in = nullptr;
   fftw_complex* out = nullptr;
   std::size_t size = 0;
@@ -31,19 +34,18 @@ struct aligned_scratch {
   aligned_scratch& operator=(const aligned_scratch&) = delete;
   ~aligned_scratch() { release(); }
   void release() {
-    fftw_free(in);
-    fftw_free(out);
+    ::operator delete(in, alignment);
+    ::operator delete(out, alignment);
     in = nullptr;
     out = nullptr;
     size = 0;
   }
-  // fftw_malloc is thread-safe (the planner is not); sizes only grow.
+  // Sizes only grow; operator new throws std::bad_alloc when memory runs out, as a vector would.
   void reserve(std::size_t n) {
     if (n <= size) return;
     release();
-    in = fftw_alloc_real(n);
-    out = fftw_alloc_complex(n / 2 + 1);
-    if (in == nullptr || out == nullptr) throw std::bad_alloc();
+    in = static_cast<double*>(::operator new(n * sizeof(double), alignment));
+    out = static_cast<fftw_complex*>(::operator new((n / 2 + 1) * sizeof(fftw_complex), alignment));
     size = n;
   }
 };
