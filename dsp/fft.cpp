@@ -6,7 +6,6 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <vector>
 
 #include <fftw3.h>
 
