@@ -54,6 +54,11 @@ struct engine_resources {
   static result<std::shared_ptr<const engine_resources>> create(const config::sluice_config& cfg,
                                                                 std::shared_ptr<const moe::acoustic_model> model,
                                                                 bool use_lm = true);
+  /// create() with the model read from cfg.model.dir (moe::load_model), the word LM and the
+  /// post-processing (ITN grammar, punctuation model) read on two more threads meanwhile: the
+  /// same resources, ready sooner where there are cores for it (what `sluice transcribe` and
+  /// `sluice serve` start with). Errors: the model's first, then create()'s, in its order.
+  static result<std::shared_ptr<const engine_resources>> load(const config::sluice_config& cfg, bool use_lm = true);
 
   /// The largest micro-batch the batcher makes ([engine] preallocate): token_budget tokens
   /// (more only when one stream's step alone is longer), a stream's step of at most

@@ -46,17 +46,26 @@ result<std::vector<hotword>> parse_hotwords(const std::vector<std::string>& line
   return out;
 }
 
+result<std::shared_ptr<const arpa_lm>> recognizer_resources::load_lm(const config::sluice_config& cfg, bool use_lm) {
+  const auto lm_path = std::filesystem::path(cfg.model.dir) / lm_file_name;
+  if (!use_lm || !std::filesystem::exists(lm_path)) return std::shared_ptr<const arpa_lm>();
+  auto loaded = arpa_lm::load(lm_path.string());
+  if (!loaded) return tl::unexpected(loaded.error());
+  return std::make_shared<const arpa_lm>(std::move(*loaded));
+}
+
 result<std::shared_ptr<const recognizer_resources>> recognizer_resources::create(
     const config::sluice_config& cfg, std::shared_ptr<const acoustic_model> model, bool use_lm) {
   if (!model) return fail(errc::invalid_argument, "recognizer: no model");
+  auto lm = load_lm(cfg, use_lm);
+  if (!lm) return tl::unexpected(lm.error());
+  return create_with_lm(cfg, std::move(model), std::move(*lm));
+}
+
+result<std::shared_ptr<const recognizer_resources>> recognizer_resources::create_with_lm(
+    const config::sluice_config& cfg, std::shared_ptr<const acoustic_model> model, std::shared_ptr<const arpa_lm> lm) {
+  if (!model) return fail(errc::invalid_argument, "recognizer: no model");
   const auto& arch = model->arch();
-  std::shared_ptr<const arpa_lm> lm;
-  const auto lm_path = std::filesystem::path(cfg.model.dir) / lm_file_name;
-  if (use_lm && std::filesystem::exists(lm_path)) {
-    auto loaded = arpa_lm::load(lm_path.string());
-    if (!loaded) return tl::unexpected(loaded.error());
-    lm = std::make_shared<const arpa_lm>(std::move(*loaded));
-  }
   const std::string lexicon_file = lexicon_path(cfg);
   auto mode = resolve_mode(cfg.decoder.mode, lm || !lexicon_file.empty());
   if (!mode) return tl::unexpected(mode.error());

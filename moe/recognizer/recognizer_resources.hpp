@@ -66,6 +66,13 @@ struct recognizer_resources {
   static result<std::shared_ptr<const recognizer_resources>> create(const config::sluice_config& cfg,
                                                                     std::shared_ptr<const acoustic_model> model,
                                                                     bool use_lm = true);
+  /// The word LM create() loads: <model dir>/lm.arpa when `use_lm` and it exists, else null.
+  /// Needs no model, so a caller may read it while the model loads (engine_resources::load).
+  static result<std::shared_ptr<const arpa_lm>> load_lm(const config::sluice_config& cfg, bool use_lm = true);
+  /// create() with the LM already loaded by load_lm() (null: none).
+  static result<std::shared_ptr<const recognizer_resources>> create_with_lm(const config::sluice_config& cfg,
+                                                                            std::shared_ptr<const acoustic_model> model,
+                                                                            std::shared_ptr<const arpa_lm> lm);
 
   /// Checks and prepares a stream's options: errc::invalid_argument naming a hotword the
   /// vocabulary cannot spell or a weight out of range, errc::invalid_config for bad decoder

@@ -49,12 +49,7 @@ int cmd_serve(invocation& inv) {
       ::mallopt(M_MMAP_THRESHOLD, inv.cfg.server.malloc_mmap_threshold_kb * 1024) != 1)
     spdlog::warn("mallopt(M_MMAP_THRESHOLD, {} KiB) failed", inv.cfg.server.malloc_mmap_threshold_kb);
 #endif
-  auto model = moe::load_model(inv.cfg.model.dir);
-  if (!model) {
-    std::fprintf(stderr, "sluice serve: %s\n", model.error().message.c_str());
-    return exit_failure;
-  }
-  auto res = actors::engine_resources::create(inv.cfg, *model);
+  auto res = actors::engine_resources::load(inv.cfg);
   if (!res) {
     std::fprintf(stderr, "sluice serve: %s\n", res.error().message.c_str());
     return exit_failure;

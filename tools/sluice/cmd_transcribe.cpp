@@ -144,12 +144,7 @@ struct channel_slot {
 };
 
 int run_files(const config::sluice_config& cfg, const transcribe_args& args, const std::vector<std::string>& hotwords) {
-  auto model = moe::load_model(cfg.model.dir);
-  if (!model) {
-    std::fprintf(stderr, "sluice transcribe: %s\n", model.error().message.c_str());
-    return exit_failure;
-  }
-  auto res = actors::engine_resources::create(cfg, *model, args.use_lm);
+  auto res = actors::engine_resources::load(cfg, args.use_lm);
   if (!res) {
     std::fprintf(stderr, "sluice transcribe: %s\n", res.error().message.c_str());
     return exit_failure;
