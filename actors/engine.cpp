@@ -20,7 +20,8 @@ constexpr auto abort_wait = std::chrono::seconds(5);
 // `sluice transcribe`) and the plan is the nominal one.
 moe::placement_plan choose_placement(const engine_resources& res) {
   const std::chrono::milliseconds budget(res.cfg.engine.lanes < 0 ? res.cfg.engine.placement_probe_ms : 0);
-  if (auto plan = plan_this_machine(*res.recognizer, budget)) return std::move(*plan);
+  const auto cache = probe_cache::user_default(res.cfg.engine.placement_cache_hours);
+  if (auto plan = plan_this_machine(*res.recognizer, budget, cache)) return std::move(*plan);
   else spdlog::warn("placement: the probe failed ({}); using the nominal plan", plan.error().message);
   return *plan_this_machine(*res.recognizer, std::chrono::milliseconds(0));
 }

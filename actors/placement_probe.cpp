@@ -2,14 +2,25 @@
 
 #include "actors/cpu_affinity.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <functional>
+#include <sstream>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 #include <latch>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "moe/recognizer/recognizer.hpp"
 
@@ -96,7 +107,157 @@ moe::device_speed probe_cpu(const moe::recognizer_resources& res, int units, std
   return d;
 }
 
-result<moe::placement_plan> plan_this_machine(const moe::recognizer_resources& res, std::chrono::milliseconds budget) {
+namespace {
+
+// The first "model name" of /proc/cpuinfo ("" where there is none).
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 1);
+    }
+  return {};
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A kept probe of `key` for `units` cores younger than `max_age`, or nothing.
+std::optional<moe::device_speed> read_kept(const std::string& path, const std::string& key, int units,
+                                           std::chrono::seconds max_age) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("key", std::string()) != key) return std::nullopt;
+  const auto written = j.value("written_unix_s", int64_t{-1});
+  const auto age = unix_now() - written;
+  if (written < 0 || age < -60 || age >= max_age.count()) return std::nullopt;
+  const auto d = j.find("device");
+  if (d == j.end() || !d->is_object()) return std::nullopt;
+  moe::device_speed out{"cpu", "cpu", d->value("units", 0), d->value("speed_one", 0.0), d->value("speed_all", 0.0)};
+  if (out.units != units || !std::isfinite(out.speed_one) || !(out.speed_one > 0) || !std::isfinite(out.speed_all) ||
+      !(out.speed_all > 0))
+    return std::nullopt;
+  return out;
+}
+
+void keep(const std::string& path, const std::string& key, const moe::device_speed& d) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  // Written aside and renamed: a concurrent start reads the old file or the new one, never half.
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << nlohmann::json{{"key", key},
+                          {"written_unix_s", unix_now()},
+                          {"device", {{"units", d.units}, {"speed_one", d.speed_one}, {"speed_all", d.speed_all}}}}
+               .dump(2)
+        << "\n";
+    if (!out.good()) {
+      spdlog::debug("placement: cannot write {}", tmp);
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    spdlog::debug("placement: cannot keep the probe in {}: {}", path, ec.message());
+    std::filesystem::remove(tmp, ec);
+  }
+}
+
+// Busy time of `cpus` (from /proc/stat) and of this process (/proc/self/stat), in clock ticks:
+// what tells a probe of an idle machine from one measured while other processes ran.
+struct tick_sample {
+  bool ok = false;
+  uint64_t cpus_busy = 0;
+  uint64_t self = 0;
+};
+
+tick_sample sample_ticks(const std::vector<int>& cpus) {
+  tick_sample t;
+  std::ifstream stat("/proc/stat");
+  std::size_t seen = 0;
+  for (std::string line; std::getline(stat, line);) {
+    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+    std::istringstream in(line.substr(3));
+    int id = -1;
+    uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    in >> id >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+    if (!in || std::find(cpus.begin(), cpus.end(), id) == cpus.end()) continue;
+    t.cpus_busy += user + nice + system + irq + softirq + steal;
+    ++seen;
+  }
+  std::ifstream self("/proc/self/stat");
+  std::string all((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  const auto close = all.rfind(')');  // the command name may hold spaces; the fields follow it
+  if (close == std::string::npos || seen != cpus.size()) return t;
+  std::istringstream in(all.substr(close + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 13 && in >> field; ++i) {}  // state .. cmajflt (fields 3-13)
+  in >> utime >> stime;                            // fields 14, 15
+  if (!in) return t;
+  t.self = utime + stime;
+  t.ok = true;
+  return t;
+}
+
+}  // namespace
+
+double others_busy_share(const std::vector<int>& cpus, const std::function<void()>& work) {
+  const auto a = sample_ticks(cpus);
+  const auto t0 = clock::now();
+  work();
+  const double wall = std::chrono::duration<double>(clock::now() - t0).count();
+  const auto b = sample_ticks(cpus);
+  if (!a.ok || !b.ok || wall <= 0) return -1;
+  const double window = wall * static_cast<double>(::sysconf(_SC_CLK_TCK)) * static_cast<double>(cpus.size());
+  const double others = static_cast<double>(b.cpus_busy - a.cpus_busy) - static_cast<double>(b.self - a.self);
+  // Ticks are counted per CPU at the clock-tick rate: two ticks of slack for the rounding.
+  return std::max(0.0, others - 2.0) / window;
+}
+
+std::string probe_key(const moe::recognizer_resources& res, std::chrono::milliseconds budget) {
+  const auto& a = res.model->arch();
+  std::string key = "sluice-placement-probe/1;cpu=" + cpu_model_name() + ";cores=";
+  for (int c : allowed_cpus()) key += std::to_string(c) + ",";
+  for (int v : {a.n_mels, a.vocab_size, a.d_model, a.n_heads, a.n_layers, a.conv_channels, a.n_shared, a.shared_hidden,
+                a.n_routed, a.n_groups, a.top_groups, a.top_k, a.expert_hidden, a.ctx_frames, a.chunk_frames,
+                a.left_chunks, a.subsampling})
+    key += ";" + std::to_string(v);
+  key += ";budget_ms=" + std::to_string(budget.count());
+  return key;
+}
+
+probe_cache probe_cache::user_default(int hours) {
+  if (hours <= 0) return {};
+  std::string dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/sluice";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/sluice";
+  if (dir.empty()) return {};
+  return {dir, std::chrono::hours(hours)};
+}
+
+std::string probe_cache_file(const probe_cache& cache, const moe::recognizer_resources& res,
+                             std::chrono::milliseconds budget) {
+  if (cache.dir.empty() || cache.max_age.count() <= 0) return {};
+  char name[40];
+  std::snprintf(name, sizeof name, "placement-%016llx.json",
+                static_cast<unsigned long long>(fnv1a(probe_key(res, budget))));
+  return (std::filesystem::path(cache.dir) / name).string();
+}
+
+result<moe::placement_plan> plan_this_machine(const moe::recognizer_resources& res, std::chrono::milliseconds budget,
+                                              const probe_cache& cache) {
   // The CPUs this process may use (a taskset or a container's cpuset), not all of the machine's.
   const int cores = static_cast<int>(allowed_cpus().size());
   const auto n_routed = res.model->arch().n_routed;
@@ -105,7 +266,24 @@ result<moe::placement_plan> plan_this_machine(const moe::recognizer_resources& r
     if (plan) plan->measured = false;
     return plan;
   }
-  return moe::plan_placement({probe_cpu(res, cores, budget)}, n_routed);
+  const std::string path = probe_cache_file(cache, res, budget);
+  const std::string key = path.empty() ? std::string() : probe_key(res, budget);
+  if (!path.empty())
+    if (auto kept = read_kept(path, key, cores, cache.max_age)) {
+      spdlog::info("placement: the probe kept in {} (younger than {} h; engine.placement_cache_hours = 0 probes again)",
+                   path, std::chrono::duration_cast<std::chrono::hours>(cache.max_age).count());
+      return moe::plan_placement({*kept}, n_routed);
+    }
+  moe::device_speed measured;
+  const double others = others_busy_share(allowed_cpus(), [&] { measured = probe_cpu(res, cores, budget); });
+  if (!path.empty() && measured.speed_one > 0 && measured.speed_all > 0) {
+    // A probe measured while other processes used the cores says how busy the machine was, not
+    // how fast it is: used for this start, not kept for later ones.
+    if (others >= 0 && others <= max_others_share_kept) keep(path, key, measured);
+    else spdlog::info("placement: other processes used {:.0f}% of the cores during the probe: not kept for later starts",
+                      others < 0 ? 100.0 : 100.0 * others);
+  }
+  return moe::plan_placement({measured}, n_routed);
 }
 
 std::string describe(const moe::placement_plan& plan) {

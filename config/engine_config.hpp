@@ -49,6 +49,11 @@ struct engine_config {
   /// GET /v1/placement) is chosen from, in ms all told; 0 skips it (nominal plan: a lane per core).
   /// It runs only when lanes = -1: an explicit lane count needs no plan to choose one.
   int placement_probe_ms = 300;
+  /// Hours a probe's result is reused by later starts on this machine (the same CPU model, the
+  /// same allowed cores, model architecture and probe budget): kept in
+  /// $XDG_CACHE_HOME/sluice (else ~/.cache/sluice) as placement-<key>.json, so a `sluice
+  /// transcribe` per file does not pay the probe every time. 0: probe at every start.
+  int placement_cache_hours = 24;
   /// Live streams first: a micro-batch takes every waiting live stream before any offline one
   /// (file and upload segments), which only fill what is left of token_budget.
   bool live_priority = true;
@@ -118,6 +123,8 @@ struct engine_config {
     v("pin_lanes", pin_lanes, any_bool{}, "pin each lane's thread to its own core when there is one lane per allowed core");
     v("placement_probe_ms", placement_probe_ms, range{0, 1000},
       "start-up CPU benchmark choosing the placement plan when lanes = -1 (ms; 0: skip, a lane per core)");
+    v("placement_cache_hours", placement_cache_hours, range{0, 8760},
+      "hours a start-up probe's result is reused on this machine (~/.cache/sluice; 0: probe at every start)");
     v("live_priority", live_priority, any_bool{},
       "micro-batches take live streams before offline ones (files, uploads)");
     v("lane_decoding", lane_decoding, any_bool{},

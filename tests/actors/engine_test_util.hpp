@@ -37,6 +37,7 @@ inline config::sluice_config base_config() {
   // busy 2-core runner ready audio can wait seconds (the hot-swap test was refused at 1958 ms).
   cfg.engine.max_queue_wait_ms = 60000;
   cfg.engine.placement_probe_ms = 0;  // nominal placement: no start-up benchmark per test
+  cfg.engine.placement_cache_hours = 0;  // a test that turns the probe on measures (and keeps nothing in ~/.cache)
   // The rules, whatever the working directory holds: display texts in these tests are written for
   // them (the model's own tests are in tests/moe/punct_* and punct_hook_test).
   cfg.postproc.punct_model = "";
