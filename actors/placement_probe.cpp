@@ -1,6 +1,7 @@
 #include "actors/placement_probe.hpp"
 
 #include "actors/cpu_affinity.hpp"
+#include "config/cache_dir.hpp"
 
 #include <unistd.h>
 
@@ -240,9 +241,7 @@ std::string probe_key(const moe::recognizer_resources& res, std::chrono::millise
 
 probe_cache probe_cache::user_default(int hours) {
   if (hours <= 0) return {};
-  std::string dir;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/sluice";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/sluice";
+  std::string dir = config::user_cache_dir();
   if (dir.empty()) return {};
   return {dir, std::chrono::hours(hours)};
 }

@@ -1,8 +1,16 @@
 #include "moe/decoder/arpa_lm.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <numbers>
 #include <sstream>
+#include <type_traits>
 
 namespace sluice::moe {
 
@@ -13,6 +21,191 @@ result<arpa_lm> arpa_lm::load(const std::string& path, const arpa_options& opts)
   ss << in.rdbuf();
   if (in.bad()) return fail(errc::io, "cannot read " + path);
   return parse(ss.str(), path, opts);
+}
+
+namespace {
+
+constexpr char binary_magic[8] = {'S', 'L', 'U', 'I', 'C', 'E', 'L', 'M'};
+constexpr uint32_t binary_version = 1;
+
+template <class T>
+void put(std::string& out, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+template <class T>
+void put_vector(std::string& out, const std::vector<T>& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  put<uint64_t>(out, v.size());
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+// Reads what put/put_vector wrote; `ok` turns false at the first read past the end.
+struct byte_reader {
+  std::string_view bytes;
+  std::size_t pos = 0;
+  bool ok = true;
+
+  template <class T>
+  T get() {
+    T v{};
+    if (!ok || bytes.size() - pos < sizeof v) {
+      ok = false;
+      return v;
+    }
+    std::memcpy(&v, bytes.data() + pos, sizeof v);
+    pos += sizeof v;
+    return v;
+  }
+  template <class T>
+  void get_vector(std::vector<T>& v) {
+    const auto n = get<uint64_t>();
+    if (!ok || n > (bytes.size() - pos) / sizeof(T)) {
+      ok = false;
+      return;
+    }
+    v.resize(static_cast<std::size_t>(n));
+    std::memcpy(v.data(), bytes.data() + pos, static_cast<std::size_t>(n) * sizeof(T));
+    pos += static_cast<std::size_t>(n) * sizeof(T);
+  }
+  std::string_view get_bytes(std::size_t n) {
+    if (!ok || bytes.size() - pos < n) {
+      ok = false;
+      return {};
+    }
+    auto out = bytes.substr(pos, n);
+    pos += n;
+    return out;
+  }
+};
+
+uint64_t bytes_hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
+
+}  // namespace
+
+uint64_t arpa_lm::text_hash(std::string_view text) {
+  return bytes_hash(text) ^ (static_cast<uint64_t>(text.size()) * 0x9E3779B97F4A7C15ull);
+}
+
+std::string arpa_lm::to_binary(uint64_t source_hash) const {
+  static_assert(std::is_trivially_copyable_v<entry> && sizeof(entry) == 24);
+  std::string out(binary_magic, sizeof binary_magic);
+  put(out, binary_version);
+  put(out, source_hash);
+  put(out, order_);
+  put(out, begin_state_);
+  put(out, unk_id_);
+  put(out, end_id_);
+  put_vector(out, counts_);
+  put<uint64_t>(out, words_.size());
+  for (const auto& w : words_) {
+    put(out, static_cast<uint32_t>(w.size()));
+    out += w;
+  }
+  put_vector(out, entries_);
+  put_vector(out, unigram_entry_);
+  put(out, bytes_hash(out));  // the checksum of everything before it
+  return out;
+}
+
+result<arpa_lm> arpa_lm::from_binary(std::string_view bytes, uint64_t source_hash, std::string_view source,
+                                     const arpa_options& opts) {
+  const auto corrupt = [&](const std::string& what) {
+    return fail(errc::corrupt, std::string(source) + ": not a usable binary word LM: " + what);
+  };
+  if (bytes.size() < sizeof binary_magic + sizeof(uint64_t)) return corrupt("too short");
+  const auto body = bytes.substr(0, bytes.size() - sizeof(uint64_t));
+  uint64_t checksum = 0;
+  std::memcpy(&checksum, bytes.data() + body.size(), sizeof checksum);
+  if (checksum != bytes_hash(body)) return corrupt("checksum mismatch (damaged or cut short)");
+  byte_reader in{body};
+  if (in.get_bytes(sizeof binary_magic) != std::string_view(binary_magic, sizeof binary_magic))
+    return corrupt("no SLUICELM magic");
+  if (in.get<uint32_t>() != binary_version) return corrupt("another format version");
+  if (in.get<uint64_t>() != source_hash) return corrupt("made from another ARPA text");
+  arpa_lm lm;
+  lm.order_ = in.get<int32_t>();
+  lm.begin_state_ = in.get<int32_t>();
+  lm.unk_id_ = in.get<int32_t>();
+  lm.end_id_ = in.get<int32_t>();
+  in.get_vector(lm.counts_);
+  const auto n_words = in.get<uint64_t>();
+  if (!in.ok || n_words > body.size()) return corrupt("bad header");
+  lm.words_.reserve(static_cast<std::size_t>(n_words));
+  lm.word_ids_.reserve(static_cast<std::size_t>(n_words));
+  for (uint64_t i = 0; i < n_words && in.ok; ++i) {
+    const auto len = in.get<uint32_t>();
+    const auto w = in.get_bytes(len);
+    if (!in.ok) break;
+    lm.words_.emplace_back(w);
+    if (!lm.word_ids_.emplace(lm.words_.back(), static_cast<int32_t>(i)).second) return corrupt("a word twice");
+  }
+  in.get_vector(lm.entries_);
+  in.get_vector(lm.unigram_entry_);
+  if (!in.ok || in.pos != body.size()) return corrupt("its sizes do not add up");
+  // Every id in range, so no lookup can leave its array whatever the bytes say.
+  const auto n_entries = static_cast<int64_t>(lm.entries_.size());
+  const auto nw = static_cast<int32_t>(lm.words_.size());
+  if (lm.order_ < 1 || static_cast<int32_t>(lm.counts_.size()) != lm.order_ || n_entries < 1 ||
+      lm.begin_state_ < 0 || lm.begin_state_ >= n_entries || lm.unk_id_ < -1 || lm.unk_id_ >= nw || lm.end_id_ < -1 ||
+      lm.end_id_ >= nw || lm.unigram_entry_.size() > lm.words_.size())
+    return corrupt("a header value out of range");
+  for (int32_t e : lm.unigram_entry_)
+    if (e < -1 || e >= n_entries) return corrupt("a unigram entry out of range");
+  lm.index_.reserve(static_cast<std::size_t>(n_entries));
+  for (int64_t i = 1; i < n_entries; ++i) {
+    const entry& e = lm.entries_[static_cast<std::size_t>(i)];
+    if (e.word < 0 || e.word >= nw || e.context < 0 || e.context >= i || e.suffix < 0 || e.suffix >= n_entries ||
+        e.order < 1 || e.order > lm.order_ || (e.context == 0) != (e.order == 1))
+      return corrupt("entry " + std::to_string(i) + " out of range");
+    if (e.context > 0 && !lm.index_.try_emplace(key(e.context, e.word), static_cast<int32_t>(i)).second)
+      return corrupt("an n-gram twice");
+  }
+  if (!std::isfinite(opts.oov_log10_prob) || opts.oov_log10_prob > 0)
+    return fail(errc::invalid_argument, "arpa: oov_log10_prob must be a finite log10 probability <= 0");
+  lm.oov_log_prob_ = opts.oov_log10_prob * std::numbers::ln10_v<float>;
+  return lm;
+}
+
+result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string& cache_dir, const arpa_options& opts,
+                                     cache_info* info) {
+  if (info) *info = {};
+  if (cache_dir.empty()) return load(path, opts);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(errc::io, "cannot open " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return fail(errc::io, "cannot read " + path);
+  const std::string text = std::move(ss).str();
+  const uint64_t h = text_hash(text);
+  char name[40];
+  std::snprintf(name, sizeof name, "lm-%016llx.bin", static_cast<unsigned long long>(h));
+  const std::string file = (std::filesystem::path(cache_dir) / name).string();
+  if (info) info->file = file;
+  if (std::ifstream bin{file, std::ios::binary}) {
+    std::stringstream bs;
+    bs << bin.rdbuf();
+    if (auto lm = from_binary(bs.str(), h, file, opts)) {
+      if (info) info->hit = true;
+      return lm;
+    }
+  }
+  auto lm = parse(text, path, opts);
+  if (!lm) return lm;
+  std::error_code ec;
+  std::filesystem::create_directories(cache_dir, ec);
+  const std::string tmp = file + ".tmp" + std::to_string(::getpid());
+  bool written = false;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const std::string bytes = lm->to_binary(h);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    written = out.good();
+  }
+  if (written) std::filesystem::rename(tmp, file, ec);
+  if (!written || ec) std::filesystem::remove(tmp, ec);
+  return lm;
 }
 
 int64_t arpa_lm::ngram_count(int32_t n) const {

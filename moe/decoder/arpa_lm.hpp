@@ -47,6 +47,27 @@ class arpa_lm {
   static result<arpa_lm> parse(std::string_view text, std::string_view source, const arpa_options& opts = {});
   static result<arpa_lm> load(const std::string& path, const arpa_options& opts = {});
 
+  /// What load_cached did.
+  struct cache_info {
+    std::string file;  ///< the binary copy's path ("" without a cache directory)
+    bool hit = false;  ///< read from it (else parsed, and written there when possible)
+  };
+  /// load() through a binary copy of the parsed model kept in `cache_dir` and named by a hash of
+  /// the ARPA text (so an edited file gets a new copy): read from there when it is present and
+  /// intact (magic, version, source hash, checksum, every id in range), else parsed and written
+  /// there (written aside and renamed; a write that fails is skipped). The text is read and
+  /// hashed either way. `cache_dir` "": load(). The same model either way (arpa_lm_test).
+  static result<arpa_lm> load_cached(const std::string& path, const std::string& cache_dir,
+                                     const arpa_options& opts = {}, cache_info* info = nullptr);
+  /// The binary form load_cached keeps; `source_hash` identifies the text it was parsed from.
+  std::string to_binary(uint64_t source_hash) const;
+  /// Reads to_binary's bytes back; errc::corrupt naming `source` when they are not that (or were
+  /// made from another text: `source_hash` differs). `opts` as for parse().
+  static result<arpa_lm> from_binary(std::string_view bytes, uint64_t source_hash, std::string_view source,
+                                     const arpa_options& opts = {});
+  /// The hash of ARPA text load_cached names copies by.
+  static uint64_t text_hash(std::string_view text);
+
   int32_t order() const { return order_; }
   /// Number of n-grams of order n (1 .. order()), as announced in \data\.
   int64_t ngram_count(int32_t n) const;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "config/cache_dir.hpp"
 #include "moe/model_manifest.hpp"
 
 namespace sluice::moe {
@@ -49,7 +50,7 @@ result<std::vector<hotword>> parse_hotwords(const std::vector<std::string>& line
 result<std::shared_ptr<const arpa_lm>> recognizer_resources::load_lm(const config::sluice_config& cfg, bool use_lm) {
   const auto lm_path = std::filesystem::path(cfg.model.dir) / lm_file_name;
   if (!use_lm || !std::filesystem::exists(lm_path)) return std::shared_ptr<const arpa_lm>();
-  auto loaded = arpa_lm::load(lm_path.string());
+  auto loaded = arpa_lm::load_cached(lm_path.string(), cfg.model.lm_cache ? config::user_cache_dir() : std::string());
   if (!loaded) return tl::unexpected(loaded.error());
   return std::make_shared<const arpa_lm>(std::move(*loaded));
 }

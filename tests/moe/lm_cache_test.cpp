@@ -1,0 +1,189 @@
+// The word LM's binary copy (arpa_lm::to_binary / from_binary / load_cached): the same model as
+// the ARPA text it was parsed from, score for score, and never trusted when damaged or stale.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "moe/decoder/arpa_lm.hpp"
+#include "tests/common/audio_tools.hpp"
+
+using namespace sluice;
+using namespace sluice::moe;
+
+namespace {
+
+const std::string tiny_path = SLUICE_TEST_DATA_DIR "/lm/tiny.arpa";
+const std::string kn3_path = SLUICE_TEST_DATA_DIR "/lm/kn3.arpa";
+const std::string default_lm_path = SLUICE_SOURCE_DIR "/models/default/lm.arpa";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+arpa_lm parsed(const std::string& path) {
+  auto lm = arpa_lm::load(path);
+  REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
+  return std::move(*lm);
+}
+
+// Scores compared bit for bit: after every word from <s> and from the empty history, then after
+// every `stride`-th word pair, each followed by every `stride`-th word and </s>.
+void check_same_model(const arpa_lm& a, const arpa_lm& b, int32_t stride) {
+  REQUIRE(b.order() == a.order());
+  for (int32_t n = 1; n <= a.order(); ++n) CHECK(b.ngram_count(n) == a.ngram_count(n));
+  REQUIRE(b.vocab_size() == a.vocab_size());
+  CHECK(b.begin_state() == a.begin_state());
+  int64_t mismatches = 0, compared = 0;
+  const auto same = [&](const lm_step& x, const lm_step& y) {
+    ++compared;
+    if (std::bit_cast<uint32_t>(x.log_prob) != std::bit_cast<uint32_t>(y.log_prob) || x.next != y.next) ++mismatches;
+  };
+  for (int32_t w = 0; w < a.vocab_size(); ++w) {
+    CHECK(b.word(w) == a.word(w));
+    CHECK(b.word_id(a.word(w)) == w);
+  }
+  for (int32_t start : {a.begin_state(), a.null_state()})
+    for (int32_t w1 = -1; w1 < a.vocab_size(); ++w1) {
+      const auto s1 = a.score(start, w1);
+      same(s1, b.score(start, w1));
+      if ((w1 + 1) % stride != 0) continue;
+      for (int32_t w2 = -1; w2 < a.vocab_size(); w2 += stride) {
+        const auto s2 = a.score(s1.next, w2);
+        same(s2, b.score(s1.next, w2));
+        for (int32_t w3 = 0; w3 < a.vocab_size(); w3 += stride) same(a.score(s2.next, w3), b.score(s2.next, w3));
+        CHECK(b.end_of_sentence(s2.next) == a.end_of_sentence(s2.next));
+      }
+    }
+  MESSAGE(compared << " scores compared");
+  CHECK(compared >= 2 * (int64_t{a.vocab_size()} + 1));  // at least every word after both starts
+  CHECK(mismatches == 0);
+}
+
+void flip_byte(const std::string& path, std::size_t at) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(c ^ 0x20));
+}
+
+}  // namespace
+
+TEST_SUITE("decoder") {
+  TEST_CASE("lm cache: the binary form reads back as the same model, score for score (tiny, kn3 and the default model's LM)") {
+    for (const auto& [path, stride] : std::vector<std::pair<std::string, int32_t>>{
+             {tiny_path, 1}, {kn3_path, 1}, {default_lm_path, 1500}}) {
+      CAPTURE(path);
+      const auto text = read_text(path);
+      const auto a = parsed(path);
+      const auto h = arpa_lm::text_hash(text);
+      const auto bytes = a.to_binary(h);
+      auto b = arpa_lm::from_binary(bytes, h, "copy");
+      REQUIRE_MESSAGE(b.has_value(), b.error().message);
+      check_same_model(a, *b, stride);
+      // Made from another text: refused.
+      auto other = arpa_lm::from_binary(bytes, h ^ 1, "copy");
+      REQUIRE_FALSE(other.has_value());
+      CHECK(other.error().code == errc::corrupt);
+    }
+  }
+
+  TEST_CASE("lm cache: a damaged or cut binary copy is refused, never read") {
+    const auto text = read_text(kn3_path);
+    const auto h = arpa_lm::text_hash(text);
+    const auto bytes = parsed(kn3_path).to_binary(h);
+    for (std::size_t at : {std::size_t{0}, std::size_t{9}, bytes.size() / 3, bytes.size() / 2, bytes.size() - 9,
+                           bytes.size() - 1}) {
+      CAPTURE(at);
+      auto damaged = bytes;
+      damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
+      CHECK_FALSE(arpa_lm::from_binary(damaged, h, "d").has_value());
+    }
+    for (std::size_t keep : {std::size_t{0}, std::size_t{7}, bytes.size() / 2, bytes.size() - 1}) {
+      CAPTURE(keep);
+      auto r = arpa_lm::from_binary(std::string_view(bytes).substr(0, keep), h, "cut");
+      REQUIRE_FALSE(r.has_value());
+      CHECK(r.error().code == errc::corrupt);
+    }
+  }
+
+  TEST_CASE("lm cache: load_cached writes a copy, reads it next time, and parses again when the copy is damaged or the text changed") {
+    test::temp_dir tmp;
+    const std::string dir = tmp.file("cache");
+    const std::string arpa = tmp.file("lm.arpa");
+    std::filesystem::copy_file(kn3_path, arpa);
+    const auto reference = parsed(kn3_path);
+
+    arpa_lm::cache_info info;
+    auto first = arpa_lm::load_cached(arpa, dir, {}, &info);
+    REQUIRE_MESSAGE(first.has_value(), first.error().message);
+    CHECK_FALSE(info.hit);
+    REQUIRE(std::filesystem::exists(info.file));
+    CHECK(info.file.rfind(dir, 0) == 0);
+    const std::string copy = info.file;
+
+    auto second = arpa_lm::load_cached(arpa, dir, {}, &info);
+    REQUIRE(second.has_value());
+    CHECK(info.hit);
+    CHECK(info.file == copy);
+    check_same_model(reference, *second, 1);
+
+    // A damaged copy: parsed again (the same model), and the copy is rewritten.
+    flip_byte(copy, std::filesystem::file_size(copy) / 2);
+    auto third = arpa_lm::load_cached(arpa, dir, {}, &info);
+    REQUIRE(third.has_value());
+    CHECK_FALSE(info.hit);
+    check_same_model(reference, *third, 1);
+    REQUIRE(arpa_lm::load_cached(arpa, dir, {}, &info).has_value());
+    CHECK(info.hit);
+
+    // The text changed (one probability): another copy, and its scores are the new text's.
+    auto text = read_text(kn3_path);
+    const auto line = text.find("\n-", text.find("\\2-grams:"));
+    REQUIRE(line != std::string::npos);
+    text.insert(line + 2, "0");  // "-1.23" -> "-01.23": the same number, another text
+    const auto digit = text.find_first_of("123456789", line + 3);
+    REQUIRE(digit != std::string::npos);
+    text[digit] = text[digit] == '9' ? '8' : static_cast<char>(text[digit] + 1);
+    std::ofstream(arpa, std::ios::binary | std::ios::trunc) << text;
+    auto changed = arpa_lm::load_cached(arpa, dir, {}, &info);
+    REQUIRE_MESSAGE(changed.has_value(), changed.error().message);
+    CHECK_FALSE(info.hit);
+    CHECK(info.file != copy);
+    auto direct = arpa_lm::parse(text, "changed");
+    REQUIRE(direct.has_value());
+    check_same_model(*direct, *changed, 1);
+  }
+
+  TEST_CASE("lm cache: no cache directory, an unwritable one, and a bad ARPA file behave as load()") {
+    arpa_lm::cache_info info;
+    auto plain = arpa_lm::load_cached(kn3_path, "", {}, &info);
+    REQUIRE(plain.has_value());
+    CHECK(info.file.empty());
+    CHECK_FALSE(info.hit);
+
+    test::temp_dir tmp;
+    std::ofstream(tmp.file("a-file")) << "x";  // a file where the directory should be
+    auto unwritable = arpa_lm::load_cached(kn3_path, tmp.file("a-file") + "/sub", {}, &info);
+    REQUIRE(unwritable.has_value());
+    CHECK_FALSE(info.hit);
+    check_same_model(parsed(kn3_path), *unwritable, 1);
+
+    std::ofstream(tmp.file("bad.arpa")) << "\\data\\\nngram 1=2\n\n\\1-grams:\n-1.0\thello\n";
+    auto cached = arpa_lm::load_cached(tmp.file("bad.arpa"), tmp.file("cache"));
+    auto direct = arpa_lm::load(tmp.file("bad.arpa"));
+    REQUIRE_FALSE(cached.has_value());
+    REQUIRE_FALSE(direct.has_value());
+    CHECK(cached.error().message == direct.error().message);
+    auto missing = arpa_lm::load_cached(tmp.file("none.arpa"), tmp.file("cache"));
+    REQUIRE_FALSE(missing.has_value());
+    CHECK(missing.error().code == errc::io);
+  }
+}
