@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "config/cache_dir.hpp"
 #include "moe/model_manifest.hpp"
 
@@ -50,8 +52,13 @@ result<std::vector<hotword>> parse_hotwords(const std::vector<std::string>& line
 result<std::shared_ptr<const arpa_lm>> recognizer_resources::load_lm(const config::sluice_config& cfg, bool use_lm) {
   const auto lm_path = std::filesystem::path(cfg.model.dir) / lm_file_name;
   if (!use_lm || !std::filesystem::exists(lm_path)) return std::shared_ptr<const arpa_lm>();
-  auto loaded = arpa_lm::load_cached(lm_path.string(), cfg.model.lm_cache ? config::user_cache_dir() : std::string());
+  arpa_lm::cache_info cache;
+  auto loaded = arpa_lm::load_cached(lm_path.string(), cfg.model.lm_cache ? config::user_cache_dir() : std::string(),
+                                     {}, &cache);
   if (!loaded) return tl::unexpected(loaded.error());
+  if (cache.hit) spdlog::info("word LM: {} read from its parsed copy {}", lm_path.string(), cache.file);
+  else if (!cache.file.empty() && std::filesystem::exists(cache.file))
+    spdlog::info("word LM: {} parsed; its parsed copy kept as {} for later starts", lm_path.string(), cache.file);
   return std::make_shared<const arpa_lm>(std::move(*loaded));
 }
 
