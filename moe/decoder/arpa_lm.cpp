@@ -82,6 +82,19 @@ struct byte_reader {
 
 uint64_t bytes_hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
 
+// The whole file in one read (a stringstream copy of rdbuf() reads in 8 KiB pieces and copies
+// twice); false when it cannot be opened or read.
+bool read_whole(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const auto size = in.tellg();
+  if (size < 0) return false;
+  out.resize(static_cast<std::size_t>(size));
+  in.seekg(0);
+  in.read(out.data(), size);
+  return static_cast<bool>(in) || (in.eof() && in.gcount() == size);
+}
+
 }  // namespace
 
 uint64_t arpa_lm::text_hash(std::string_view text) {
@@ -172,21 +185,16 @@ result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string&
                                      cache_info* info) {
   if (info) *info = {};
   if (cache_dir.empty()) return load(path, opts);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(errc::io, "cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return fail(errc::io, "cannot read " + path);
-  const std::string text = std::move(ss).str();
+  if (!std::filesystem::is_regular_file(path)) return load(path, opts);  // load()'s own error (or a FIFO's text)
+  std::string text;
+  if (!read_whole(path, text)) return fail(errc::io, "cannot read " + path);
   const uint64_t h = text_hash(text);
   char name[40];
   std::snprintf(name, sizeof name, "lm-%016llx.bin", static_cast<unsigned long long>(h));
   const std::string file = (std::filesystem::path(cache_dir) / name).string();
   if (info) info->file = file;
-  if (std::ifstream bin{file, std::ios::binary}) {
-    std::stringstream bs;
-    bs << bin.rdbuf();
-    if (auto lm = from_binary(bs.str(), h, file, opts)) {
+  if (std::string bytes; read_whole(file, bytes)) {
+    if (auto lm = from_binary(bytes, h, file, opts)) {
       if (info) info->hit = true;
       return lm;
     }
