@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -154,7 +155,8 @@ void keep(const std::string& path, const std::string& key, const moe::device_spe
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   // Written aside and renamed: a concurrent start reads the old file or the new one, never half.
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  static std::atomic<uint64_t> writes{0};  // per process and per call: engines may start at once
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(writes++);
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << nlohmann::json{{"key", key},

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -203,7 +204,9 @@ result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string&
   if (!lm) return lm;
   std::error_code ec;
   std::filesystem::create_directories(cache_dir, ec);
-  const std::string tmp = file + ".tmp" + std::to_string(::getpid());
+  // Per process and per call: two starts (or two engines of one process) may write at once.
+  static std::atomic<uint64_t> writes{0};
+  const std::string tmp = file + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(writes++);
   bool written = false;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
