@@ -96,6 +96,21 @@ bool read_whole(const std::string& path, std::string& out) {
   return static_cast<bool>(in) || (in.eof() && in.gcount() == size);
 }
 
+// Copies of other texts (earlier versions of a model's LM) not read for copy_max_age are
+// removed when a new copy is written, so the cache does not grow with every model update.
+void prune_copies(const std::string& dir, const std::string& keep) {
+  std::error_code ec;
+  const auto now = std::filesystem::file_time_type::clock::now();
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto& p = it->path();
+    const auto name = p.filename().string();
+    if (p == std::filesystem::path(keep) || !name.starts_with("lm-") || !name.ends_with(".bin")) continue;
+    std::error_code tec;
+    const auto t = std::filesystem::last_write_time(p, tec);
+    if (!tec && now - t > arpa_lm::copy_max_age) std::filesystem::remove(p, tec);
+  }
+}
+
 }  // namespace
 
 uint64_t arpa_lm::text_hash(std::string_view text) {
@@ -197,6 +212,8 @@ result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string&
   if (std::string bytes; read_whole(file, bytes)) {
     if (auto lm = from_binary(bytes, h, file, opts)) {
       if (info) info->hit = true;
+      std::error_code ec;  // in use: its age for prune_copies starts again
+      std::filesystem::last_write_time(file, std::filesystem::file_time_type::clock::now(), ec);
       return lm;
     }
   }
@@ -216,6 +233,7 @@ result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string&
   }
   if (written) std::filesystem::rename(tmp, file, ec);
   if (!written || ec) std::filesystem::remove(tmp, ec);
+  else prune_copies(cache_dir, file);
   return lm;
 }
 

@@ -15,6 +15,7 @@
 /// duplicates; errors are errc::corrupt / errc::truncated naming "source:line". Read-only after
 /// loading; share one model between streams.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -55,10 +56,14 @@ class arpa_lm {
   /// load() through a binary copy of the parsed model kept in `cache_dir` and named by a hash of
   /// the ARPA text (so an edited file gets a new copy): read from there when it is present and
   /// intact (magic, version, source hash, checksum, every id in range), else parsed and written
-  /// there (written aside and renamed; a write that fails is skipped). The text is read and
-  /// hashed either way. `cache_dir` "": load(). The same model either way (arpa_lm_test).
+  /// there (written aside and renamed; a write that fails is skipped; see copy_max_age for
+  /// what is removed). The text is read and
+  /// hashed either way. `cache_dir` "": load(). The same model either way (tests/moe/lm_cache_test.cpp).
   static result<arpa_lm> load_cached(const std::string& path, const std::string& cache_dir,
                                      const arpa_options& opts = {}, cache_info* info = nullptr);
+  /// Writing a copy removes the directory's other copies (lm-*.bin) not read for this long;
+  /// reading one refreshes its time.
+  static constexpr std::chrono::hours copy_max_age{24 * 30};
   /// The binary form load_cached keeps; `source_hash` identifies the text it was parsed from.
   std::string to_binary(uint64_t source_hash) const;
   /// Reads to_binary's bytes back; errc::corrupt naming `source` when they are not that (or were

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -185,5 +186,35 @@ TEST_SUITE("decoder") {
     auto missing = arpa_lm::load_cached(tmp.file("none.arpa"), tmp.file("cache"));
     REQUIRE_FALSE(missing.has_value());
     CHECK(missing.error().code == errc::io);
+  }
+
+  TEST_CASE("lm cache: writing a copy removes other copies not read for copy_max_age; reading one keeps it young") {
+    test::temp_dir tmp;
+    const std::string dir = tmp.file("cache");
+    std::filesystem::create_directories(dir);
+    const auto now = std::filesystem::file_time_type::clock::now();
+    const auto old_time = now - arpa_lm::copy_max_age - std::chrono::hours(24);
+    const auto make = [&](const std::string& name, std::filesystem::file_time_type t) {
+      std::ofstream(dir + "/" + name) << "x";
+      std::filesystem::last_write_time(dir + "/" + name, t);
+    };
+    make("lm-00000000000000aa.bin", old_time);                      // unused for longer than the max age
+    make("lm-00000000000000bb.bin", now - std::chrono::hours(24));  // used yesterday
+    make("notes.txt", old_time);                                    // not a copy
+    arpa_lm::cache_info info;
+    REQUIRE(arpa_lm::load_cached(kn3_path, dir, {}, &info).has_value());
+    CHECK_FALSE(info.hit);
+    CHECK(std::filesystem::exists(info.file));
+    CHECK_FALSE(std::filesystem::exists(dir + "/lm-00000000000000aa.bin"));
+    CHECK(std::filesystem::exists(dir + "/lm-00000000000000bb.bin"));
+    CHECK(std::filesystem::exists(dir + "/notes.txt"));
+
+    // The copy read again is young again: a later write of another text's copy keeps it.
+    std::filesystem::last_write_time(info.file, old_time);
+    REQUIRE(arpa_lm::load_cached(kn3_path, dir, {}, &info).has_value());
+    CHECK(info.hit);
+    CHECK(std::filesystem::last_write_time(info.file) > now - std::chrono::hours(1));
+    REQUIRE(arpa_lm::load_cached(tiny_path, dir).has_value());
+    CHECK(std::filesystem::exists(info.file));
   }
 }
