@@ -188,7 +188,7 @@ TEST_SUITE("decoder") {
     CHECK(missing.error().code == errc::io);
   }
 
-  TEST_CASE("lm cache: writing a copy removes other copies not read for copy_max_age; reading one keeps it young") {
+  TEST_CASE("lm cache: writing a copy removes other copies not read for copy_max_age, and reading one keeps it young") {
     test::temp_dir tmp;
     const std::string dir = tmp.file("cache");
     std::filesystem::create_directories(dir);
