@@ -6,17 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cmath>
-#include <functional>
-#include <sstream>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <optional>
+#include <functional>
 #include <latch>
+#include <optional>
+#include <sstream>
 #include <random>
 #include <thread>
 #include <vector>
@@ -152,29 +148,11 @@ std::optional<moe::device_speed> read_kept(const std::string& path, const std::s
 }
 
 void keep(const std::string& path, const std::string& key, const moe::device_speed& d) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  // Written aside and renamed: a concurrent start reads the old file or the new one, never half.
-  static std::atomic<uint64_t> writes{0};  // per process and per call: engines may start at once
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(writes++);
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << nlohmann::json{{"key", key},
-                          {"written_unix_s", unix_now()},
-                          {"device", {{"units", d.units}, {"speed_one", d.speed_one}, {"speed_all", d.speed_all}}}}
-               .dump(2)
-        << "\n";
-    if (!out.good()) {
-      spdlog::debug("placement: cannot write {}", tmp);
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    spdlog::debug("placement: cannot keep the probe in {}: {}", path, ec.message());
-    std::filesystem::remove(tmp, ec);
-  }
+  const auto text = nlohmann::json{{"key", key},
+                                   {"written_unix_s", unix_now()},
+                                   {"device", {{"units", d.units}, {"speed_one", d.speed_one}, {"speed_all", d.speed_all}}}}
+                        .dump(2) + "\n";
+  if (!config::write_cache_file(path, text)) spdlog::debug("placement: cannot keep the probe in {}", path);
 }
 
 // Busy time of `cpus` (from /proc/stat) and of this process (/proc/self/stat), in clock ticks:
@@ -248,13 +226,17 @@ probe_cache probe_cache::user_default(int hours) {
   return {dir, std::chrono::hours(hours)};
 }
 
+namespace {
+// The file of a probe of `key` ("" when the cache is off).
+std::string file_of_key(const probe_cache& cache, const std::string& key) {
+  if (cache.dir.empty() || cache.max_age.count() <= 0) return {};
+  return config::cache_file(cache.dir, "placement", fnv1a(key), ".json");
+}
+}  // namespace
+
 std::string probe_cache_file(const probe_cache& cache, const moe::recognizer_resources& res,
                              std::chrono::milliseconds budget) {
-  if (cache.dir.empty() || cache.max_age.count() <= 0) return {};
-  char name[40];
-  std::snprintf(name, sizeof name, "placement-%016llx.json",
-                static_cast<unsigned long long>(fnv1a(probe_key(res, budget))));
-  return (std::filesystem::path(cache.dir) / name).string();
+  return file_of_key(cache, probe_key(res, budget));
 }
 
 result<moe::placement_plan> plan_this_machine(const moe::recognizer_resources& res, std::chrono::milliseconds budget,
@@ -267,8 +249,8 @@ result<moe::placement_plan> plan_this_machine(const moe::recognizer_resources& r
     if (plan) plan->measured = false;
     return plan;
   }
-  const std::string path = probe_cache_file(cache, res, budget);
-  const std::string key = path.empty() ? std::string() : probe_key(res, budget);
+  const std::string key = probe_key(res, budget);
+  const std::string path = file_of_key(cache, key);
   if (!path.empty())
     if (auto kept = read_kept(path, key, cores, cache.max_age)) {
       spdlog::info("placement: the probe kept in {} (younger than {} h; engine.placement_cache_hours = 0 probes again)",

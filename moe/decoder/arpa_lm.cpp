@@ -1,11 +1,7 @@
 #include "moe/decoder/arpa_lm.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,16 +9,9 @@
 #include <sstream>
 #include <type_traits>
 
-namespace sluice::moe {
+#include "config/cache_dir.hpp"
 
-result<arpa_lm> arpa_lm::load(const std::string& path, const arpa_options& opts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(errc::io, "cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return fail(errc::io, "cannot read " + path);
-  return parse(ss.str(), path, opts);
-}
+namespace sluice::moe {
 
 namespace {
 
@@ -83,17 +72,22 @@ struct byte_reader {
 
 uint64_t bytes_hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
 
-// The whole file in one read (a stringstream copy of rdbuf() reads in 8 KiB pieces and copies
-// twice); false when it cannot be opened or read.
-bool read_whole(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return false;
-  const auto size = in.tellg();
-  if (size < 0) return false;
-  out.resize(static_cast<std::size_t>(size));
-  in.seekg(0);
-  in.read(out.data(), size);
-  return static_cast<bool>(in) || (in.eof() && in.gcount() == size);
+// A file's text: a regular file in one read (a stringstream copy of rdbuf() reads in 8 KiB
+// pieces and copies twice), anything else (a FIFO) streamed to its end.
+result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(errc::io, "cannot open " + path);
+  std::error_code ec;
+  const auto size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
+  if (!ec && size > 0) {
+    std::string out(static_cast<std::size_t>(size), '\0');
+    if (!in.read(out.data(), static_cast<std::streamsize>(size))) return fail(errc::io, "cannot read " + path);
+    return out;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return fail(errc::io, "cannot read " + path);
+  return ss.str();
 }
 
 // Copies of other texts (earlier versions of a model's LM) not read for copy_max_age are
@@ -112,6 +106,12 @@ void prune_copies(const std::string& dir, const std::string& keep) {
 }
 
 }  // namespace
+
+result<arpa_lm> arpa_lm::load(const std::string& path, const arpa_options& opts) {
+  auto text = read_text(path);
+  if (!text) return tl::unexpected(text.error());
+  return parse(*text, path, opts);
+}
 
 uint64_t arpa_lm::text_hash(std::string_view text) {
   return bytes_hash(text) ^ (static_cast<uint64_t>(text.size()) * 0x9E3779B97F4A7C15ull);
@@ -201,39 +201,21 @@ result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string&
                                      cache_info* info) {
   if (info) *info = {};
   if (cache_dir.empty()) return load(path, opts);
-  if (!std::filesystem::is_regular_file(path)) return load(path, opts);  // load()'s own error (or a FIFO's text)
-  std::string text;
-  if (!read_whole(path, text)) return fail(errc::io, "cannot read " + path);
-  const uint64_t h = text_hash(text);
-  char name[40];
-  std::snprintf(name, sizeof name, "lm-%016llx.bin", static_cast<unsigned long long>(h));
-  const std::string file = (std::filesystem::path(cache_dir) / name).string();
+  auto text = read_text(path);
+  if (!text) return tl::unexpected(text.error());
+  const uint64_t h = text_hash(*text);
+  const std::string file = config::cache_file(cache_dir, "lm", h, ".bin");
   if (info) info->file = file;
-  if (std::string bytes; read_whole(file, bytes)) {
-    if (auto lm = from_binary(bytes, h, file, opts)) {
+  if (auto bytes = read_text(file)) {
+    if (auto lm = from_binary(*bytes, h, file, opts)) {
       if (info) info->hit = true;
       std::error_code ec;  // in use: its age for prune_copies starts again
       std::filesystem::last_write_time(file, std::filesystem::file_time_type::clock::now(), ec);
       return lm;
     }
   }
-  auto lm = parse(text, path, opts);
-  if (!lm) return lm;
-  std::error_code ec;
-  std::filesystem::create_directories(cache_dir, ec);
-  // Per process and per call: two starts (or two engines of one process) may write at once.
-  static std::atomic<uint64_t> writes{0};
-  const std::string tmp = file + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(writes++);
-  bool written = false;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    const std::string bytes = lm->to_binary(h);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    written = out.good();
-  }
-  if (written) std::filesystem::rename(tmp, file, ec);
-  if (!written || ec) std::filesystem::remove(tmp, ec);
-  else prune_copies(cache_dir, file);
+  auto lm = parse(*text, path, opts);
+  if (lm && config::write_cache_file(file, lm->to_binary(h))) prune_copies(cache_dir, file);
   return lm;
 }
 
