@@ -20,13 +20,6 @@ const std::string tiny_path = SLUICE_TEST_DATA_DIR "/lm/tiny.arpa";
 const std::string kn3_path = SLUICE_TEST_DATA_DIR "/lm/kn3.arpa";
 const std::string default_lm_path = SLUICE_SOURCE_DIR "/models/default/lm.arpa";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 arpa_lm parsed(const std::string& path) {
   auto lm = arpa_lm::load(path);
   REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
@@ -82,7 +75,7 @@ TEST_SUITE("decoder") {
     for (const auto& [path, stride] : std::vector<std::pair<std::string, int32_t>>{
              {tiny_path, 1}, {kn3_path, 1}, {default_lm_path, 1500}}) {
       CAPTURE(path);
-      const auto text = read_text(path);
+      const auto text = sluice::test::read_text(path);
       const auto a = parsed(path);
       const auto h = arpa_lm::text_hash(text);
       const auto bytes = a.to_binary(h);
@@ -97,7 +90,7 @@ TEST_SUITE("decoder") {
   }
 
   TEST_CASE("lm cache: a damaged or cut binary copy is refused, never read") {
-    const auto text = read_text(kn3_path);
+    const auto text = sluice::test::read_text(kn3_path);
     const auto h = arpa_lm::text_hash(text);
     const auto bytes = parsed(kn3_path).to_binary(h);
     for (std::size_t at : {std::size_t{0}, std::size_t{9}, bytes.size() / 3, bytes.size() / 2, bytes.size() - 9,
@@ -146,7 +139,7 @@ TEST_SUITE("decoder") {
     CHECK(info.hit);
 
     // The text changed (one probability): another copy, and its scores are the new text's.
-    auto text = read_text(kn3_path);
+    auto text = sluice::test::read_text(kn3_path);
     const auto line = text.find("\n-", text.find("\\2-grams:"));
     REQUIRE(line != std::string::npos);
     text.insert(line + 2, "0");  // "-1.23" -> "-01.23": the same number, another text

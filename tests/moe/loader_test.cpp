@@ -20,11 +20,6 @@ namespace {
 
 const std::string tiny = SLUICE_TEST_DATA_DIR "/tiny_model";
 
-std::string read_text(const std::string& path) {
-  auto b = test::read_bytes(path);
-  return std::string(b.begin(), b.end());
-}
-
 void write_text(const std::string& path, const std::string& s) { test::write_bytes(path, {s.begin(), s.end()}); }
 
 // A copy of the tiny model in a fresh temp dir, with the weights file split into its header
@@ -63,7 +58,7 @@ struct model_copy {
   }
 
   void edit_json(const std::string& from, const std::string& to) {
-    auto text = read_text(dir.file("model.json"));
+    auto text = sluice::test::read_text(dir.file("model.json"));
     const auto at = text.find(from);
     REQUIRE_MESSAGE(at != std::string::npos, from);
     text.replace(at, from.size(), to);
@@ -365,7 +360,7 @@ TEST_SUITE("loader") {
     }
     SUBCASE("tokens.txt with a token too few") {
       model_copy c;
-      auto text = read_text(c.dir.file("tokens.txt"));
+      auto text = sluice::test::read_text(c.dir.file("tokens.txt"));
       text.erase(text.find("z\n"), 2);
       write_text(c.dir.file("tokens.txt"), text);
       auto e = c.load_error();

@@ -32,13 +32,6 @@ namespace {
 
 const std::string pieces_dir = SLUICE_TEST_DATA_DIR "/pieces";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 const token_table& piece_tokens() {
   static const token_table t = [] {
     auto table = token_table::load(pieces_dir + "/tokens.txt");
@@ -163,7 +156,7 @@ TEST_SUITE("pieces") {
     std::ofstream(dir.file("ref.py")) << "f = open('" + out + "', 'w')\n" + script + "f.close()\n";
     REQUIRE_MESSAGE(sluice::test::run("/usr/bin/python3 " + dir.file("ref.py")) == 0,
                     "python3-sentencepiece (tools/setup.sh installs it) must run");
-    std::istringstream ref(read_text(out));
+    std::istringstream ref(sluice::test::read_text(out));
     for (const auto& x : texts) {
       std::string line;
       REQUIRE(std::getline(ref, line));
@@ -194,7 +187,7 @@ TEST_SUITE("pieces") {
   TEST_CASE("pieces: a tokens file that does not belong to the tokenizer is refused") {
     auto tokenizer = piece_tokenizer::load(pieces_dir + "/pieces.model");
     REQUIRE(tokenizer.has_value());
-    const std::string text = read_text(pieces_dir + "/tokens.txt");
+    const std::string text = sluice::test::read_text(pieces_dir + "/tokens.txt");
     std::vector<std::string> lines;
     std::istringstream in(text);
     for (std::string l; std::getline(in, l);) lines.push_back(l);
@@ -227,7 +220,7 @@ TEST_SUITE("pieces") {
   TEST_CASE("pieces: the model loader checks units, tokenizer and tokens together") {
     sluice::test::temp_dir dir;
     std::filesystem::path d(dir.file(""));
-    std::string manifest = read_text(SLUICE_SOURCE_DIR "/models/default/model.json");
+    std::string manifest = sluice::test::read_text(SLUICE_SOURCE_DIR "/models/default/model.json");
     const auto vocab = manifest.find("\"vocab_size\": 29");
     REQUIRE(vocab != std::string::npos);
     manifest.replace(vocab, 16, "\"vocab_size\": 301");

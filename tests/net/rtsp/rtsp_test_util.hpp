@@ -188,9 +188,4 @@ class child_process {
   pid_t pid_ = -1;
 };
 
-inline std::string read_text(const std::string& path) {
-  auto b = read_bytes(path);
-  return std::string(b.begin(), b.end());
-}
-
 }  // namespace sluice::test
