@@ -103,27 +103,70 @@ def as_units(units) -> Units:
     return units if isinstance(units, Units) else Units("chars", units)
 
 
+def parse_split_weights(split: str) -> list[tuple[str, float]]:
+    """'train:3,train_real,train_fotaq:0.4' -> [('train', 3.0), ('train_real', 1.0), ('train_fotaq', 0.4)].
+    A weight scales how much of a split one epoch sees (see FeatureSet); it must be > 0."""
+    out = []
+    for item in split.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, w = item.partition(":")
+        weight = 1.0
+        if sep:
+            try:
+                weight = float(w)
+            except ValueError:
+                raise ValueError(f"split weight of {name!r} is not a number: {w!r}") from None
+            if not weight > 0 or weight != weight or weight == float("inf"):
+                raise ValueError(f"split weight of {name!r} must be a finite number > 0, not {w!r}")
+        if not name:
+            raise ValueError(f"empty split name in {split!r}")
+        out.append((name, weight))
+    return out
+
+
+def weighted_pick(n: int, weight: float, key: str) -> list[int]:
+    """Indices 0..n-1 that one epoch uses for a split of weight `weight`: every index floor(weight)
+    times, plus a fixed random subset of round(frac * n) (the same subset every call for `key`).
+    Weight 1 keeps each once, 3 three times, 0.4 a fixed 40%."""
+    whole = int(weight)
+    frac = weight - whole
+    picked = [i for _ in range(whole) for i in range(n)]
+    extra = round(frac * n)
+    if extra:
+        picked += sorted(random.Random(f"split-weight/{key}").sample(range(n), extra))
+    return picked
+
+
 class FeatureSet:
-    """split may name several splits, comma-separated (e.g. 'train,train_real')."""
+    """split may name several splits, comma-separated (e.g. 'train,train_real'), each with an
+    optional weight ('train:3,train_fotaq:0.4'): a split of weight w contributes each utterance
+    floor(w) times plus a fixed random share frac(w) of them to every epoch (parse_split_weights,
+    weighted_pick), so a small split can be heard more often than a large one."""
 
     def __init__(self, root: str, split: str, units, max_seconds: float = 20.0):
         self.root = root
         self.units = as_units(units)
         self.tokens = self.units.tokens
         self.utts = []
-        paths = [p for sp in split.split(",") if sp
-                 for p in sorted(glob.glob(os.path.join(root, "shards", sp, "*.json")))]
-        for rec_path in paths:
-            with open(rec_path) as f:
-                rec = json.load(f)
-            for u in rec["utts"]:
-                if "feats" not in u or u["duration"] > max_seconds:
-                    continue
-                ids = self.units.encode(u["text"])
-                if not ids:
-                    continue
-                self.utts.append({"id": u["id"], "feats": u["feats"], "ids": ids, "text": u["text"],
-                                  "condition": u.get("condition", ""), "voice": u.get("voice", "")})
+        self.split_counts: dict[str, tuple[int, int]] = {}
+        for sp, weight in parse_split_weights(split):
+            kept = []
+            for rec_path in sorted(glob.glob(os.path.join(root, "shards", sp, "*.json"))):
+                with open(rec_path) as f:
+                    rec = json.load(f)
+                for u in rec["utts"]:
+                    if "feats" not in u or u["duration"] > max_seconds:
+                        continue
+                    ids = self.units.encode(u["text"])
+                    if not ids:
+                        continue
+                    kept.append({"id": u["id"], "feats": u["feats"], "ids": ids, "text": u["text"],
+                                 "condition": u.get("condition", ""), "voice": u.get("voice", "")})
+            picked = weighted_pick(len(kept), weight, sp)
+            self.utts += [kept[i] for i in picked]
+            self.split_counts[sp] = (len(kept), len(picked))
         self._maps: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:

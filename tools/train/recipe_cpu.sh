@@ -4,18 +4,29 @@
 # (make_data/real_data/uqm_data/fotaq_data/bass_data shards, train.py's last.pt).
 #
 #   tools/train/recipe_cpu.sh [--commercial] [--hours-budget H] [--out DIR] [--data DIR]
+#                             [--tts-hours H] [--epochs N] [--weight SPLIT:W ...]
 #
 #   --commercial     no non-commercial data: no The Ur-Quan Masters voice acting (uqm_data.py,
 #                    CC BY-NC-SA) and make_data.py --commercial-only (drops the non-commercial
 #                    RHVoice voices). Without it the model is for evaluation (see MODEL_CARD.md).
 #   --hours-budget   train.py's wall-time limit (default 1.4 h: what a 3-hour session on 2 cores
-#                    leaves); the LR schedule is 4 epochs and the best dev-CER epoch is exported.
+#                    leaves); the LR schedule is --epochs (default 4) and the best dev-CER epoch
+#                    is exported.
+#   --tts-hours      hours of recording-based TTS (make_data.py --mix human; default 1). The
+#                    test and dev sets do not change with it (same seed, same shards).
+#   --weight S:W     how much of split S one epoch hears (train.py --train-splits S:W): e.g.
+#                    train:1.5 or train_fotaq:0.4. Without weights every split is heard once,
+#                    and the games' ~12 h drown the TTS and asterisk speech (session 26's run
+#                    lost the phone recording's words that way).
 # Needs: tools/setup.sh --train (voices, torch, contrib/non-free for the voice packages).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
 commercial=0
 budget=1.4
+tts_hours=1
+epochs=4
+declare -A weight=()
 data=data
 out=runs/recipe_cpu
 while (( $# )); do
@@ -24,12 +35,16 @@ while (( $# )); do
     --hours-budget) budget=$2; shift ;;
     --out) out=$2; shift ;;
     --data) data=$2; shift ;;
+    --tts-hours) tts_hours=$2; shift ;;
+    --epochs) epochs=$2; shift ;;
+    --weight) [[ $2 == *:* ]] || { echo "recipe_cpu: --weight wants SPLIT:W, not $2" >&2; exit 2; }
+              weight[${2%%:*}]=${2#*:}; shift ;;
     *) echo "recipe_cpu: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 splits=train,train_real
-mix_args=(--mix human --hours 1 --seed 3 --dev-utts 150 --test-utts 200 --workers 2)
+mix_args=(--mix human --hours "$tts_hours" --seed 3 --dev-utts 150 --test-utts 200 --workers 2)
 if (( commercial )); then
   mix_args+=(--commercial-only)
 else
@@ -69,8 +84,20 @@ print(f"lm corpus: {len(kept)} sentences ({len(lines) - len(kept)} dropped as te
 EOF
 $PY tools/train/build_lm.py --corpus "$out/lm_corpus.txt" --out "$out/lm.arpa"
 
+weighted=()
+IFS=, read -ra split_list <<< "$splits"
+for sp in "${split_list[@]}"; do
+  weighted+=("$sp${weight[$sp]:+:${weight[$sp]}}")
+  unset "weight[$sp]"
+done
+if (( ${#weight[@]} )); then
+  echo "recipe_cpu: --weight names a split the recipe does not train on: ${!weight[*]}" >&2
+  exit 2
+fi
+splits=$(IFS=,; echo "${weighted[*]}")
+echo "recipe_cpu: training on $splits"
 $PY tools/train/train.py --data "$data" --out "$out" --init models/default --train-splits "$splits" \
-  --epochs 4 --lr 6e-4 --warmup 100 --batch-frames 16000 --threads 2 --checkpoint-min 10 \
+  --epochs "$epochs" --lr 6e-4 --warmup 100 --batch-frames 16000 --threads 2 --checkpoint-min 10 \
   --hours-budget "$budget"
 $PY tools/train/export.py --ckpt "$out/best.pt" --out "$out/model" \
   --golden-wavs "$(ls "$data"/audio/test_real/*/test_real-all-circuits-busy-now-0.wav | head -1)" \

@@ -192,7 +192,9 @@ def main() -> None:
                          "32x5 s batch measured on 2 cores) or batched/sync-free (accelerators); "
                          "same math, see test_model_io.py")
     ap.add_argument("--train-splits", default="train",
-                    help="comma-separated splits to train on (e.g. train,train_real)")
+                    help="comma-separated splits to train on (e.g. train,train_real), each with an optional "
+                         "weight: train:3,train_fotaq:0.4 hears train 3 times and a fixed 40%% of "
+                         "train_fotaq per epoch")
     ap.add_argument("--units", choices=["chars", "pieces"], default="chars",
                     help="output units: characters (tools/train/tokens.txt) or word pieces (--pieces)")
     ap.add_argument("--pieces", default="",
@@ -221,7 +223,9 @@ def main() -> None:
     print(f"units: {units.kind}, {len(tokens)} tokens", flush=True)
     train = dataset.FeatureSet(args.data, args.train_splits, units, max_seconds=args.max_utt_s)
     dev = dataset.FeatureSet(args.data, "dev", units, max_seconds=args.max_utt_s)
-    print(f"train: {len(train)} utts, {train.hours():.2f} h; dev: {len(dev)} utts", flush=True)
+    print(f"train: {len(train)} utts, {train.hours():.2f} h per epoch; dev: {len(dev)} utts", flush=True)
+    for sp, (have, used) in train.split_counts.items():
+        print(f"  {sp}: {have} utts, {used} per epoch", flush=True)
 
     init_dir = args.init if args.init and os.path.isdir(args.init) else ""
     if init_dir:
