@@ -30,6 +30,7 @@ class temp_dir {
   temp_dir(const temp_dir&) = delete;
   temp_dir& operator=(const temp_dir&) = delete;
   std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;
@@ -46,6 +47,12 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
 inline std::string read_text(const std::string& path) {
   auto b = read_bytes(path);
   return std::string(b.begin(), b.end());
+}
+
+/// Writes `text` to `path`, replacing what was there.
+inline void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
 }
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {

@@ -32,16 +32,6 @@ config::sluice_config tls_config(const self_signed& c) {
   return cfg;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
 // How many wss clients half-close at once, and how often (see the half-close test).
 constexpr int half_close_clients = 3;
 constexpr int half_close_rounds = 2;
@@ -153,7 +143,7 @@ TEST_SUITE("tls") {
     CHECK(mismatch.error().code == errc::invalid_config);
     CHECK_MESSAGE(mismatch.error().message.find("tls_key_file") != std::string::npos, mismatch.error().message);
 
-    write_file(dir.file("junk.crt"), "not a certificate\n");
+    write_text(dir.file("junk.crt"), "not a certificate\n");
     cfg.tls_cert_file = dir.file("junk.crt");
     cfg.tls_key_file = a.key;
     auto junk = net::load_tls_context(cfg);
@@ -337,16 +327,16 @@ TEST_SUITE("tls") {
     REQUIRE(first_fp != second_fp);
     // The server reads its certificate from live.crt/live.key, replaced in place below.
     const self_signed live{dir.file("live.crt"), dir.file("live.key")};
-    write_file(live.cert, read_file(first.cert));
-    write_file(live.key, read_file(first.key));
+    write_text(live.cert, read_text(first.cert));
+    write_text(live.key, read_text(first.key));
     served s(tls_config(live));
 
     https_client open_before(s.port, first.cert);
     CHECK(open_before.get("/healthz").status == 200);
     CHECK(open_before.fingerprint() == first_fp);
 
-    write_file(live.cert, read_file(second.cert));
-    write_file(live.key, read_file(second.key));
+    write_text(live.cert, read_text(second.cert));
+    write_text(live.key, read_text(second.key));
     auto reloaded = s.server->reload_tls();
     REQUIRE_MESSAGE(reloaded.has_value(), reloaded.error().message);
 
@@ -359,7 +349,7 @@ TEST_SUITE("tls") {
 
     // A broken replacement (the first key beside the second certificate) is refused and the
     // second certificate stays in use.
-    write_file(live.key, read_file(first.key));
+    write_text(live.key, read_text(first.key));
     auto bad = s.server->reload_tls();
     REQUIRE_FALSE(bad.has_value());
     CHECK_MESSAGE(bad.error().message.find("tls_key_file") != std::string::npos, bad.error().message);
@@ -372,8 +362,8 @@ TEST_SUITE("tls") {
     temp_dir dir;
     const auto first = make_self_signed(dir, "first", 31), second = make_self_signed(dir, "second", 32);
     const self_signed live{dir.file("live.crt"), dir.file("live.key")};
-    write_file(live.cert, read_file(first.cert));
-    write_file(live.key, read_file(first.key));
+    write_text(live.cert, read_text(first.cert));
+    write_text(live.key, read_text(first.key));
     config::server_config cfg;
     cfg.tls_cert_file = live.cert;
     cfg.tls_key_file = live.key;
@@ -386,8 +376,8 @@ TEST_SUITE("tls") {
     // the same clock tick of the file system can carry the same time (and these files have
     // the same size).
     const auto t0 = std::filesystem::last_write_time(live.cert);
-    write_file(live.cert, read_file(second.cert));
-    write_file(live.key, read_file(second.key));
+    write_text(live.cert, read_text(second.cert));
+    write_text(live.key, read_text(second.key));
     std::filesystem::last_write_time(live.cert, t0 + std::chrono::seconds(1));
     std::filesystem::last_write_time(live.key, t0 + std::chrono::seconds(1));
     CHECK((*store)->reload_if_changed());

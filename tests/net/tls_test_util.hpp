@@ -11,14 +11,12 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cctype>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <string>
-#include <unistd.h>
 
+#include "tests/common/audio_tools.hpp"
 #include "tests/common/command.hpp"
 
 namespace sluice::test {
@@ -30,23 +28,6 @@ inline std::pair<std::string, int> run_command(const std::string& cmd) {
   auto r = run_capture(cmd);
   return {std::move(r.out), r.status};
 }
-
-// A fresh directory under the system temp dir, removed with everything in it at the end.
-struct temp_dir {
-  std::filesystem::path path;
-  temp_dir() {
-    static std::atomic<int> n{0};
-    path = std::filesystem::temp_directory_path() /
-           ("sluice_tls_" + std::to_string(::getpid()) + "_" + std::to_string(n++));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 // A self-signed EC certificate for localhost (CN and subjectAltName) with the given serial,
 // valid one day, written as <stem>.crt and <stem>.key (unencrypted) into `dir`.

@@ -7,31 +7,22 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <random>
 
 #include "moe/postproc/tenant_store.hpp"
+#include "tests/common/audio_tools.hpp"
 
 using namespace sluice::moe::postproc;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    path = fs::temp_directory_path() / ("sluice_tenants_" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+// A temp directory (tests/common/audio_tools.hpp) that writes tenant files.
+struct tenant_dir : sluice::test::temp_dir {
   // Writes a file and moves its time forward by `tick` seconds so reload() sees a change even
   // when the size is the same and the clock's resolution is coarse.
   void write(const std::string& name, const std::string& text, int tick = 0) const {
-    std::ofstream(path / name, std::ios::binary | std::ios::trunc) << text;
-    if (tick) fs::last_write_time(path / name, fs::last_write_time(path / name) + std::chrono::seconds(tick));
+    sluice::test::write_text(file(name), text);
+    if (tick) fs::last_write_time(path() / name, fs::last_write_time(path() / name) + std::chrono::seconds(tick));
   }
 };
 
@@ -71,11 +62,11 @@ words = ["project falcon"]
 }
 
 TEST_CASE("tenant store: reload picks up new, changed and removed files, a broken change keeps the old version") {
-  temp_dir d;
+  tenant_dir d;
   d.write("billing.toml", "hotwords = [\"alpha\"]\n");
   d.write("support.toml", "hotwords = [\"beta\"]\n");
   d.write("notes.txt", "not a tenant\n");
-  tenant_store store(d.path.string());
+  tenant_store store(d.path().string());
   auto rep = store.reload();
   CHECK(rep.errors.empty());
   CHECK(rep.loaded.size() == 2);
@@ -111,7 +102,7 @@ TEST_CASE("tenant store: reload picks up new, changed and removed files, a broke
     CHECK(store.get("billing")->hotwords == std::vector<std::string>{"delta"});
   }
   SUBCASE("a removed file removes its tenant") {
-    fs::remove(d.path / "support.toml");
+    fs::remove(d.path() / "support.toml");
     rep = store.reload();
     CHECK(rep.removed == std::vector<std::string>{"support"});
     CHECK(store.get("support") == nullptr);
@@ -120,9 +111,9 @@ TEST_CASE("tenant store: reload picks up new, changed and removed files, a broke
 }
 
 TEST_CASE("tenant store: the API replaces hotwords and keeps the file's other rules") {
-  temp_dir d;
+  tenant_dir d;
   d.write("billing.toml", "hotwords = [\"alpha\"]\n[redaction]\nwords = [\"falcon\"]\n");
-  tenant_store store(d.path.string());
+  tenant_store store(d.path().string());
   store.reload();
   const auto v1 = store.get("billing")->version;
   auto v2 = store.set_hotwords("billing", {"omega 4"});
