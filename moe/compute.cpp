@@ -1,6 +1,8 @@
 #include "moe/compute.hpp"
 
+#include "kernels/cpu/bf16_gemm.hpp"
 #include "kernels/cpu/gemm.hpp"
+#include "moe/bf16_weights.hpp"
 
 namespace sluice::moe {
 
@@ -26,9 +28,12 @@ gemm_backend resolve(gemm_backend b, kernels::cpu::simd_level level, bool per_ex
 compute_ctx::compute_ctx(const compute_options& o)
     : ops_(&kernels::cpu::cpu_ops_for(o.simd)),
       dense_(resolve(o.dense, ops_->level, false)),
-      small_(resolve(o.experts, ops_->level, true)) {}
+      small_(resolve(o.experts, ops_->level, true)),
+      bf16_(o.bf16) {}
 
 void compute_ctx::matmul(gemm_backend b, const kernels::cpu::matmul_args& g) const {
+  if (bf16_)
+    if (const auto* packed = bf16_->find(g.b, g.k, g.n, g.ldb)) return kernels::cpu::matmul_bf16(g, *packed);
   if (b == gemm_backend::blas)
     kernels::cpu::blas_matmul(g);
   else

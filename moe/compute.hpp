@@ -4,6 +4,7 @@
 /// small per-expert products. Chosen per call; the model itself does not care.
 
 #include <cstdint>
+#include <memory>
 
 #include "kernels/cpu/ops.hpp"
 #include "moe/model_weights.hpp"
@@ -26,10 +27,15 @@ const char* to_string(gemm_backend b);
 /// the scalar reference loses to OpenBLAS everywhere.
 gemm_backend resolve(gemm_backend b, kernels::cpu::simd_level level, bool per_expert);
 
+class bf16_weights;
+
 struct compute_options {
   kernels::cpu::simd_level simd = kernels::cpu::best_simd_level();
   gemm_backend dense = gemm_backend::automatic;    ///< linear layers over all frames of a call
   gemm_backend experts = gemm_backend::automatic;  ///< per-expert SwiGLU products, attention products
+  /// `[model] math = "bf16"`: the model's weights packed for bf16 products (moe/bf16_weights.hpp);
+  /// a product by one of them runs with bf16 inputs and f32 accumulation. Null: all f32.
+  std::shared_ptr<const bf16_weights> bf16;
 };
 
 /// compute_options resolved to an op table; passed by reference through the forward.
@@ -40,6 +46,8 @@ class compute_ctx {
   const kernels::cpu::cpu_ops& ops() const { return *ops_; }
   gemm_backend dense_backend() const { return dense_; }
   gemm_backend small_backend() const { return small_; }
+  /// True when products by the model's weights run in bf16 (compute_options::bf16).
+  bool bf16() const { return bf16_ != nullptr; }
 
   /// The product on the dense backend / the small-product backend.
   void dense_matmul(const kernels::cpu::matmul_args& g) const { matmul(dense_, g); }
@@ -53,6 +61,7 @@ class compute_ctx {
 
   const kernels::cpu::cpu_ops* ops_;
   gemm_backend dense_, small_;
+  std::shared_ptr<const bf16_weights> bf16_;
 };
 
 }  // namespace sluice::moe

@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "config/cache_dir.hpp"
+#include "kernels/cpu/bf16_gemm.hpp"
+#include "moe/bf16_weights.hpp"
 #include "moe/model_manifest.hpp"
 
 namespace sluice::moe {
@@ -88,6 +90,14 @@ result<std::shared_ptr<const recognizer_resources>> recognizer_resources::create
     lexicon = std::make_shared<const word_lexicon>(word_lexicon::build(model->tokens(), lm.get(), words));
   }
   auto res = std::make_shared<recognizer_resources>();
+  if (cfg.model.math == "bf16") {
+    if (!kernels::cpu::bf16_supported())
+      return fail(errc::invalid_argument,
+                  "model.math = \"bf16\" needs a CPU with AVX-512 BF16, and this one has none; use \"f32\"");
+    res->compute.bf16 = bf16_weights::build(model->weights(), arch.d_model);
+    spdlog::info("model math: bf16 products, f32 accumulation ({} weight views packed, {:.1f} MB)",
+                 res->compute.bf16->views(), static_cast<double>(res->compute.bf16->bytes()) / 1e6);
+  }
   res->window = attention_window{arch.chunk_frames, arch.left_chunks};
   res->decoder = cfg.decoder;
   // Word times: one decoder frame is the model's fbank shift times its subsampling.

@@ -97,7 +97,7 @@ TEST_SUITE("model") {
     for (auto level : test::supported_levels())
       for (auto dense : {gemm_backend::blas, gemm_backend::own})
         for (auto experts : {gemm_backend::blas, gemm_backend::own})
-          worst.merge(check_golden(dir, compute_options{level, dense, experts}, golden_tolerance));
+          worst.merge(check_golden(dir, compute_options{level, dense, experts, nullptr}, golden_tolerance));
     report("tiny model, every SIMD level and backend", worst);
   }
 

@@ -287,6 +287,28 @@ TEST_SUITE("accuracy") {
     }
   }
 
+  // model.math = "bf16" (products by the weights with bf16 inputs, f32 accumulation) is held to
+  // the same phone-speech target as f32; where the CPU has no AVX-512 BF16 it must be refused
+  // at start with a clear reason (and the accuracy part is skipped, visibly).
+  TEST_CASE("model.math = bf16: the phone recording within the phone WER target, or a clear refusal without AVX-512 BF16") {
+    sluice::test::temp_dir tmp;
+    const std::string wav = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
+    auto r = sluice_cli("transcribe " + model + "--model.math=bf16 " + wav, tmp);
+    if (r.status != 0) {
+      CHECK(r.err.find("AVX-512 BF16") != std::string::npos);
+      MESSAGE("SKIPPED: no AVX-512 BF16 on this CPU: " << r.err);
+      return;
+    }
+    CHECK(r.err.find("model math: bf16") != std::string::npos);
+    const auto ref = words_of(sluice::test::read_text(SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.txt"));
+    const double wer = static_cast<double>(word_edits(ref, words_of(r.out))) / static_cast<double>(ref.size());
+    MESSAGE("bf16: " << r.out << "word error rate: " << wer);
+    CHECK(wer <= phone_wer_target);
+    auto bad = sluice_cli("transcribe " + model + "--model.math=f16 " + wav, tmp);
+    CHECK(bad.status != 0);
+    CHECK(bad.err.find("math") != std::string::npos);
+  }
+
   // The beam search (characters + word LM at word ends, kept for comparison) is not held to the
   // target: it leaves word boundaries to the model and often glues words (models/default's
   // MODEL_CARD.md: its WER on the held-out sets is above greedy's); its text and WER are reported.

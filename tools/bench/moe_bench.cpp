@@ -2,6 +2,7 @@
 //
 //   moe_bench --model DIR [--seconds 60] [--runs 5] [--simd avx512|avx2|scalar]
 //             [--dense auto|blas|own] [--experts auto|blas|own] [--all] [--stream] [--micro]
+//             [--math f32|bf16]
 //
 // Times forward_offline on random fbank (--seconds of audio, 100 frames per second) and
 // prints min / median ms per run, ms per second of audio and the real-time factor. --all
@@ -19,9 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/bf16_gemm.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/simd.hpp"
 #include "moe/acoustic_stream.hpp"
+#include "moe/bf16_weights.hpp"
 #include "moe/forward.hpp"
 #include "moe/routed_experts.hpp"
 
@@ -40,7 +43,7 @@ struct options {
   double seconds = 60;
   int runs = 5;
   compute_options compute;
-  bool all = false, stream = false, micro = false;
+  bool all = false, stream = false, micro = false, bf16 = false;
 };
 
 struct timing {
@@ -117,13 +120,20 @@ void bench_micro(const architecture& a, kernels::cpu::simd_level simd) {
   for (auto& v : down) v = nd(rng);
   std::printf("\none expert's SwiGLU (d %lld, hidden %lld), %s: us per call (ns per token)\n", (long long)d,
               (long long)h, kernels::cpu::to_string(simd));
-  std::printf("%8s %22s %22s\n", "tokens", "OpenBLAS", "own kernel");
+  // The bf16 kernel on the same three weight views, where the CPU has AVX-512 BF16.
+  auto packed = std::make_shared<bf16_weights>();
+  packed->add(gate_up.data(), d, h, 2 * h);
+  packed->add(gate_up.data() + h, d, h, 2 * h);
+  packed->add(down.data(), h, d, d);
+  const bool bf16 = kernels::cpu::bf16_supported();
+  std::printf("%8s %22s %22s %22s\n", "tokens", "OpenBLAS", "own kernel", bf16 ? "own bf16 kernel" : "(no AVX-512 BF16)");
   for (int64_t m : {8, 20, 50, 100, 200, 400}) {
     std::vector<float> x(m * d), hbuf(m * 2 * h), out(m * d);
     for (auto& v : x) v = nd(rng);
     std::printf("%8lld", (long long)m);
-    for (auto backend : {gemm_backend::blas, gemm_backend::own}) {
-      const compute_ctx ctx(compute_options{simd, backend, backend});
+    for (int col = 0; col < (bf16 ? 3 : 2); ++col) {
+      const auto backend = col == 0 ? gemm_backend::blas : gemm_backend::own;
+      const compute_ctx ctx(compute_options{simd, backend, backend, col == 2 ? packed : nullptr});
       const timing t = time_runs(5, [&] {
         for (int r = 0; r < micro_repeats; ++r)
           swiglu_forward(ctx, true, gate_up.data(), down.data(), d, h, x.data(), m, hbuf.data(), out.data(), false);
@@ -155,6 +165,10 @@ bool parse(int argc, char** argv, options& o) {
         return std::fprintf(stderr, "%s takes auto, blas or own\n", a.c_str()), false;
       (a == "--dense" ? o.compute.dense : o.compute.experts) =
           v == "blas" ? gemm_backend::blas : v == "own" ? gemm_backend::own : gemm_backend::automatic;
+    } else if (a == "--math") {
+      const std::string v = value();
+      if (v != "f32" && v != "bf16") return std::fprintf(stderr, "--math takes f32 or bf16\n"), false;
+      o.bf16 = v == "bf16";
     } else if (a == "--all") {
       o.all = true;
     } else if (a == "--stream") {
@@ -185,6 +199,10 @@ int main(int argc, char** argv) {
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
   const auto& a = (*model)->arch();
+  if (o.bf16) {
+    if (!kernels::cpu::bf16_supported()) return std::fprintf(stderr, "--math bf16: this CPU has no AVX-512 BF16\n"), 2;
+    o.compute.bf16 = bf16_weights::build((*model)->weights(), a.d_model);
+  }
   const int64_t frames = static_cast<int64_t>(o.seconds * frames_per_second);
   std::vector<float> fbank(frames * a.n_mels);
   std::mt19937 rng(7);
@@ -200,7 +218,7 @@ int main(int argc, char** argv) {
   if (o.all) {
     for (auto dense : {gemm_backend::blas, gemm_backend::own})
       for (auto experts : {gemm_backend::blas, gemm_backend::own})
-        if (int rc = bench_offline(**model, fbank, frames, o, compute_options{o.compute.simd, dense, experts})) return rc;
+        if (int rc = bench_offline(**model, fbank, frames, o, compute_options{o.compute.simd, dense, experts, o.compute.bf16})) return rc;
   } else if (int rc = bench_offline(**model, fbank, frames, o, o.compute)) {
     return rc;
   }

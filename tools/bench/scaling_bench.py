@@ -76,6 +76,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cores", default="1,2")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--torch-dtype", default="f32",
+                    help="comma-separated PyTorch references: f32 (eager) and/or bf16 (eager under CPU bf16 "
+                         "autocast); ratios are reported against each (compare --set model.math=bf16 with both)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -110,17 +113,22 @@ def main() -> None:
                    "cpu_percent_median": 100.0 * cpu_share}
             torch_txt, ratio_txt = "-", "-"
             if not args.no_torch:
-                tcmd = pin + [sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
-                              args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
-                              f"{statistics.mean(segs):.3f}", "--runs", str(args.runs), "--best-batch"]
-                env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
-                out = subprocess.run(tcmd, check=True, capture_output=True, text=True, env=env).stdout
-                t = json.loads(out.strip().splitlines()[-1])
-                row["torch"] = t
-                row["torch_x_real_time_median"] = audio_s / (t["median_ms"] / 1000.0)
-                row["sluice_over_torch_median"] = row["x_real_time_median"] / row["torch_x_real_time_median"]
-                torch_txt = f"{row['torch_x_real_time_median']:.1f} (b{t['batch']})"
-                ratio_txt = f"{row['sluice_over_torch_median']:.2f}"
+                texts, ratios = [], []
+                for dtype in [d for d in args.torch_dtype.split(",") if d]:
+                    tcmd = pin + [sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
+                                  args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
+                                  f"{statistics.mean(segs):.3f}", "--runs", str(args.runs), "--best-batch",
+                                  "--dtype", dtype]
+                    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+                    out = subprocess.run(tcmd, check=True, capture_output=True, text=True, env=env).stdout
+                    t = json.loads(out.strip().splitlines()[-1])
+                    suffix = "" if dtype == "f32" else "_" + dtype
+                    row["torch" + suffix] = t
+                    row["torch_x_real_time_median" + suffix] = audio_s / (t["median_ms"] / 1000.0)
+                    row["sluice_over_torch_median" + suffix] = row["x_real_time_median"] / row["torch_x_real_time_median" + suffix]
+                    texts.append(f"{row['torch_x_real_time_median' + suffix]:.1f} (b{t['batch']}{suffix})")
+                    ratios.append(f"{row['sluice_over_torch_median' + suffix]:.2f}")
+                torch_txt, ratio_txt = " / ".join(texts), " / ".join(ratios)
             report["cores"][str(c)] = row
             print(f"{c:>5} {row['x_real_time_min_wall']:>15.1f} {row['x_real_time_median']:>8.1f} "
                   f"{row['cpu_percent_median']:>10.0f} {torch_txt:>22} {ratio_txt:>13}")

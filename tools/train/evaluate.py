@@ -225,10 +225,47 @@ def engine_eval(args) -> dict:
             print(f"{cond} {mode}: utts {len(items)} CER {rates.cer():.3f} WER {rates.wer():.3f}"
                   + (f" not-in-word-list {r['oov_rate']:.3f}" if words else ""), flush=True)
         print(f"{mode}: {len(files)} files in {wall:.1f} s", flush=True)
+    if args.compare_set:
+        report["compare"] = compare_eval(args, conditions, files, by_mode)
     shifts = [float(x) for x in args.shift_ms.split(",") if x.strip()] if args.shift_ms else []
     if shifts:
         report["shift"] = shift_eval(args, conditions, files, by_mode, shifts)
     return report
+
+
+def compare_eval(args, conditions: dict, files: list[str], by_mode: dict) -> dict:
+    """Every file decoded again with --compare-set added, per mode: that run's CER/WER, and how
+    many characters of the first run's text it changes (character edit distance between the two
+    texts over the first text's characters, spaces included)."""
+    import copy
+    other = copy.copy(args)
+    other.set = list(getattr(args, "set", None) or []) + list(args.compare_set)
+    out = {"set": list(args.compare_set), "conditions": {}}
+    for mode, base in by_mode.items():
+        hyps, wall = engine_transcribe(other, mode, files)
+        out.setdefault("wall_s", {})[mode] = round(wall, 2)
+        total_changed = total_chars = 0
+        for cond, items in conditions.items():
+            rates = ctc_metrics.ErrorRates()
+            changed = chars = 0
+            for wav, ref in items:
+                rates.add(hyps.get(wav, ""), ref)
+                a, b = base.get(wav, ""), hyps.get(wav, "")
+                changed += ctc_metrics.edit_distance(list(a), list(b))
+                chars += len(a)
+            total_changed += changed
+            total_chars += chars
+            out["conditions"][cond + "/" + mode] = {"utts": len(items), "cer": rates.cer(), "wer": rates.wer(),
+                                                    "changed_chars": changed, "base_chars": chars,
+                                                    "changed_share": changed / max(chars, 1)}
+            print(f"{cond} {mode} with {' '.join(args.compare_set)}: CER {rates.cer():.3f} WER {rates.wer():.3f}, "
+                  f"text changed {changed} of {chars} characters ({100.0 * changed / max(chars, 1):.2f}%)",
+                  flush=True)
+        out.setdefault("changed_share", {})[mode] = total_changed / max(total_chars, 1)
+        print(f"{mode} with {' '.join(args.compare_set)}: {len(files)} files in {wall:.1f} s; text changed "
+              f"{total_changed} of {total_chars} characters ({100.0 * total_changed / max(total_chars, 1):.2f}%)",
+              flush=True)
+    return out
 
 
 def engine_transcribe(args, mode: str, files: list[str]) -> tuple[dict[str, str], float]:
@@ -318,7 +355,13 @@ def main() -> None:
     ap.add_argument("--manifest", action="append", default=[], metavar="NAME=TSV",
                     help="with --engine: the rows marked test of an extractor's manifest as condition NAME")
     ap.add_argument("--shift-decoder", default="lexicon", help="decoder mode of the --shift-ms runs")
+    ap.add_argument("--compare-set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="with --engine: decode every file again with these overrides added (repeatable, "
+                         "e.g. model.math=bf16) and report its CER/WER and the share of characters its "
+                         "text changes against the first run's (edit distance / first run's characters)")
     args = ap.parse_args()
+    if args.compare_set and not args.engine:
+        ap.error("--compare-set needs --engine")
     if args.manifest and not args.engine:
         ap.error("--manifest needs --engine")
     if args.engine:
