@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cpu/bf16_gemm.hpp"
 #include "kernels/cpu/fp8.hpp"
 #include "moe/attention.hpp"
 #include "moe/decoder/ctc_frames.hpp"
@@ -39,13 +40,22 @@ class cpu_backend final : public kernels::backend {
   status upload(void* dst, const void* src, std::size_t bytes) override { return copy(dst, src, bytes); }
   status download(void* dst, const void* src, std::size_t bytes) override { return copy(dst, src, bytes); }
   status synchronize() override { return status::ok; }
+  // bf16: matmul rounds A and B to bf16 and accumulates in f32, as the CUDA backend's cuBLAS
+  // fast-bf16 mode does (its CPU twin; experts() stays f32 on both). B is packed per call: this
+  // is the parity path, not the engine's (the engine packs its weights once, moe/bf16_weights).
   status set_math(kernels::math_mode m) override {
-    return m == kernels::math_mode::f32 ? status::ok : bad(status::unavailable, "cpu: bf16 math is not implemented");
+    if (m != kernels::math_mode::f32 && m != kernels::math_mode::bf16) return bad(status::invalid_argument, "set_math: unknown mode");
+    math_ = m;
+    return status::ok;
   }
 
   status matmul(const kernels::cpu::matmul_args& g) override {
     if (g.m < 0 || g.n < 0 || g.k < 0) return bad(status::invalid_argument, "matmul: negative size");
-    if (g.m > 0 && g.n > 0) ctx_.dense_matmul(g);
+    if (g.m == 0 || g.n == 0) return status::ok;
+    if (math_ == kernels::math_mode::bf16)
+      kernels::cpu::matmul_bf16(g, kernels::cpu::pack_bf16(g.b, g.k, g.n, g.ldb));
+    else
+      ctx_.dense_matmul(g);
     return status::ok;
   }
   status layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t dim,
@@ -228,6 +238,7 @@ class cpu_backend final : public kernels::backend {
   }
 
   compute_ctx ctx_;
+  kernels::math_mode math_ = kernels::math_mode::f32;
   workspace ws_;
   std::vector<attention_segment> att_segs_;
   std::vector<int32_t> pair_row_;

@@ -104,6 +104,23 @@ std::vector<op_case> op_cases() {
                  s.ok(s.dev().matmul(g));
                  return s.get(out, m * (n + 1));
                }});
+  // bf16 math (A and B rounded to bf16, f32 sums) on both sides. Tolerance: each element may
+  // move by 2^-8 of sum |a_i b_i| from the exact product (tests/kernels/bf16_gemm_test.cpp), so
+  // if one side rounded differently (not to nearest even) the NMSE could reach (2^-8)^2 times
+  // k (E|ab|)^2 / E[(ab)^2] = 1.5e-5 * 53 * (2/pi)^2 = 3.3e-4 for these normal inputs; two sides
+  // rounding alike differ by f32 summation order only (far below).
+  c.push_back({"matmul in bf16 math", 3.3e-4, [](session& s) {
+                 const int64_t m = 37, n = 29, k = 53;
+                 auto a = s.put(random_vec(m * (k + 3), 11)), b = s.put(random_vec(k * (n + 2), 12));
+                 auto bias = s.put(random_vec(n, 13));
+                 auto out = s.put(random_vec(m * (n + 1), 14));
+                 kernels::cpu::matmul_args g{m, n, k, a, k + 3, b, n + 2, out, n + 1, bias};
+                 g.accumulate = true;
+                 s.ok(s.dev().set_math(kernels::math_mode::bf16));
+                 s.ok(s.dev().matmul(g));
+                 s.ok(s.dev().set_math(kernels::math_mode::f32));
+                 return s.get(out, m * (n + 1));
+               }});
   c.push_back({"layer_norm", 1e-10, [](session& s) {
                  auto x = s.put(random_vec(50 * d_model, 5, 3.0f));
                  auto gamma = s.put(random_vec(d_model, 6)), beta = s.put(random_vec(d_model, 7));
@@ -344,8 +361,37 @@ TEST_SUITE("backend ops") {
     int32_t bad_expert = 40;
     CHECK(b->experts(&dummy, &dummy, 32, 144, 48, &dummy, 1, &bad_expert, &dummy, 1, &dummy) ==
           status::invalid_argument);
-    CHECK(b->set_math(kernels::math_mode::bf16) == status::unavailable);
+    CHECK(b->set_math(static_cast<kernels::math_mode>(7)) == status::invalid_argument);
     CHECK(b->set_math(kernels::math_mode::f32) == status::ok);
+  }
+
+  TEST_CASE("the CPU backend's bf16 math: off the f32 product, within the bf16 rounding bound of it") {
+    auto b = moe::make_cpu_backend();
+    const int64_t m = 9, n = 40, k = 144;
+    const auto a = random_vec(m * k, 21), w = random_vec(k * n, 22, 0.2f);
+    std::vector<float> f32(m * n), bf16(m * n);
+    kernels::cpu::matmul_args g{m, n, k, a.data(), k, w.data(), n, f32.data(), n, nullptr};
+    REQUIRE(b->matmul(g) == status::ok);
+    REQUIRE(b->set_math(kernels::math_mode::bf16) == status::ok);
+    g.c = bf16.data();
+    REQUIRE(b->matmul(g) == status::ok);
+    REQUIRE(b->set_math(kernels::math_mode::f32) == status::ok);
+    // Each input rounded to 8 significant bits: <= (2^-8 + 2^-18) of sum |a_i w_i| per element,
+    // plus f32 summation (k + 3) 2^-24 of it on each side.
+    double worst = 0;
+    int bad = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double mag = 0;
+        for (int64_t q = 0; q < k; ++q) mag += std::abs(double(a[i * k + q]) * w[q * n + j]);
+        const double bound = (std::ldexp(1.0, -8) + std::ldexp(1.0, -18) + 2.0 * double(k + 3) * std::ldexp(1.0, -24)) * mag;
+        const double err = std::abs(double(bf16[i * n + j]) - f32[i * n + j]);
+        worst = std::max(worst, err / bound);
+        bad += !(err <= bound);
+      }
+    MESSAGE("largest error / bound: " << worst);
+    CHECK(bad == 0);
+    CHECK(bf16 != f32);
   }
 
   TEST_CASE("every op: CUDA against the CPU backend (needs a GPU)") {
