@@ -371,6 +371,8 @@ result<std::pair<std::unique_ptr<kernels::backend>, std::unique_ptr<moe::device_
     if (!b) return tl::unexpected(b.error());
     dev = std::move(*b);
   }
+  if (res.cfg.model.math == "bf16" && dev->set_math(kernels::math_mode::bf16) != kernels::status::ok)
+    return fail(errc::unsupported, "model.math = bf16 on " + dev->name() + ": " + dev->last_error());
   auto model = moe::device_model::create(res.model, *dev, res.compute);
   if (!model) return tl::unexpected(model.error());
   return std::make_pair(std::move(dev), std::move(*model));

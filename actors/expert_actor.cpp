@@ -8,8 +8,8 @@ namespace sluice::actors {
 
 expert_actor_type::behavior_type expert_actor_for(expert_pointer self, std::shared_ptr<const moe::acoustic_model> model,
                                                   moe::expert_placement placement, int32_t shard, metrics_actor_type metrics,
-                                                  int report_ms, int64_t preallocate_pairs) {
-  auto created = moe::expert_shard::create(*model, placement, shard);
+                                                  int report_ms, int64_t preallocate_pairs, moe::compute_options compute) {
+  auto created = moe::expert_shard::create(*model, placement, shard, std::move(compute));
   if (!created) {
     spdlog::get("actors") ? spdlog::get("actors")->error("expert/{}: {}", shard, created.error().message)
                           : spdlog::error("expert/{}: {}", shard, created.error().message);
@@ -55,7 +55,7 @@ expert_actor_type::behavior_type expert_actor(expert_pointer self, std::shared_p
   // A block holds at most a step's pairs (capacity bounds it only under the spill policies).
   const int64_t pairs = res->cfg.engine.preallocate ? res->largest_block_pairs() : 0;
   return expert_actor_for(self, res->model, res->placement, shard, std::move(metrics), res->cfg.engine.report_ms,
-                          pairs);
+                          pairs, res->compute);
 }
 
 }  // namespace sluice::actors

@@ -38,9 +38,10 @@ expert_actor_type::behavior_type expert_actor(expert_pointer self, std::shared_p
                                               int32_t shard, metrics_actor_type metrics);
 
 /// The same actor for a shard of an arbitrary placement (tests, remote shards);
-/// `preallocate_pairs` > 0: its workspace is committed for blocks of that many pairs.
+/// `preallocate_pairs` > 0: its workspace is committed for blocks of that many pairs; `compute`
+/// as the engine's (engine_resources::compute: SIMD level, backends, bf16 weights).
 expert_actor_type::behavior_type expert_actor_for(expert_pointer self, std::shared_ptr<const moe::acoustic_model> model,
                                                   moe::expert_placement placement, int32_t shard, metrics_actor_type metrics,
-                                                  int report_ms, int64_t preallocate_pairs);
+                                                  int report_ms, int64_t preallocate_pairs, moe::compute_options compute);
 
 }  // namespace sluice::actors

@@ -216,6 +216,8 @@ std::string probe_key(const moe::recognizer_resources& res, std::chrono::millise
                 a.left_chunks, a.subsampling})
     key += ";" + std::to_string(v);
   key += ";budget_ms=" + std::to_string(budget.count());
+  // A probe measured with f32 products says nothing about bf16 ones (model.math), and back.
+  key += res.compute.bf16 ? ";math=bf16" : ";math=f32";
   return key;
 }
 

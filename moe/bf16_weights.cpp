@@ -20,8 +20,11 @@ std::size_t bf16_weights::bytes() const {
   return total;
 }
 
-std::shared_ptr<const bf16_weights> bf16_weights::build(const model_weights& w, int64_t d_model) {
+std::shared_ptr<const bf16_weights> bf16_weights::build(std::shared_ptr<const acoustic_model> model) {
   auto out = std::make_shared<bf16_weights>();
+  if (!model) return out;
+  const model_weights& w = model->weights();
+  const int64_t d_model = model->arch().d_model;
   auto linear = [&](const linear_weights& l) { out->add(l.w.data(), l.in, l.out, l.out); };
   // A SwiGLU's gate and up halves of gate_up [d, 2 h] and its down [h, d] (routed_experts.cpp).
   auto swiglu = [&](const float* gate_up, const float* down, int64_t d, int64_t h) {
@@ -46,6 +49,7 @@ std::shared_ptr<const bf16_weights> bf16_weights::build(const model_weights& w, 
     for (int64_t i = 0; i < e.n_experts; ++i) swiglu(e.gate_up_of(i), e.down_of(i), e.d, e.hidden);
   }
   linear(w.ctc);
+  out->model_ = std::move(model);
   return out;
 }
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "kernels/cpu/bf16_gemm.hpp"
-#include "moe/model_weights.hpp"
+#include "moe/acoustic_model.hpp"
 
 namespace sluice::moe {
 
@@ -20,7 +20,8 @@ class bf16_weights {
   /// Every view of the weights that the forward multiplies by, except the routers' (kept f32):
   /// linear layers (attention qkv and output, CTC head, front-end output), the shared and
   /// routed experts' gate and up halves and down matrices, the two convolutions.
-  static std::shared_ptr<const bf16_weights> build(const model_weights& w, int64_t d_model);
+  /// The table keeps `model` alive: its keys are addresses in the model's weights.
+  static std::shared_ptr<const bf16_weights> build(std::shared_ptr<const acoustic_model> model);
 
   /// The packed copy of B [k, n] (row stride ldb) starting at `b`, or null when `b` is not the
   /// start of such a view (then the product runs in f32).
@@ -47,6 +48,7 @@ class bf16_weights {
     }
   };
   std::unordered_map<key, kernels::cpu::bf16_matrix, key_hash> map_;
+  std::shared_ptr<const acoustic_model> model_;  ///< whose weights the keys point into (null: add() only)
 };
 
 }  // namespace sluice::moe

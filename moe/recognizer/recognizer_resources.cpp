@@ -90,13 +90,20 @@ result<std::shared_ptr<const recognizer_resources>> recognizer_resources::create
     lexicon = std::make_shared<const word_lexicon>(word_lexicon::build(model->tokens(), lm.get(), words));
   }
   auto res = std::make_shared<recognizer_resources>();
+  // bf16 on the host's kernels (CPU lanes, the recognizer core, expert actors); device lanes set
+  // their backend's math themselves (actors/batcher_actor.cpp), so only CPU lanes need the
+  // instructions.
   if (cfg.model.math == "bf16") {
-    if (!kernels::cpu::bf16_supported())
+    if (kernels::cpu::bf16_supported()) {
+      res->compute.bf16 = bf16_weights::build(model);
+      spdlog::info("model math: bf16 products, f32 accumulation ({} weight views packed, {:.1f} MB)",
+                   res->compute.bf16->views(), static_cast<double>(res->compute.bf16->bytes()) / 1e6);
+    } else if (cfg.engine.lane_backend == config::lane_backend::cpu) {
       return fail(errc::invalid_argument,
                   "model.math = \"bf16\" needs a CPU with AVX-512 BF16, and this one has none; use \"f32\"");
-    res->compute.bf16 = bf16_weights::build(model->weights(), arch.d_model);
-    spdlog::info("model math: bf16 products, f32 accumulation ({} weight views packed, {:.1f} MB)",
-                 res->compute.bf16->views(), static_cast<double>(res->compute.bf16->bytes()) / 1e6);
+    } else {
+      spdlog::info("model math: bf16 on the device lanes; host products stay f32 (no AVX-512 BF16 here)");
+    }
   }
   res->window = attention_window{arch.chunk_frames, arch.left_chunks};
   res->decoder = cfg.decoder;

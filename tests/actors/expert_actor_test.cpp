@@ -145,7 +145,7 @@ TEST_SUITE("expert_actor") {
     const auto lb = make_blocks();
     caf::scoped_actor self{sys};
     for (int32_t shard = 0; shard < 2; ++shard) {
-      auto ex = sys.spawn(expert_actor_for, test::default_model(), lb.placement, shard, metrics_actor_type{}, 1000, int64_t{0});
+      auto ex = sys.spawn(expert_actor_for, test::default_model(), lb.placement, shard, metrics_actor_type{}, 1000, int64_t{0}, moe::compute_options{});
       const auto want = direct(lb.blocks[static_cast<std::size_t>(shard)], lb.placement, shard);
       for (bool fp8 : {false, true}) {
         std::vector<float> got;
@@ -181,7 +181,7 @@ TEST_SUITE("expert_actor") {
     cfg_a.load<caf::io::middleman>();
     caf::actor_system sys_a{cfg_a};
     const auto lb = make_blocks();
-    auto ex = sys_b.spawn(expert_actor_for, test::default_model(), lb.placement, 1, metrics_actor_type{}, 1000, int64_t{0});
+    auto ex = sys_b.spawn(expert_actor_for, test::default_model(), lb.placement, 1, metrics_actor_type{}, 1000, int64_t{0}, moe::compute_options{});
     auto port = sys_b.middleman().publish(ex, 0, "127.0.0.1");
     REQUIRE_MESSAGE(static_cast<bool>(port), (port ? std::string() : sys_b.render(port.error())));
     // Typed on both sides: the remote handle's interface is checked against the published one.

@@ -30,7 +30,7 @@ TEST_SUITE("bf16") {
     const auto model = test::load(default_dir());
     const auto& a = model->arch();
     const auto& w = model->weights();
-    const auto packed = bf16_weights::build(w, a.d_model);
+    const auto packed = bf16_weights::build(model);
     // Front end: conv1, conv2, output layer. Each block: qkv, proj, each shared expert's gate,
     // up and down, each routed expert's gate, up and down. Then the CTC head.
     const int64_t per_block = 2 + 3 * a.n_shared + 3 * a.n_routed;
@@ -92,7 +92,7 @@ TEST_SUITE("bf16") {
     const auto& a = model->arch();
     forward_options f32, empty, bf16;
     empty.compute.bf16 = std::make_shared<const bf16_weights>();
-    bf16.compute.bf16 = bf16_weights::build(model->weights(), a.d_model);
+    bf16.compute.bf16 = bf16_weights::build(model);
     for (auto& g : test::golden_cases(default_dir())) {
       CAPTURE(g.name);
       const auto torch = *g.file.read_f32("logits");

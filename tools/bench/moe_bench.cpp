@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   const auto& a = (*model)->arch();
   if (o.bf16) {
     if (!kernels::cpu::bf16_supported()) return std::fprintf(stderr, "--math bf16: this CPU has no AVX-512 BF16\n"), 2;
-    o.compute.bf16 = bf16_weights::build((*model)->weights(), a.d_model);
+    o.compute.bf16 = bf16_weights::build(*model);
   }
   const int64_t frames = static_cast<int64_t>(o.seconds * frames_per_second);
   std::vector<float> fbank(frames * a.n_mels);
