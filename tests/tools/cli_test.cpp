@@ -241,7 +241,7 @@ TEST_SUITE("cli-transcribe") {
 // test_phone utterance of the first default model's data (a sentence never trained on, through the
 // phone channel, saved as 8 kHz mu-law); its .txt is the true transcript, never the model's output.
 // The first model was picked because it transcribed this recording exactly; the fine-tuned model
-// that replaced it (MODEL_CARD.md) gets one word wrong ("tenth" -> "then"). The bound is not set
+// that replaced it (MODEL_CARD.md) got one word wrong ("tenth" -> "then"), the session-27 one none. The bound is not set
 // from that measurement: it is issue 10's target for 8 kHz phone speech with noise, WER <= 25%
 // (4 word errors in these 16 words); a broken front end, model or decoder gives far more.
 TEST_SUITE("accuracy") {
@@ -334,7 +334,11 @@ TEST_SUITE("accuracy") {
     CHECK(no_lexicon.err.find("cannot open lexicon file /nonexistent/words.txt") != std::string::npos);
   }
 
-  TEST_CASE("hotwords: rare names are recognised only with biasing, and an unrelated hotword changes nothing") {
+  // An unrelated hotword must not come out. It may still move an unknown word's letters: its
+  // partial matches are boosted while they last (and refunded when they fail), which changes what
+  // the beam keeps; with the session-27 default model "vanderbilt" turned "... in ry" into
+  // "... in er y" for quisenberry (the earlier model printed the same text both ways).
+  TEST_CASE("hotwords: rare names are recognised only with biasing, and an unrelated hotword never comes out") {
     sluice::test::temp_dir tmp;
     for (const std::string name : {"karpinski", "quisenberry", "okonkwo", "castellanos"}) {
       CAPTURE(name);
@@ -351,7 +355,10 @@ TEST_SUITE("accuracy") {
       REQUIRE(biased.status == 0);
       CHECK(plain.out.find(name) == std::string::npos);
       CHECK(biased.out.find(name) != std::string::npos);
-      CHECK(wrong.out == plain.out);
+      REQUIRE(wrong.status == 0);
+      CHECK(wrong.out.find(unrelated) == std::string::npos);
+      CHECK(wrong.out.find(name) == std::string::npos);
+      if (wrong.out != plain.out) MESSAGE("the unrelated hotword changed '" << plain.out << "' to '" << wrong.out << "'");
     }
   }
 }
@@ -523,8 +530,10 @@ TEST_SUITE("postproc") {
         }
       }
     }
-    // Control: each final redacted alone (no carrying, as before) shows the second half.
-    auto alone = sluice_cli("transcribe " + model + "--postproc.redact_carry_finals=0 " + wav, tmp);
+    // Control: each final redacted alone (no carrying, as before) shows the second half. Read in
+    // the spoken words (--lexical): the display form writes digits the check above looks for only
+    // in groups of four ("11 we one" from the session-27 model: a leak, but not one it names).
+    auto alone = sluice_cli("transcribe " + model + "--lexical --postproc.redact_carry_finals=0 " + wav, tmp);
     REQUIRE(alone.status == 0);
     CHECK_MESSAGE(!card_leak(alone.out).empty(), alone.out);
   }
