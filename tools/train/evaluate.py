@@ -225,7 +225,7 @@ def engine_eval(args) -> dict:
             print(f"{cond} {mode}: utts {len(items)} CER {rates.cer():.3f} WER {rates.wer():.3f}"
                   + (f" not-in-word-list {r['oov_rate']:.3f}" if words else ""), flush=True)
         print(f"{mode}: {len(files)} files in {wall:.1f} s", flush=True)
-    if args.compare_set:
+    if getattr(args, "compare_set", None):
         report["compare"] = compare_eval(args, conditions, files, by_mode)
     shifts = [float(x) for x in args.shift_ms.split(",") if x.strip()] if args.shift_ms else []
     if shifts:

@@ -103,6 +103,28 @@ class ShiftEvalTest(unittest.TestCase):
         hyps, _ = evaluate.engine_transcribe(args, "lexicon", [os.path.realpath(a)])
         self.assertEqual(hyps, {os.path.realpath(a): "one two three"})
 
+    def test_compare_set_decodes_again_and_counts_the_changed_characters(self):
+        a, c = (os.path.join(self.tmp, n + ".wav") for n in "ac")
+        for p in (a, c):
+            write_wav(p, 8000, 800)
+        tsv = os.path.join(self.tmp, "cmp.tsv")
+        with open(tsv, "w") as f:
+            f.write(f"A\tann\tdialogue\t0.1\t{a}\tone two three\ttest\n")
+            f.write(f"C\tann\tcutaway\t0.1\t{c}\tone two five six\ttest\n")
+        args = argparse.Namespace(engine=self.engine, model_dir=self.tmp, splits="", data=self.tmp,
+                                  max_utts=400, manifest=["game=" + tsv], all_asterisk=False,
+                                  decoders="lexicon", shift_ms="", set=[],
+                                  compare_set=["decoder.lexicon_lm_weight=1.5"])
+        report = evaluate.engine_eval(args)
+        r = report["compare"]["conditions"]["game/lexicon"]
+        # The stand-in adds " weighted" (9 characters) to "one two three" (13) under the override.
+        self.assertEqual((r["changed_chars"], r["base_chars"]), (18, 26))
+        self.assertAlmostEqual(report["compare"]["changed_share"]["lexicon"], 18 / 26)
+        # its own WER: A "one two three weighted" is 1 insertion against 3 words, C "one two five
+        # six" gets two substitutions (five -> three, six -> weighted): 3 errors in 7 words.
+        self.assertAlmostEqual(r["wer"], 3 / 7)
+        self.assertEqual(report["compare"]["set"], ["decoder.lexicon_lm_weight=1.5"])
+
     def test_a_manifest_adds_its_test_rows_as_a_condition(self):
         a, b, c = (os.path.join(self.tmp, n + ".wav") for n in "abc")
         for p in (a, b, c):
