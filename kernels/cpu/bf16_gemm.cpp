@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/cpu/avx512_tiles.hpp"
+
 // GCC 12's avx512fintrin.h initialises "undefined" vectors from themselves, which trips
 // -Wmaybe-uninitialized wherever they inline (GCC bug 105593, fixed in 12.3/13).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -70,20 +72,7 @@ void matmul_bf16_reference(const matmul_args& g, const bf16_matrix& b) {
 
 namespace {
 
-constexpr int lanes = 16;
-// Register tiles as in the f32 kernel (ops_avx512.cpp): rows_for(v) rows of A times v vectors
-// of 16 columns; columns in blocks of 3 vectors (48: divides every width of the default model)
-// except 33..64-wide remainders, which take one 4-vector block.
-constexpr int max_vecs = 4;
-constexpr int max_rows = 12;
-constexpr int rows_for(int vecs) { return vecs <= 2 ? 12 : vecs == 3 ? 8 : 6; }
-constexpr int64_t block_vecs = 3;
-constexpr int64_t row_block = 120;
-
-SLUICE_AVX512_BF16 inline __mmask16 tail_mask(int64_t n) {
-  if (n <= 0) return 0;
-  return n >= lanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-}
+using namespace avx512_tiles;
 
 // A, rounded to bf16 pairs: row i of `out` is [kp] words (low half column 2p).
 SLUICE_AVX512_BF16 void convert_rows(const matmul_args& g, int64_t kp, uint32_t* out) {
@@ -93,10 +82,10 @@ SLUICE_AVX512_BF16 void convert_rows(const matmul_args& g, int64_t kp, uint32_t*
     for (int64_t p = 0; p < kp; p += lanes) {
       // 16 pairs = 32 floats: two loads, the second and the tail masked to what row i holds.
       const int64_t left = g.k - 2 * p;
-      const __m512 lo = _mm512_maskz_loadu_ps(tail_mask(left), a + 2 * p);
-      const __m512 hi = _mm512_maskz_loadu_ps(tail_mask(left - lanes), a + 2 * p + lanes);
+      const __m512 lo = _mm512_maskz_loadu_ps(tail_bits(left), a + 2 * p);
+      const __m512 hi = _mm512_maskz_loadu_ps(tail_bits(left - lanes), a + 2 * p + lanes);
       const __m512i packed = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-      _mm512_mask_storeu_epi32(o + p, tail_mask(kp - p), packed);
+      _mm512_mask_storeu_epi32(o + p, tail_bits(kp - p), packed);
     }
   }
 }
@@ -160,24 +149,12 @@ SLUICE_AVX512_BF16 void tile(const tile_args& t, int64_t i0, int64_t j0, __mmask
 
 using tile_fn = void (*)(const tile_args&, int64_t, int64_t, __mmask16);
 
-template <int V, bool Ragged, int... R>
-constexpr std::array<tile_fn, max_rows> tile_rows(std::integer_sequence<int, R...>) {
-  std::array<tile_fn, max_rows> t{};
-  ((t[R] = &tile<R + 1, V, Ragged>), ...);
-  return t;
-}
+template <int R, int V, bool Ragged>
+struct tile_of {
+  static constexpr tile_fn fn = &tile<R, V, Ragged>;
+};
 
-template <bool Ragged>
-constexpr std::array<std::array<tile_fn, max_rows>, max_vecs> tile_table() {
-  return {tile_rows<1, Ragged>(std::make_integer_sequence<int, rows_for(1)>{}),
-          tile_rows<2, Ragged>(std::make_integer_sequence<int, rows_for(2)>{}),
-          tile_rows<3, Ragged>(std::make_integer_sequence<int, rows_for(3)>{}),
-          tile_rows<4, Ragged>(std::make_integer_sequence<int, rows_for(4)>{})};
-}
-
-// [ragged][vectors - 1][rows - 1]
-constexpr std::array<std::array<std::array<tile_fn, max_rows>, max_vecs>, 2> tiles{tile_table<false>(),
-                                                                                   tile_table<true>()};
+constexpr auto tiles = make_table<tile_fn, tile_of>();
 
 SLUICE_AVX512_BF16 void matmul_bf16_avx512(const matmul_args& g, const bf16_matrix& b) {
   const int64_t kp = (g.k + 1) / 2;
@@ -186,24 +163,7 @@ SLUICE_AVX512_BF16 void matmul_bf16_avx512(const matmul_args& g, const bf16_matr
   if (scratch.size() < need) scratch.resize(need);
   convert_rows(g, kp, scratch.data());
   const tile_args t{&g, scratch.data(), kp, &b};
-  for (int64_t ib = 0; ib < g.m; ib += row_block) {
-    const int64_t i_end = std::min(g.m, ib + row_block);
-    for (int64_t j0 = 0; j0 < g.n;) {
-      const int64_t cols = g.n - j0;
-      const int64_t vecs = cols > block_vecs * lanes && cols <= max_vecs * lanes
-                               ? max_vecs
-                               : std::min(block_vecs, (cols + lanes - 1) / lanes);
-      const int64_t width = std::min(cols, vecs * lanes);
-      const int64_t last_cols = width - (vecs - 1) * lanes;
-      const auto& table = tiles[last_cols < lanes];
-      const int64_t step = rows_for(static_cast<int>(vecs));
-      for (int64_t i0 = ib; i0 < i_end; i0 += step) {
-        const int64_t rows = std::min(step, i_end - i0);
-        table[vecs - 1][rows - 1](t, i0, j0, tail_mask(last_cols));
-      }
-      j0 += width;
-    }
-  }
+  for_each_tile(tiles, g.m, g.n, [&](tile_fn f, int64_t i0, int64_t j0, __mmask16 mk) { f(t, i0, j0, mk); });
 }
 
 }  // namespace

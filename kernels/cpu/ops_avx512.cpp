@@ -9,6 +9,7 @@
 #include <limits>
 #include <utility>
 
+#include "kernels/cpu/avx512_tiles.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/vec_exp_consts.hpp"
 
@@ -21,18 +22,7 @@
 namespace sluice::kernels::cpu {
 namespace {
 
-constexpr int lanes = 16;
-// Register tiles of the matmul: `rows_for(v)` rows of A times v vectors of B columns, sized so
-// the accumulators plus the B vectors and a broadcast fit the 32 zmm registers, and so that the
-// FMAs outnumber the loads. Columns go in blocks of 3 vectors (48 wide: divides every width
-// of the default model) except 33..64-wide remainders, which take one 4-vector block.
-constexpr int max_vecs = 4;
-constexpr int max_rows = 12;
-constexpr int rows_for(int vecs) { return vecs <= 2 ? 12 : vecs == 3 ? 8 : 6; }
-constexpr int64_t block_vecs = 3;
-// Rows of A kept hot while every column block of B passes over them (a multiple of every
-// tile height).
-constexpr int64_t row_block = 120;
+using namespace avx512_tiles;
 
 SLUICE_AVX512 inline __mmask16 tail_mask(int64_t n) {
   return n >= lanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
@@ -102,44 +92,15 @@ SLUICE_AVX512 void matmul_tile(const matmul_args& g, int64_t i0, int64_t j0, __m
 
 using tile_fn = void (*)(const matmul_args&, int64_t, int64_t, __mmask16);
 
-template <int V, bool Ragged, int... R>
-constexpr std::array<tile_fn, max_rows> tile_rows(std::integer_sequence<int, R...>) {
-  std::array<tile_fn, max_rows> t{};
-  ((t[R] = &matmul_tile<R + 1, V, Ragged>), ...);
-  return t;
-}
+template <int R, int V, bool Ragged>
+struct tile_of {
+  static constexpr tile_fn fn = &matmul_tile<R, V, Ragged>;
+};
 
-template <bool Ragged>
-constexpr std::array<std::array<tile_fn, max_rows>, max_vecs> tile_table() {
-  return {tile_rows<1, Ragged>(std::make_integer_sequence<int, rows_for(1)>{}),
-          tile_rows<2, Ragged>(std::make_integer_sequence<int, rows_for(2)>{}),
-          tile_rows<3, Ragged>(std::make_integer_sequence<int, rows_for(3)>{}),
-          tile_rows<4, Ragged>(std::make_integer_sequence<int, rows_for(4)>{})};
-}
-
-// [ragged][vectors - 1][rows - 1]
-constexpr std::array<std::array<std::array<tile_fn, max_rows>, max_vecs>, 2> tiles{tile_table<false>(),
-                                                                                   tile_table<true>()};
+constexpr auto tiles = make_table<tile_fn, tile_of>();
 
 SLUICE_AVX512 void matmul_avx512(const matmul_args& g) {
-  for (int64_t ib = 0; ib < g.m; ib += row_block) {
-    const int64_t i_end = std::min(g.m, ib + row_block);
-    for (int64_t j0 = 0; j0 < g.n;) {
-      const int64_t cols = g.n - j0;
-      const int64_t vecs = cols > block_vecs * lanes && cols <= max_vecs * lanes
-                               ? max_vecs
-                               : std::min(block_vecs, (cols + lanes - 1) / lanes);
-      const int64_t width = std::min(cols, vecs * lanes);
-      const int64_t last_cols = width - (vecs - 1) * lanes;
-      const auto& table = tiles[last_cols < lanes];
-      const int64_t step = rows_for(static_cast<int>(vecs));
-      for (int64_t i0 = ib; i0 < i_end; i0 += step) {
-        const int64_t rows = std::min(step, i_end - i0);
-        table[vecs - 1][rows - 1](g, i0, j0, tail_mask(last_cols));
-      }
-      j0 += width;
-    }
-  }
+  for_each_tile(tiles, g.m, g.n, [&](tile_fn f, int64_t i0, int64_t j0, __mmask16 mk) { f(g, i0, j0, mk); });
 }
 
 SLUICE_AVX512 void silu_mul_avx512(const float* gate, const float* up, float* out, int64_t n) {
