@@ -4,7 +4,10 @@
 // After the swap: the running stream's next utterance and a new stream recognise it, another
 // tenant's stream does not, a broken file keeps the last good list, every utterance of every
 // stream gets its final, and the engine never restarts. Reloads are asked for explicitly
-// (engine::reload_tenants), never waited for.
+// (engine::reload_tenants), never waited for; the watcher's own timer is set out of the test's
+// reach, or a poll could take a write before the explicit reload (which then answers 0 for the
+// broken file) or read acme.toml between its truncation and its text (an empty, valid list that
+// would become the "last good" one).
 
 #include <doctest/doctest.h>
 
@@ -25,10 +28,14 @@ namespace {
 
 constexpr const char* name = "karpinski";
 
+// Replaces the file whole (written aside, then renamed over it), as an operator's tool should:
+// a reader never sees it truncated or half written.
 void write_tenant(const std::string& path, const std::string& text, int tick_s) {
-  std::ofstream(path, std::ios::trunc) << text;
+  const std::string next = path + ".next";  // not *.toml: the store never reads it
+  std::ofstream(next, std::ios::trunc) << text;
   // A later modification time than any earlier write, whatever the clock's resolution.
-  std::filesystem::last_write_time(path, std::filesystem::last_write_time(path) + std::chrono::seconds(tick_s));
+  std::filesystem::last_write_time(next, std::filesystem::last_write_time(next) + std::chrono::seconds(tick_s));
+  std::filesystem::rename(next, path);
 }
 
 struct events {
@@ -68,6 +75,9 @@ TEST_SUITE("engine") {
 
     auto cfg = test::base_config();
     cfg.postproc.tenants_dir = dir;
+    // Only this test's reload_tenants() calls reread the directory (the watcher's first poll comes
+    // after an hour, the most the setting allows): each reload's answer is about the write before it.
+    cfg.postproc.tenants_poll_ms = 3600000;
     auto speech = dsp::prepare_file(wav, cfg);
     REQUIRE(speech.has_value());
     const auto& samples = speech->channels.at(0).samples;

@@ -225,16 +225,20 @@ class _Batches:
         return len(self.groups)
 
     def __iter__(self):
-        for g in self.groups:
-            utts = [self.fs.utts[i] for i in g]
-            feats = [self.fs.feats(u) for u in utts]
-            t = max(f.shape[0] for f in feats)
-            x = np.zeros((len(feats), t, 80), np.float32)
-            for i, f in enumerate(feats):
-                x[i, :f.shape[0]] = f
-            u_max = max(len(u["ids"]) for u in utts)
-            y = np.zeros((len(utts), u_max), np.int64)
-            for i, u in enumerate(utts):
-                y[i, :len(u["ids"])] = u["ids"]
-            yield (torch.from_numpy(x), torch.tensor([f.shape[0] for f in feats]), torch.from_numpy(y),
-                   torch.tensor([len(u["ids"]) for u in utts]), utts)
+        for i in range(len(self.groups)):
+            yield self[i]
+
+    def __getitem__(self, index: int):
+        """Batch `index`: (feats [B,T,80], lengths [B], targets [B,U], target_lengths [B], utts)."""
+        utts = [self.fs.utts[i] for i in self.groups[index]]
+        feats = [self.fs.feats(u) for u in utts]
+        t = max(f.shape[0] for f in feats)
+        x = np.zeros((len(feats), t, 80), np.float32)
+        for i, f in enumerate(feats):
+            x[i, :f.shape[0]] = f
+        u_max = max(len(u["ids"]) for u in utts)
+        y = np.zeros((len(utts), u_max), np.int64)
+        for i, u in enumerate(utts):
+            y[i, :len(u["ids"])] = u["ids"]
+        return (torch.from_numpy(x), torch.tensor([f.shape[0] for f in feats]), torch.from_numpy(y),
+                torch.tensor([len(u["ids"]) for u in utts]), utts)

@@ -121,6 +121,17 @@ def chunk_mask(t: int, chunk: int, left_chunks: int, device=None) -> torch.Tenso
     return ok
 
 
+class LayerNorm(nn.LayerNorm):
+    """nn.LayerNorm computed in f32 whatever the input dtype, autocast or not (the same
+    parameters and state_dict names). Under bf16 autocast CUDA already runs layer_norm in f32;
+    torch 1.13's CPU autocast does not and fails on a bf16 input with f32 weights, so the model
+    does it itself and behaves the same on both devices. Returns f32."""
+
+    def forward(self, x):
+        with torch.autocast(x.device.type, enabled=False):
+            return F.layer_norm(x.float(), self.normalized_shape, self.weight, self.bias, self.eps)
+
+
 class ConvSubsampling(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -193,9 +204,39 @@ class MoE(nn.Module):
         self.per_group = cfg.n_routed // cfg.n_groups
         # "loop" (per-expert GEMMs, CPU default) or "dense" (batched, sync-free): same math.
         self.impl = "loop"
-        self.last_route = None   # (groups [N, g], experts [N, k], weights [N, k]) of valid tokens
+        self._last = None        # the last pass's routing: (groups, experts, weights, valid or None)
         self.last_load = None    # float [E] tokens per expert (valid tokens only)
         self.last_group_load = None
+
+    def route(self, y, acoustic, ctx):
+        """Two-level routing of N tokens (y, ctx [N, D], acoustic [N, 4]) -> groups [N, g],
+        experts [N, k], weights [N, k]. Computed in f32 with autocast off, so that under bf16
+        autocast the experts chosen do not depend on bf16 rounding of the scores (the engine
+        routes in f32)."""
+        cfg = self.cfg
+        with torch.autocast(y.device.type, enabled=False):
+            y, acoustic, ctx = y.float(), acoustic.float(), ctx.float()
+            s1 = torch.sigmoid(self.router1(torch.cat([y, acoustic], -1)))     # [N, G]
+            s2 = torch.sigmoid(self.router2(torch.cat([y, ctx], -1)))          # [N, E]
+            groups = torch.topk(s1 + self.group_bias, cfg.top_groups, dim=-1).indices   # [N, g]
+            gmask = torch.zeros_like(s1, dtype=torch.bool).scatter_(1, groups, True)
+            emask = gmask.repeat_interleave(self.per_group, dim=1)         # [N, E]
+            sel_scores = (s2 + self.expert_bias).masked_fill(~emask, float("-inf"))
+            experts = torch.topk(sel_scores, cfg.top_k, dim=-1).indices     # [N, k]
+            group_of = experts // self.per_group
+            w = torch.gather(s2, 1, experts) * torch.gather(s1, 1, group_of)
+            w = w / w.sum(-1, keepdim=True).clamp_min(1e-9)
+        return groups, experts, w
+
+    @property
+    def last_route(self):
+        """(groups [N, g], experts [N, k], weights [N, k]) of the valid tokens of the last pass."""
+        if self._last is None:
+            return None
+        groups, experts, w, valid = self._last
+        if valid is None:
+            return groups, experts, w
+        return groups[valid], experts[valid], w[valid]
 
     def forward(self, y, acoustic, valid):
         """y [B, T, D]; acoustic [B, T, 4]; valid bool [B, T]."""
@@ -204,28 +245,39 @@ class MoE(nn.Module):
         for s in self.shared:
             out = out + s(y)
         ctx = causal_context(y, cfg.ctx_frames)
-        yv, av, cv = y[valid], acoustic[valid], ctx[valid]             # [N, *]
-        s1 = torch.sigmoid(self.router1(torch.cat([yv, av], -1)))     # [N, G]
-        s2 = torch.sigmoid(self.router2(torch.cat([yv, cv], -1)))     # [N, E]
-        groups = torch.topk(s1 + self.group_bias, cfg.top_groups, dim=-1).indices   # [N, g]
-        gmask = torch.zeros_like(s1, dtype=torch.bool).scatter_(1, groups, True)
-        emask = gmask.repeat_interleave(self.per_group, dim=1)         # [N, E]
-        sel_scores = (s2 + self.expert_bias).masked_fill(~emask, float("-inf"))
-        experts = torch.topk(sel_scores, cfg.top_k, dim=-1).indices     # [N, k]
-        group_of = experts // self.per_group
-        w = torch.gather(s2, 1, experts) * torch.gather(s1, 1, group_of)
-        w = w / w.sum(-1, keepdim=True).clamp_min(1e-9)
-        counts = torch.bincount(experts.reshape(-1), minlength=cfg.n_routed)
         if self.impl == "dense":
-            routed = self._routed_dense(yv, experts, w)
-        else:
-            routed = self._routed_loop(yv, experts, w, counts)
+            return out + self._forward_dense(y, acoustic, ctx, valid)
+        yv, av, cv = y[valid], acoustic[valid], ctx[valid]             # [N, *]
+        groups, experts, w = self.route(yv, av, cv)
+        counts = torch.bincount(experts.reshape(-1), minlength=cfg.n_routed)
+        routed = self._routed_loop(yv, experts, w, counts)
         out[valid] = out[valid] + routed
         with torch.no_grad():
-            self.last_route = (groups, experts, w)
+            self._last = (groups, experts, w, None)
             self.last_load = counts.float()
             self.last_group_load = torch.bincount(groups.reshape(-1), minlength=cfg.n_groups).float()
         return out
+
+    def _forward_dense(self, y, acoustic, ctx, valid):
+        """The routed experts of every frame, padding included, with no host synchronisation:
+        padding frames get zero routing weights and count in no load (scatter_add instead of
+        bincount, no boolean selection), so a training step on an accelerator never waits for
+        the host. The valid frames get exactly what the loop path gives them."""
+        cfg = self.cfg
+        b, t, d = y.shape
+        vf = valid.reshape(-1)
+        groups, experts, w = self.route(y.reshape(b * t, d), acoustic.reshape(b * t, -1),
+                                        ctx.reshape(b * t, d))
+        w = w * vf[:, None].to(w.dtype)
+        routed = self._routed_dense(y.reshape(b * t, d), experts, w).reshape(b, t, d)
+        with torch.no_grad():
+            ones = vf.to(torch.float32)
+            self._last = (groups, experts, w, vf)
+            self.last_load = torch.zeros(cfg.n_routed, device=y.device).scatter_add_(
+                0, experts.reshape(-1), ones.repeat_interleave(cfg.top_k))
+            self.last_group_load = torch.zeros(cfg.n_groups, device=y.device).scatter_add_(
+                0, groups.reshape(-1), ones.repeat_interleave(cfg.top_groups))
+        return routed
 
     def _routed_loop(self, yv, experts, w, counts):
         """Tokens sorted by expert, one small GEMM per expert: the fewest FLOPs, but a Python loop
@@ -247,37 +299,44 @@ class MoE(nn.Module):
         return routed
 
     def _routed_dense(self, yv, experts, w):
-        """Every expert on every token as three batched GEMMs over the stacked expert weights,
-        each expert's output weighted by its routing weight, which is zero for experts not chosen:
-        the same sum as _routed_loop (up to float summation order), with no Python loop over
-        experts and no .tolist() (the boolean selection of valid tokens in forward, shared by both
-        paths, remains), at n_routed/top_k times the FLOPs. For accelerators, where kernel
-        launches and host synchronisations cost more than arithmetic. The parameters stay per expert, so
-        checkpoints and exported weights are the same for both."""
-        wg = torch.stack([e.w_gate.weight for e in self.experts])     # [E, H, D]
-        wu = torch.stack([e.w_up.weight for e in self.experts])       # [E, H, D]
-        wd = torch.stack([e.w_down.weight for e in self.experts])     # [E, D, H]
-        dense_w = torch.zeros(yv.shape[0], len(self.experts), dtype=w.dtype, device=w.device)
-        dense_w = dense_w.scatter(1, experts, w)                      # [N, E]
-        h = F.silu(torch.einsum("nd,ehd->neh", yv, wg)) * torch.einsum("nd,ehd->neh", yv, wu)
-        per_expert = torch.einsum("neh,edh->ned", h, wd)              # [N, E, D]
-        return torch.einsum("ned,ne->nd", per_expert, dense_w)
+        """Every expert on every token as three GEMMs over the experts' weights side by side
+        ([D, E*H] gate and up, [E*H, D] down), each expert's hidden activations scaled by its
+        routing weight, which is zero for experts not chosen: sum_e w_e W_down,e h_e equals
+        W_down,all (w_1 h_1, ..., w_E h_E). The same sum as _routed_loop (up to float summation
+        order), with no Python loop over experts and no .tolist(), at n_routed/top_k times the
+        FLOPs of the routed part: for accelerators, where kernel launches and host
+        synchronisations cost more than arithmetic, and three large GEMMs keep the tensor cores
+        busy. The parameters stay per expert, so checkpoints and exported weights are the same
+        for both."""
+        n = yv.shape[0]
+        e, h = len(self.experts), self.cfg.expert_hidden
+        wg = torch.cat([x.w_gate.weight for x in self.experts])        # [E*H, D]
+        wu = torch.cat([x.w_up.weight for x in self.experts])          # [E*H, D]
+        wd = torch.cat([x.w_down.weight for x in self.experts], 1)     # [D, E*H]
+        dense_w = torch.zeros(n, e, dtype=w.dtype, device=w.device).scatter(1, experts, w)
+        act = F.silu(F.linear(yv, wg)) * F.linear(yv, wu)              # [N, E*H]
+        act = (act.view(n, e, h) * dense_w[..., None]).view(n, e * h)
+        return F.linear(act, wd)
 
     @torch.no_grad()
-    def update_bias(self, rate: float):
-        """Auxiliary-loss-free balancing: nudge each bias toward equal load (sign update)."""
-        if self.last_load is None or self.last_load.sum() == 0:
+    def update_bias(self, rate: float, load=None, group_load=None):
+        """Auxiliary-loss-free balancing: nudge each bias toward equal load (sign update). The
+        loads are the last pass's unless given (summed over micro-batches or ranks by train.py).
+        No load at all changes nothing (sign(0) = 0), with no host synchronisation to check."""
+        load = self.last_load if load is None else load
+        group_load = self.last_group_load if group_load is None else group_load
+        if load is None:
             return
-        for load, bias in ((self.last_load, self.expert_bias), (self.last_group_load, self.group_bias)):
+        for load, bias in ((load, self.expert_bias), (group_load, self.group_bias)):
             bias += rate * torch.sign(load.mean() - load)
 
 
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.ln1 = LayerNorm(cfg.d_model)
         self.attn = Attention(cfg)
-        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.ln2 = LayerNorm(cfg.d_model)
         self.moe = MoE(cfg)
 
     def forward(self, x, mask, acoustic, valid):
@@ -293,7 +352,7 @@ class AcousticModel(nn.Module):
         self.register_buffer("cmvn_istd", torch.ones(cfg.n_mels))
         self.subsample = ConvSubsampling(cfg)
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layers)])
-        self.ln_out = nn.LayerNorm(cfg.d_model)
+        self.ln_out = LayerNorm(cfg.d_model)
         self.ctc = nn.Linear(cfg.d_model, cfg.vocab_size)
 
     def forward(self, fbank, lengths, chunk: int | None = None, left_chunks: int | None = None,

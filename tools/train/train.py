@@ -24,6 +24,7 @@ if __name__ == "__main__" and os.environ.get("OMP_WAIT_POLICY") != "PASSIVE":
     os.execv(sys.executable, [sys.executable] + sys.argv)
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import random  # noqa: E402
@@ -97,15 +98,19 @@ def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
 
 
 def evaluate(model: AcousticModel, batches, tokens, max_utts: int = 400) -> dict:
+    """Greedy CER/WER and expert balance on the first max_utts utterances of batches, in f32 on
+    the model's device."""
     model.eval()
+    device = model.cmvn_mean.device
     rates = ctc_metrics.ErrorRates()
     loads = [torch.zeros(model.cfg.n_routed) for _ in model.moe_layers()]
     n = 0
     with torch.no_grad():
         for feats, lengths, targets, target_lengths, _ in batches:
-            logits, out_len = model(feats, lengths)
+            logits, out_len = model(feats.to(device), lengths.to(device))
+            logits, out_len = logits.cpu(), out_len.cpu()
             for li, moe in enumerate(model.moe_layers()):
-                loads[li] += moe.last_load
+                loads[li] += moe.last_load.cpu()
             hyps = ctc_metrics.greedy_decode(logits, out_len, tokens)
             refs = ctc_metrics.targets_to_text(targets, target_lengths, tokens)
             for h, r in zip(hyps, refs):
@@ -187,10 +192,31 @@ def main() -> None:
     ap.add_argument("--init", default="",
                     help="start from these weights (fine-tuning): a train.py checkpoint (.pt) or an "
                          "exported model directory (model.json + weights.safetensors)")
-    ap.add_argument("--moe-impl", choices=["loop", "dense"], default="loop",
+    ap.add_argument("--moe-impl", choices=["auto", "loop", "dense"], default="auto",
                     help="routed experts: per-expert GEMMs (fastest on CPU: 3.2 s vs 17 s per "
-                         "32x5 s batch measured on 2 cores) or batched/sync-free (accelerators); "
-                         "same math, see test_model_io.py")
+                         "32x5 s batch measured on 2 cores) or three GEMMs over all experts with no "
+                         "host synchronisation (accelerators); same math, see test_model_io.py. "
+                         "auto: dense on CUDA, loop on the CPU")
+    ap.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                    help="where to train (auto: CUDA when torch sees a GPU). Under torchrun each "
+                         "process takes the GPU of its LOCAL_RANK")
+    ap.add_argument("--amp", choices=["none", "bf16"], default="none",
+                    help="bf16 autocast for the matrix products (routing, layer norms and the CTC "
+                         "loss stay f32; weights and optimiser state stay f32)")
+    ap.add_argument("--accum", type=int, default=1,
+                    help="micro-batches per optimiser step (gradients averaged): larger steps on "
+                         "one device; under torchrun each process takes its own micro-batches")
+    ap.add_argument("--nproc", type=int, default=1,
+                    help="start this many training processes on this machine (DDP: one per GPU with "
+                         "--device cuda, else gloo between CPU processes), like torchrun "
+                         "--nproc_per_node; under torchrun leave it at 1")
+    ap.add_argument("--dist-timeout-min", type=float, default=30.0,
+                    help="with several processes: a collective that waits longer than this fails "
+                         "(with a message) instead of hanging")
+    ap.add_argument("--max-steps", type=int, default=0,
+                    help="stop after this many optimiser steps in all, saving last.pt (0 = no limit)")
+    ap.add_argument("--log-every", type=int, default=50, help="optimiser steps between loss records")
+    ap.add_argument("--no-spec-augment", action="store_true", help="train without SpecAugment masks")
     ap.add_argument("--train-splits", default="train",
                     help="comma-separated splits to train on (e.g. train,train_real), each with an optional "
                          "weight: train:3,train_fotaq:0.4 hears train 3 times and a fixed 40%% of "
@@ -213,19 +239,30 @@ def main() -> None:
     if (args.units == "pieces") != bool(args.pieces):
         ap.error("--pieces DIR goes with --units pieces (and only with it)")
 
+    if args.accum < 1:
+        ap.error("--accum must be >= 1")
+    if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
+        sys.exit(launch(args.nproc))
     torch.set_num_threads(args.threads)
-    os.makedirs(args.out, exist_ok=True)
-    if not os.path.exists("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"):
+    torch.manual_seed(args.seed)
+    dist = Distributed(args.device, args.dist_timeout_min)
+    device = dist.device
+    if dist.rank == 0:
+        os.makedirs(args.out, exist_ok=True)
+    if device.type == "cpu" and not os.path.exists("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3"):
         print("warning: libopenblas0-pthread is not installed: torch will be ~30x slower", file=sys.stderr)
+    say = print if dist.rank == 0 else (lambda *a, **k: None)
+    say(f"device: {device}, {dist.world} process(es) ({dist.backend or 'no'} collectives), "
+        f"amp {args.amp}, {args.accum} micro-batch(es) per step per process", flush=True)
 
     units = dataset.Units.from_pieces_dir(args.pieces) if args.units == "pieces" else dataset.Units.chars()
     tokens = units.tokens
-    print(f"units: {units.kind}, {len(tokens)} tokens", flush=True)
+    say(f"units: {units.kind}, {len(tokens)} tokens", flush=True)
     train = dataset.FeatureSet(args.data, args.train_splits, units, max_seconds=args.max_utt_s)
     dev = dataset.FeatureSet(args.data, "dev", units, max_seconds=args.max_utt_s)
-    print(f"train: {len(train)} utts, {train.hours():.2f} h per epoch; dev: {len(dev)} utts", flush=True)
+    say(f"train: {len(train)} utts, {train.hours():.2f} h per epoch; dev: {len(dev)} utts", flush=True)
     for sp, (have, used) in train.split_counts.items():
-        print(f"  {sp}: {have} utts, {used} per epoch", flush=True)
+        say(f"  {sp}: {have} utts, {used} per epoch", flush=True)
 
     init_dir = args.init if args.init and os.path.isdir(args.init) else ""
     if init_dir:
@@ -243,20 +280,20 @@ def main() -> None:
     state = {"step": 0, "epoch": 0, "best_cer": 1e9, "elapsed_s": 0.0}
     last = os.path.join(args.out, "last.pt")
     if os.path.exists(last):
-        ck = torch.load(last)
+        ck = torch.load(last, map_location="cpu")
         if dataset.Units.from_checkpoint(ck).tokens != tokens:
             sys.exit(f"{last}: its units/tokens differ from --units {args.units}: use another --out")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         state = ck["state"]
-        print(f"resumed at epoch {state['epoch']} step {state['step']}", flush=True)
+        say(f"resumed at epoch {state['epoch']} step {state['step']}", flush=True)
     else:
         if init_dir:
             # Loaded above, CMVN included: the weights were trained on that normalisation.
             if dataset.Units.from_model_dir(init_dir).tokens != tokens:
                 how = ("started from the characters layer (mean of each piece's character rows)"
                        if args.head_init == "chars" else "freshly initialised")
-                print(f"init {init_dir}: loaded every tensor except the CTC output layer (ctc.weight, "
+                say(f"init {init_dir}: loaded every tensor except the CTC output layer (ctc.weight, "
                       f"ctc.bias), {how} for {len(tokens)} {units.kind} tokens", flush=True)
         elif args.init:
             # Fine-tuning keeps the checkpoint's CMVN: its weights were trained on that normalisation.
@@ -270,35 +307,61 @@ def main() -> None:
                     sys.exit("--head-init chars needs --init to be a model directory")
                 for k in [k for k in init_state if k.startswith("ctc.")]:
                     init_state[k] = model.state_dict()[k]
-                print(f"init {args.init}: loaded every tensor except the CTC output layer, freshly "
+                say(f"init {args.init}: loaded every tensor except the CTC output layer, freshly "
                       f"initialised for {len(tokens)} {units.kind} tokens", flush=True)
             model.load_state_dict(init_state)
         else:
             mean, istd = train.cmvn_stats()
             model.cmvn_mean.copy_(mean)
             model.cmvn_istd.copy_(istd)
+    impl = args.moe_impl if args.moe_impl != "auto" else ("dense" if device.type == "cuda" else "loop")
     for moe in model.moe_layers():
-        moe.impl = args.moe_impl
+        moe.impl = impl
     total, active = model.param_counts()
-    print(f"params: {total/1e6:.2f} M total, {active/1e6:.2f} M active", flush=True)
+    say(f"params: {total/1e6:.2f} M total, {active/1e6:.2f} M active; routed experts: {impl}", flush=True)
+    model.to(device)
+    # Optimiser state was loaded on the CPU: move it with the parameters.
+    for st in opt.state.values():
+        for k, v in st.items():
+            if torch.is_tensor(v):
+                st[k] = v.to(device)
+    net = dist.wrap(model, find_unused=(impl == "loop"))
 
-    steps_per_epoch = len(train.batches(args.batch_frames, seed=0))
+    # Each optimiser step consumes world x accum batches of the epoch's (seeded, identical on every
+    # process) batch list: micro-batch a of process r is batch step * group + a * world + r, so
+    # one process with --accum N sees exactly the batches of N processes with --accum 1.
+    group = dist.world * args.accum
+    n_batches = len(train.batches(args.batch_frames, seed=0))
+    steps_per_epoch = n_batches // group
+    if steps_per_epoch == 0:
+        sys.exit(f"{n_batches} batches per epoch: fewer than the {group} one step needs "
+                 f"({dist.world} processes x --accum {args.accum})")
     # Kept in the checkpoint so a resume follows the same LR schedule and skips exactly the batches
     # already done, even if the data grew meanwhile (older checkpoints: derived as before).
     state.setdefault("total_steps", steps_per_epoch * args.epochs)
     if args.reschedule:
         state["total_steps"] = steps_per_epoch * args.epochs
-        print(f"schedule now ends at step {state['total_steps']} (epoch {args.epochs})", flush=True)
+        say(f"schedule now ends at step {state['total_steps']} (epoch {args.epochs})", flush=True)
     state.setdefault("batch_in_epoch", state["step"] - state["epoch"] * steps_per_epoch)
+    # batch_in_epoch counts batches consumed (older checkpoints: one per step, the same thing).
     total_steps = state["total_steps"]
-    rng = random.Random(args.seed + state["step"])
-    log = open(os.path.join(args.out, "log.jsonl"), "a")
+    aug_rng = random.Random(args.seed * 1009 + state["step"] * 31 + dist.rank)
+    log = open(os.path.join(args.out, "log.jsonl"), "a") if dist.rank == 0 else None
+    amp = args.amp == "bf16"
 
     def save(path: str) -> None:
+        if dist.rank != 0:
+            return
         tmp = path + ".tmp"
         torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "state": state,
                     "config": cfg.to_json(), **units.checkpoint_fields()}, tmp)
         os.replace(tmp, path)
+
+    def record(rec: dict) -> None:
+        say(json.dumps(rec), flush=True)
+        if log:
+            log.write(json.dumps(rec) + "\n")
+            log.flush()
 
     t_start = time.time()
     elapsed0 = state["elapsed_s"]
@@ -306,59 +369,194 @@ def main() -> None:
     model.train()
     while state["epoch"] < args.epochs:
         batches = train.batches(args.batch_frames, seed=args.seed * 1000 + state["epoch"])
-        skip = state["batch_in_epoch"]
-        t_epoch, utts = time.time(), 0
-        for bi, (feats, lengths, targets, target_lengths, _) in enumerate(batches):
-            if bi < skip:
-                continue
+        t_epoch, utts, done = time.time(), 0, False
+        while state["batch_in_epoch"] + group <= steps_per_epoch * group:
+            first = state["batch_in_epoch"]
             for g in opt.param_groups:
                 g["lr"] = lr_at(state["step"], args.lr, args.warmup, total_steps)
-            feats, lengths = time_shift(feats, lengths, rng, args.shift_frames)
-            feats = spec_augment(feats, lengths, rng)
-            chunk = rng.choice(CHUNK_CHOICES)
-            left = rng.choice(LEFT_CHOICES)
-            logits, out_len = model(feats, lengths, chunk=chunk, left_chunks=left)
-            logp = F.log_softmax(logits, -1).transpose(0, 1)
-            loss = F.ctc_loss(logp, targets, out_len, target_lengths, blank=0, reduction="sum",
-                              zero_infinity=True) / feats.shape[0]
-            opt.zero_grad()
-            loss.backward()
+            # The attention context of the step: the same on every process and micro-batch.
+            step_rng = random.Random(args.seed * 7919 + state["step"])
+            chunk = step_rng.choice(CHUNK_CHOICES)
+            left = step_rng.choice(LEFT_CHOICES)
+            loads = None
+            loss_sum = torch.zeros((), device=device)
+            opt.zero_grad(set_to_none=True)
+            for a in range(args.accum):
+                feats, lengths, targets, target_lengths, _ = batches[first + a * dist.world + dist.rank]
+                feats, lengths = time_shift(feats, lengths, aug_rng, args.shift_frames)
+                if not args.no_spec_augment:
+                    feats = spec_augment(feats, lengths, aug_rng)
+                feats, lengths = feats.to(device, non_blocking=True), lengths.to(device)
+                targets, target_lengths = targets.to(device), target_lengths.to(device)
+                sync = dist.no_sync(net) if a + 1 < args.accum else contextlib.nullcontext()
+                with sync:
+                    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp):
+                        logits, out_len = net(feats, lengths, chunk=chunk, left_chunks=left)
+                    logp = F.log_softmax(logits.float(), -1).transpose(0, 1)
+                    loss = F.ctc_loss(logp, targets, out_len, target_lengths, blank=0, reduction="sum",
+                                      zero_infinity=True) / feats.shape[0]
+                    (loss / args.accum).backward()
+                loss_sum += loss.detach()
+                step_loads = torch.stack([torch.cat([m.last_load, m.last_group_load])
+                                          for m in model.moe_layers()])
+                loads = step_loads if loads is None else loads + step_loads
+                utts += feats.shape[0]
+            # Every process nudges the balancing biases by the load of all processes, so the
+            # biases (buffers DDP does not broadcast here) stay the same everywhere.
+            loads = dist.all_reduce_sum(loads)
             torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
-            for moe in model.moe_layers():
-                moe.update_bias(args.bias_rate)
+            n_e = model.cfg.n_routed
+            for li, moe in enumerate(model.moe_layers()):
+                moe.update_bias(args.bias_rate, loads[li, :n_e], loads[li, n_e:])
             state["step"] += 1
-            state["batch_in_epoch"] = bi + 1
-            utts += feats.shape[0]
+            state["batch_in_epoch"] = first + group
             state["elapsed_s"] = elapsed0 + time.time() - t_start
-            if state["step"] % 50 == 0:
-                rec = {"step": state["step"], "epoch": state["epoch"], "loss": float(loss),
-                       "lr": opt.param_groups[0]["lr"], "utt_per_s": utts / (time.time() - t_epoch),
-                       "elapsed_h": state["elapsed_s"] / 3600}
-                print(json.dumps(rec), flush=True)
-                log.write(json.dumps(rec) + "\n")
-                log.flush()
+            final = bool(args.max_steps) and state["step"] >= args.max_steps
+            if state["step"] % args.log_every == 0 or final:
+                mean_loss = float(dist.all_reduce_sum(loss_sum / args.accum)) / dist.world
+                record({"step": state["step"], "epoch": state["epoch"], "loss": mean_loss,
+                        "lr": opt.param_groups[0]["lr"],
+                        "utt_per_s": utts * dist.world / (time.time() - t_epoch),
+                        "elapsed_h": state["elapsed_s"] / 3600})
             if time.time() - last_ck > args.checkpoint_min * 60:
                 save(last)
                 last_ck = time.time()
-            if args.hours_budget and state["elapsed_s"] > args.hours_budget * 3600:
+            # Process 0's clock decides, so every process stops at the same step (checked every
+            # 20 steps when there are several: each check waits for all of them).
+            if args.hours_budget and (dist.world == 1 or state["step"] % 20 == 0):
+                over = dist.agree(state["elapsed_s"] > args.hours_budget * 3600)
+                if over:
+                    save(last)
+                    say("time budget reached", flush=True)
+                    done = True
+            if final:
                 save(last)
-                print("time budget reached", flush=True)
+                say(f"stopped at step {state['step']} (--max-steps)", flush=True)
+                done = True
+            if done:
+                dist.close()
                 return
         state["epoch"] += 1
         state["batch_in_epoch"] = 0
-        metrics = evaluate(model, dev.batches(args.batch_frames, seed=0, shuffle=False), units)
-        rec = {"epoch": state["epoch"], "step": state["step"], "dev": metrics,
-               "epoch_min": (time.time() - t_epoch) / 60}
-        print(json.dumps(rec), flush=True)
-        log.write(json.dumps(rec) + "\n")
-        log.flush()
-        if metrics["cer"] < state["best_cer"]:
-            state["best_cer"] = metrics["cer"]
-            save(os.path.join(args.out, "best.pt"))
-        save(last)
+        if dist.rank == 0:
+            metrics = evaluate(model, dev.batches(args.batch_frames, seed=0, shuffle=False), units)
+            record({"epoch": state["epoch"], "step": state["step"], "dev": metrics,
+                    "epoch_min": (time.time() - t_epoch) / 60})
+            if metrics["cer"] < state["best_cer"]:
+                state["best_cer"] = metrics["cer"]
+                save(os.path.join(args.out, "best.pt"))
+            save(last)
+        dist.barrier()
         last_ck = time.time()
+    dist.close()
+
+
+def launch(n: int) -> int:
+    """Starts n copies of this command as the processes of one DDP group on this machine (RANK,
+    LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT in their environment) and waits for them: the exit
+    status is the first failure's, and a failure stops the others (they would wait for it)."""
+    import signal
+    import socket
+    import subprocess
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    procs = []
+    for r in range(n):
+        env = dict(os.environ, WORLD_SIZE=str(n), RANK=str(r), LOCAL_RANK=str(r),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen([sys.executable] + sys.argv, env=env))
+    status = 0
+    while procs:
+        pid, code = os.wait()
+        done = [p for p in procs if p.pid == pid]
+        if not done:
+            continue
+        procs.remove(done[0])
+        done[0].returncode = code >> 8 if code & 0xFF == 0 else 128 + (code & 0x7F)
+        if done[0].returncode != 0 and status == 0:
+            status = done[0].returncode
+            print(f"train.py: process {done[0].args} exited with {status}: stopping the others",
+                  file=sys.stderr)
+            for p in procs:
+                p.send_signal(signal.SIGTERM)
+    return status
+
+
+class Distributed:
+    """One process, or one of several started by torchrun (WORLD_SIZE, RANK, LOCAL_RANK in the
+    environment): NCCL between GPUs, gloo between CPU processes. Gradients are averaged by
+    DistributedDataParallel; the rest (loads, loss, the stop decision) by the methods here."""
+
+    def __init__(self, want: str, timeout_min: float = 30.0):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        cuda = torch.cuda.is_available()
+        if want == "cuda" and not cuda:
+            sys.exit("--device cuda: torch sees no GPU (torch.cuda.is_available() is False)")
+        use_cuda = want == "cuda" or (want == "auto" and cuda)
+        if use_cuda:
+            torch.cuda.set_device(self.local_rank)
+            self.device = torch.device("cuda", self.local_rank)
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        else:
+            self.device = torch.device("cpu")
+        self.backend = None
+        if self.world > 1:
+            import torch.distributed as tdist
+            self.backend = "nccl" if use_cuda else "gloo"
+            import datetime
+            tdist.init_process_group(self.backend, rank=self.rank, world_size=self.world,
+                                     timeout=datetime.timedelta(minutes=timeout_min))
+            self._d = tdist
+
+    def wrap(self, model, find_unused: bool):
+        if self.world == 1:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+        return DistributedDataParallel(
+            model, device_ids=[self.local_rank] if self.device.type == "cuda" else None,
+            broadcast_buffers=False, find_unused_parameters=find_unused)
+
+    def no_sync(self, net):
+        return net.no_sync() if self.world > 1 else contextlib.nullcontext()
+
+    def all_reduce_sum(self, t: torch.Tensor) -> torch.Tensor:
+        if self.world > 1:
+            t = t.clone()
+            self._d.all_reduce(t)
+        return t
+
+    def agree(self, flag: bool) -> bool:
+        """Process 0's flag, on every process."""
+        if self.world == 1:
+            return flag
+        t = torch.tensor([1.0 if flag else 0.0], device=self.device)
+        self._d.broadcast(t, 0)
+        return bool(t.item())
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            self._d.barrier()
+
+    def close(self) -> None:
+        """Waits for every process (none leaves while another is still in a collective), then
+        leaves the group."""
+        if self.world > 1:
+            self._d.barrier()
+            self._d.destroy_process_group()
 
 
 if __name__ == "__main__":
     main()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # One of several processes, its group left (Distributed.close): leave without the
+        # interpreter's teardown, where a test run once saw a second process spin after the first
+        # had ended (torch 1.13, gloo, twice while other tests loaded the machine; not reproduced in 12
+        # runs of the test since, 6 of them with both cores busy).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
