@@ -1,6 +1,11 @@
 // Tenant files are small and few, so reload() simply stats every file each poll and reparses the
 // changed ones under the lock; the lock is never held while a caller uses a profile (profiles are
 // immutable and shared).
+//
+// Operators should replace a file whole (write it aside, then rename it over the old one): a file
+// rewritten in place can be read while it is empty or half written, and an empty file is a valid
+// tenant with no rules, which would then be kept as the last good version if the finished file
+// fails to parse (README: Tenants).
 
 #include "moe/postproc/tenant_store.hpp"
 

@@ -14,10 +14,7 @@
 ///
 /// reload() rereads files whose modification time or size changed, adds new ones, and drops
 /// tenants whose file is gone. A file that fails to parse keeps the tenant's previous version (or
-/// no tenant, for a new file) and is reported. Replace a file whole (write it aside, then rename
-/// it over the old one): a file rewritten in place can be read while it is empty or half written,
-/// and an empty file is a valid tenant with no rules, which would then be kept as the last good
-/// version if the finished file fails to parse. set_hotwords() replaces a tenant's hotwords in
+/// no tenant, for a new file) and is reported. set_hotwords() replaces a tenant's hotwords in
 /// memory (the HTTP API): it lasts until the tenant's file next changes or the process restarts.
 ///
 /// Every change gives the tenant a new profile with a higher version; readers hold a
