@@ -4,7 +4,7 @@
 # (make_data/real_data/uqm_data/fotaq_data/bass_data shards, train.py's last.pt).
 #
 #   tools/train/recipe_cpu.sh [--commercial] [--hours-budget H] [--out DIR] [--data DIR]
-#                             [--tts-hours H] [--epochs N] [--weight SPLIT:W ...]
+#                             [--tts-hours H] [--epochs N] [--weight SPLIT:W ...] [--nproc N]
 #
 #   --commercial     no non-commercial data: no The Ur-Quan Masters voice acting (uqm_data.py,
 #                    CC BY-NC-SA) and make_data.py --commercial-only (drops the non-commercial
@@ -18,6 +18,11 @@
 #                    train:1.5 or train_fotaq:0.4. Without weights every split is heard once,
 #                    and the games' ~12 h drown the TTS and asterisk speech (session 26's run
 #                    lost the phone recording's words that way).
+#   --nproc N        train.py --nproc N --threads 1: N processes of one thread each (DDP over
+#                    gloo), each step N batches; on this 2-core machine 2 processes trained
+#                    44.2 utterances/s against 28.1 for one process of 2 threads (the same 24
+#                    batches, median of 3 runs, session 28). Default 1 (one process, 2 threads:
+#                    the runs before session 28, one batch per step).
 # Needs: tools/setup.sh --train (voices, torch, contrib/non-free for the voice packages).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,6 +34,7 @@ epochs=4
 declare -A weight=()
 data=data
 out=runs/recipe_cpu
+nproc=1
 while (( $# )); do
   case "$1" in
     --commercial) commercial=1 ;;
@@ -37,6 +43,7 @@ while (( $# )); do
     --data) data=$2; shift ;;
     --tts-hours) tts_hours=$2; shift ;;
     --epochs) epochs=$2; shift ;;
+    --nproc) nproc=$2; shift ;;
     --weight) [[ $2 == *:* ]] || { echo "recipe_cpu: --weight wants SPLIT:W, not $2" >&2; exit 2; }
               weight[${2%%:*}]=${2#*:}; shift ;;
     *) echo "recipe_cpu: unknown option $1" >&2; exit 2 ;;
@@ -97,7 +104,8 @@ fi
 splits=$(IFS=,; echo "${weighted[*]}")
 echo "recipe_cpu: training on $splits"
 $PY tools/train/train.py --data "$data" --out "$out" --init models/default --train-splits "$splits" \
-  --epochs "$epochs" --lr 6e-4 --warmup 100 --batch-frames 16000 --threads 2 --checkpoint-min 10 \
+  --epochs "$epochs" --lr 6e-4 --warmup 100 --batch-frames 16000 --checkpoint-min 10 \
+  --nproc "$nproc" --threads "$(( nproc > 1 ? 1 : 2 ))" \
   --hours-budget "$budget"
 $PY tools/train/export.py --ckpt "$out/best.pt" --out "$out/model" \
   --golden-wavs "$(ls "$data"/audio/test_real/*/test_real-all-circuits-busy-now-0.wav | head -1)" \
