@@ -7,6 +7,7 @@
 # In order of importance, each step only while time is left (a step skipped for time says so):
 # 1. tests/gpu: every backend op, CUDA against the CPU backend; the default model on CUDA against
 #    PyTorch's golden vectors (expert choices identical), CUDA vs CPU on a long batch, bf16 text;
+# 1b. train_bench.py: train.py's step on the GPU, loop vs dense experts, f32 vs bf16 autocast;
 # 2. device_bench --backend cuda at batch 1, 16, 128, 1024 (10 s utterances), f32 and bf16,
 #    beside PyTorch eager on the same GPU, model and batch (moe_bench_torch.py --device cuda);
 # 3. device_bench --live: 1,000 to 16,000 streams stepped a chunk at a time (front ends on 14
@@ -49,6 +50,13 @@ say "## machine"
 
 if step "tests/gpu (CUDA vs CPU op table, default model vs PyTorch golden, bf16 text)" 90; then
   timeout 90 "$pack/bin/sluice_gpu_tests" --no-colors=true -s 2>&1 | tail -80 | tee -a "$log"
+fi
+
+if step "train_bench: the recipe's training step on the GPU (loop vs dense, f32 vs bf16 autocast)" 75; then
+  # PyTorch of the machine; needs no build. NOTES-debian12.md measured ~3,200x real time for the
+  # loop on this GPU (2026-11-30); train.py --device cuda uses dense (and --amp bf16 if asked).
+  timeout 75 python3 tools/bench/train_bench.py --device cuda --batch 64 --seconds 10 --steps 5 --warmup 3 \
+    --json 2>&1 | tee -a "$log" "$json"
 fi
 
 if step "device_bench (CUDA, f32 and bf16) beside PyTorch eager on the same GPU" 150; then
