@@ -90,10 +90,13 @@ def time_shift(x: torch.Tensor, lengths: torch.Tensor, rng: random.Random, max_f
     return out, new_len
 
 
-def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
+def lr_at(step: int, peak: float, warmup: int, total: int, progress: float | None = None) -> float:
+    """Linear warmup over `warmup` steps, then cosine from peak to 5% of it over the rest of
+    `total` steps, or at `progress` (0..1) of the decay when given (the time schedule)."""
     if step < warmup:
         return peak * (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    if progress is None:
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return peak * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -245,6 +248,10 @@ def main() -> None:
                     help="time-shift augmentation: move each utterance earlier by a random 0 to N "
                          "frames, fractions included (4 covers every phase of the x4 subsampling; "
                          "0 = off, as the runs before session 23)")
+    ap.add_argument("--lr-schedule", choices=["steps", "time"], default="steps",
+                    help="the cosine decay follows the steps of --epochs (steps) or the wall time of "
+                         "--hours-budget (time: for a fixed lease, e.g. the lent GPU, where the step "
+                         "rate is not known beforehand; process 0's clock)")
     ap.add_argument("--reschedule", action="store_true",
                     help="on resume, stretch or shrink the LR schedule to end at --epochs instead of the stored length")
     args = ap.parse_args()
@@ -253,6 +260,8 @@ def main() -> None:
 
     if args.accum < 1:
         ap.error("--accum must be >= 1")
+    if args.lr_schedule == "time" and not args.hours_budget:
+        ap.error("--lr-schedule time needs --hours-budget")
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
         sys.exit(launch(args.nproc))
     torch.set_num_threads(args.threads)
@@ -384,8 +393,15 @@ def main() -> None:
         t_epoch, utts, done = time.time(), 0, False
         while state["batch_in_epoch"] + group <= steps_per_epoch * group:
             first = state["batch_in_epoch"]
+            if args.lr_schedule == "time":
+                # The share of the budget spent, as process 0 sees it (every process the same LR).
+                frac = dist.from_rank0(state["elapsed_s"] / (args.hours_budget * 3600))
+                lr = lr_at(state["step"], args.lr, args.warmup, args.warmup + 10**6,
+                           progress=min(1.0, frac))
+            else:
+                lr = lr_at(state["step"], args.lr, args.warmup, total_steps)
             for g in opt.param_groups:
-                g["lr"] = lr_at(state["step"], args.lr, args.warmup, total_steps)
+                g["lr"] = lr
             # The attention context of the step: the same on every process and micro-batch.
             step_rng = random.Random(args.seed * 7919 + state["step"])
             chunk = step_rng.choice(CHUNK_CHOICES)
@@ -545,6 +561,14 @@ class Distributed:
         t = torch.tensor([1.0 if flag else 0.0], device=self.device)
         self._d.broadcast(t, 0)
         return bool(t.item())
+
+    def from_rank0(self, x: float) -> float:
+        """Process 0's value of x, on every process."""
+        if self.world == 1:
+            return x
+        t = torch.tensor([x], dtype=torch.float64, device=self.device)
+        self._d.broadcast(t, 0)
+        return float(t.item())
 
     def barrier(self) -> None:
         if self.world > 1:
