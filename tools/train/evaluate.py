@@ -376,7 +376,7 @@ def main() -> None:
         ap.error("give --ckpt or --model-dir (or --engine)")
     torch.set_num_threads(args.threads)
     if args.ckpt:
-        ck = torch.load(args.ckpt)
+        ck = torch.load(args.ckpt, map_location="cpu", weights_only=False)  # our own checkpoint (torch >= 2.6 defaults to True)
         tokens = dataset.Units.from_checkpoint(ck)
         model = AcousticModel(ModelConfig.from_json(ck["config"]))
         model.load_state_dict(ck["model"])

@@ -169,7 +169,7 @@ def main() -> None:
     else:
         if not args.ckpt:
             ap.error("one of --ckpt, --random-tiny, --model-dir is needed")
-        ck = torch.load(args.ckpt)
+        ck = torch.load(args.ckpt, map_location="cpu", weights_only=False)  # our own checkpoint (torch >= 2.6 defaults to True)
         tokens = dataset.Units.from_checkpoint(ck)
         model = AcousticModel(ModelConfig.from_json(ck["config"]))
         model.load_state_dict(ck["model"])

@@ -301,7 +301,7 @@ def main() -> None:
     state = {"step": 0, "epoch": 0, "best_cer": 1e9, "elapsed_s": 0.0}
     last = os.path.join(args.out, "last.pt")
     if os.path.exists(last):
-        ck = torch.load(last, map_location="cpu")
+        ck = torch.load(last, map_location="cpu", weights_only=False)  # our own checkpoint (torch >= 2.6 defaults to True)
         if dataset.Units.from_checkpoint(ck).tokens != tokens:
             sys.exit(f"{last}: its units/tokens differ from --units {args.units}: use another --out")
         model.load_state_dict(ck["model"])
@@ -318,7 +318,7 @@ def main() -> None:
                       f"ctc.bias), {how} for {len(tokens)} {units.kind} tokens", flush=True)
         elif args.init:
             # Fine-tuning keeps the checkpoint's CMVN: its weights were trained on that normalisation.
-            ck = torch.load(args.init)
+            ck = torch.load(args.init, map_location="cpu", weights_only=False)
             init_state = ck["model"]
             init_units = dataset.Units.from_checkpoint(ck)
             if init_units.tokens != tokens:
