@@ -15,7 +15,7 @@ tree less 3 MiB), plus the dev split's audio as it is, and libopus. `unpack` dec
 core and makes --copies versions of each recording: the first as recorded, the others through a
 numpy/torchaudio augmentation (speed 0.9-1.1, synthetic room reverb, white/pink/babble noise at 5-30
 dB SNR, level and rare clipping, and for half of them the telephone channel: 300-3400 Hz, 8 kHz,
-G.711 mu-law), then the recipe's fbank (make_data.py's, checked equal by test_device_train.py),
+G.711 mu-law), then the recipe's fbank (make_data.py's own),
 written as a data directory train.py reads (shards/<split>/*.json + feats/<split>/*.npy).
 """
 from __future__ import annotations
@@ -43,13 +43,12 @@ TREE_LIMIT = 64 * 2**20
 
 
 def fbank16k(x: np.ndarray) -> np.ndarray:
-    """make_data.py's features of int16 16 kHz samples: Kaldi fbank, 80 bins, 25/10 ms, no dither."""
-    import torch
-    import torchaudio
-    wave = torch.from_numpy(x.astype(np.float32) / 32768.0).unsqueeze(0)
-    return torchaudio.compliance.kaldi.fbank(
-        wave * 32768, num_mel_bins=80, frame_length=25, frame_shift=10, dither=0.0,
-        energy_floor=0.0, sample_frequency=16000).numpy()
+    """The recipe's features of int16 16 kHz samples: make_data.py's own fbank (its module imports
+    nothing a machine without Debian packages lacks)."""
+    import make_data
+    if "torch" not in make_data._WORKER:
+        make_data._worker_init()
+    return make_data._fbank(x)
 
 
 def resample(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
