@@ -64,10 +64,10 @@ def main() -> int:
     frames = int(args.seconds * 100)
     gen = torch.Generator().manual_seed(1)
     feats = (torch.randn(args.batch, frames, 80, generator=gen) * 2.0 + 8.0).to(device)
-    lengths = torch.full((args.batch,), frames, dtype=torch.long).to(device)
+    lengths = torch.full((args.batch,), frames, dtype=torch.long)           # host: as train.py
     n_chars = int(args.seconds * 12)
     targets = torch.randint(1, model.cfg.vocab_size, (args.batch, n_chars), generator=gen).to(device)
-    target_lengths = torch.full((args.batch,), n_chars, dtype=torch.long).to(device)
+    target_lengths = torch.full((args.batch,), n_chars, dtype=torch.long)
     audio_s = args.batch * args.seconds
     print(f"train_bench: {args.device}, {torch.get_num_threads()} CPU threads, batch {args.batch} x "
           f"{args.seconds:g} s, torch {torch.__version__}", flush=True)

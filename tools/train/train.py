@@ -35,7 +35,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import AcousticModel, ModelConfig  # noqa: E402
+from model import AcousticModel, ModelConfig, subsampled_length  # noqa: E402
 import dataset  # noqa: E402
 import ctc_metrics  # noqa: E402
 
@@ -103,9 +103,12 @@ def lr_at(step: int, peak: float, warmup: int, total: int, progress: float | Non
 def ctc_step_loss(net, feats, lengths, targets, target_lengths, chunk: int, left: int,
                   amp: bool) -> torch.Tensor:
     """The training loss of one batch: the forward (bf16 autocast when amp) and the CTC loss in
-    f32, summed over the batch's utterances and divided by their number."""
+    f32, summed over the batch's utterances and divided by their number. `lengths` and
+    `target_lengths` stay on the CPU (feats and targets may be on a GPU): CTC reads the lengths
+    on the host, so lengths on the GPU would make every step wait for it."""
     with torch.autocast(feats.device.type, dtype=torch.bfloat16, enabled=amp):
-        logits, out_len = net(feats, lengths, chunk=chunk, left_chunks=left)
+        logits, _ = net(feats, lengths.to(feats.device), chunk=chunk, left_chunks=left)
+    out_len = subsampled_length(lengths).clamp(max=logits.shape[1])    # = the model's, on the host
     logp = F.log_softmax(logits.float(), -1).transpose(0, 1)
     return F.ctc_loss(logp, targets, out_len, target_lengths, blank=0, reduction="sum",
                       zero_infinity=True) / feats.shape[0]
@@ -414,8 +417,11 @@ def main() -> None:
                 feats, lengths = time_shift(feats, lengths, aug_rng, args.shift_frames)
                 if not args.no_spec_augment:
                     feats = spec_augment(feats, lengths, aug_rng)
-                feats, lengths = feats.to(device, non_blocking=True), lengths.to(device)
-                targets, target_lengths = targets.to(device), target_lengths.to(device)
+                if device.type == "cuda":
+                    # Pinned, so the copy is queued behind the GPU's work instead of waiting for it.
+                    feats, targets = feats.pin_memory(), targets.pin_memory()
+                feats = feats.to(device, non_blocking=True)
+                targets = targets.to(device, non_blocking=True)
                 sync = dist.no_sync(net) if a + 1 < args.accum else contextlib.nullcontext()
                 with sync:
                     loss = ctc_step_loss(net, feats, lengths, targets, target_lengths, chunk, left, amp)
