@@ -4,6 +4,7 @@
   same weights and balancing biases as one process that accumulates the same two batches per step
   (--accum 2): a wrong batch split, gradients not averaged, or biases nudged by one process's
   load alone all change the weights or biases;
+- batches prepared by the prefetch thread give the same weights as batches prepared in the loop;
 - --amp bf16 (autocast) really runs the products in bf16, keeps routing and the loss in f32, and
   trains: the loss falls over a few steps on a tiny set.
 
@@ -153,6 +154,20 @@ class DistributedTest(unittest.TestCase):
 
     def test_two_processes_equal_one_accumulating_loop(self):
         self.ddp_vs_accum("loop")
+
+    def test_prefetch_changes_nothing(self):
+        # The same 3 steps with SpecAugment and time shifts (both drawn from one random stream),
+        # batches prepared in the loop or by the prefetch thread two steps ahead: the same
+        # augmentation in the same order, so the same weights, bit for bit.
+        runs = {}
+        for depth in (0, 2):
+            out = os.path.join(self.tmp.name, f"prefetch{depth}")
+            args = [a for a in common(self.data, out, 3) if a != "--no-spec-augment"]
+            run([sys.executable, TRAIN, *args, "--shift-frames", "4", "--prefetch", str(depth)])
+            runs[depth] = torch.load(os.path.join(out, "last.pt"))
+        self.assertEqual(runs[2]["state"]["step"], 3)
+        for name, w in runs[0]["model"].items():
+            self.assertTrue(torch.equal(w, runs[2]["model"][name]), name)
 
     def test_bf16_autocast_trains(self):
         from model import AcousticModel, ModelConfig, LayerNorm

@@ -233,6 +233,9 @@ def main() -> None:
                          "(with a message) instead of hanging")
     ap.add_argument("--max-steps", type=int, default=0,
                     help="stop after this many optimiser steps in all, saving last.pt (0 = no limit)")
+    ap.add_argument("--prefetch", type=int, default=-1,
+                    help="steps of batches a background thread prepares ahead (read, augmented, "
+                         "pinned) while the device computes; -1: 2 on CUDA, 0 on the CPU")
     ap.add_argument("--log-every", type=int, default=50, help="optimiser steps between loss records")
     ap.add_argument("--no-spec-augment", action="store_true", help="train without SpecAugment masks")
     ap.add_argument("--train-splits", default="train",
@@ -370,6 +373,7 @@ def main() -> None:
     # batch_in_epoch counts batches consumed (older checkpoints: one per step, the same thing).
     total_steps = state["total_steps"]
     aug_rng = random.Random(args.seed * 1009 + state["step"] * 31 + dist.rank)
+    prefetch = args.prefetch if args.prefetch >= 0 else (2 if device.type == "cuda" else 0)
     log = open(os.path.join(args.out, "log.jsonl"), "a") if dist.rank == 0 else None
     amp = args.amp == "bf16"
 
@@ -394,8 +398,27 @@ def main() -> None:
     while state["epoch"] < args.epochs:
         batches = train.batches(args.batch_frames, seed=args.seed * 1000 + state["epoch"])
         t_epoch, utts, done = time.time(), 0, False
-        while state["batch_in_epoch"] + group <= steps_per_epoch * group:
-            first = state["batch_in_epoch"]
+        def prepared(start: int):
+            """Each remaining step of the epoch: (its first batch, its micro-batches, augmented,
+            pinned on CUDA), in order, so aug_rng is drawn in the same order with or without
+            prefetching."""
+            for first in range(start, steps_per_epoch * group - group + 1, group):
+                micro = []
+                for a in range(args.accum):
+                    feats, lengths, targets, target_lengths, _ = batches[first + a * dist.world + dist.rank]
+                    feats, lengths = time_shift(feats, lengths, aug_rng, args.shift_frames)
+                    if not args.no_spec_augment:
+                        feats = spec_augment(feats, lengths, aug_rng)
+                    if device.type == "cuda":
+                        # Pinned, so the copy is queued behind the GPU's work instead of waiting for it.
+                        feats, targets = feats.pin_memory(), targets.pin_memory()
+                    micro.append((feats, lengths, targets, target_lengths))
+                yield first, micro
+
+        steps_iter = Prefetch(prepared(state["batch_in_epoch"]), prefetch)
+        for first, micro in steps_iter:
+            if first != state["batch_in_epoch"]:
+                raise RuntimeError(f"batch {first} prepared for step at batch {state['batch_in_epoch']}")
             if args.lr_schedule == "time":
                 # The share of the budget spent, as process 0 sees it (every process the same LR).
                 frac = dist.from_rank0(state["elapsed_s"] / (args.hours_budget * 3600))
@@ -412,14 +435,7 @@ def main() -> None:
             loads = None
             loss_sum = torch.zeros((), device=device)
             opt.zero_grad(set_to_none=True)
-            for a in range(args.accum):
-                feats, lengths, targets, target_lengths, _ = batches[first + a * dist.world + dist.rank]
-                feats, lengths = time_shift(feats, lengths, aug_rng, args.shift_frames)
-                if not args.no_spec_augment:
-                    feats = spec_augment(feats, lengths, aug_rng)
-                if device.type == "cuda":
-                    # Pinned, so the copy is queued behind the GPU's work instead of waiting for it.
-                    feats, targets = feats.pin_memory(), targets.pin_memory()
+            for a, (feats, lengths, targets, target_lengths) in enumerate(micro):
                 feats = feats.to(device, non_blocking=True)
                 targets = targets.to(device, non_blocking=True)
                 sync = dist.no_sync(net) if a + 1 < args.accum else contextlib.nullcontext()
@@ -465,6 +481,7 @@ def main() -> None:
                 say(f"stopped at step {state['step']} (--max-steps)", flush=True)
                 done = True
             if done:
+                steps_iter.close()
                 dist.close()
                 return
         state["epoch"] += 1
@@ -480,6 +497,57 @@ def main() -> None:
         dist.barrier()
         last_ck = time.time()
     dist.close()
+
+
+class Prefetch:
+    """Iterates `it` in a background thread, up to `depth` items ahead (depth 0: in the caller's
+    thread, as before). Items come out in order; an exception in the thread is raised in the
+    caller at the item where it happened; close() stops the thread."""
+
+    def __init__(self, it, depth: int):
+        import queue
+        import threading
+        self.depth = depth
+        self.it = it
+        if depth <= 0:
+            return
+        self.q = queue.Queue(maxsize=depth)
+        self.stop = threading.Event()
+
+        def run():
+            try:
+                for item in it:
+                    while not self.stop.is_set():
+                        try:
+                            self.q.put((True, item), timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+                    if self.stop.is_set():
+                        return
+                self.q.put((False, None))
+            except BaseException as e:          # noqa: BLE001 - handed to the consumer
+                self.q.put((False, e))
+
+        self.thread = threading.Thread(target=run, daemon=True, name="train-prefetch")
+        self.thread.start()
+
+    def __iter__(self):
+        if self.depth <= 0:
+            yield from self.it
+            return
+        while True:
+            ok, item = self.q.get()
+            if not ok:
+                if item is not None:
+                    raise item
+                return
+            yield item
+
+    def close(self) -> None:
+        if self.depth > 0:
+            self.stop.set()
+            self.thread.join(timeout=10)
 
 
 def launch(n: int) -> int:
