@@ -13,9 +13,9 @@ games' voice acting; the TTS voices cannot travel) as 16 kHz Opus (opus_pack.py,
 MB per hour), in the order of --splits until the budget is spent (auto: 64 MiB less the working
 tree less 3 MiB), plus the dev split's audio as it is, and libopus. `unpack` decodes it on every
 core and makes --copies versions of each recording: the first as recorded, the others through a
-numpy/torchaudio augmentation (speed 0.9-1.1, synthetic room reverb, white/pink/babble noise at 5-30
-dB SNR, level and rare clipping, and for half of them the telephone channel: 300-3400 Hz, 8 kHz,
-G.711 mu-law), then the recipe's fbank (make_data.py's own),
+numpy/torchaudio augmentation (speed 0.9-1.1, synthetic room reverb; augment.py's own noise -
+white/pink/brown/babble at 5-30 dB SNR - level and rare clipping; and for half of them the
+telephone channel: 300-3400 Hz, 8 kHz, G.711 mu-law; sox's effects and codecs are not there), then the recipe's fbank (make_data.py's own),
 written as a data directory train.py reads (shards/<split>/*.json + feats/<split>/*.npy).
 """
 from __future__ import annotations
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import math
 import os
 import random
 import shutil
@@ -36,6 +35,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import augment as recipe_augment  # noqa: E402  (device_data.augment is this module's own)
 import opus_pack  # noqa: E402
 
 SR = 16000
@@ -63,7 +63,7 @@ def read_int16_16k(path: str) -> np.ndarray:
     import soundfile as sf
     x, sr = sf.read(path, dtype="float32", always_2d=True)
     x = resample(x.mean(1), sr, SR)
-    return np.clip(np.round(x * 32768.0), -32768, 32767).astype(np.int16)
+    return recipe_augment.to_int16(x)
 
 
 def tree_bytes(root: str) -> int:
@@ -148,21 +148,6 @@ def cmd_pack(args) -> int:
 
 # ---------------------------------------------------------------- augmentation (numpy, torchaudio)
 
-def _colored(n: int, kind: str, g: np.random.Generator) -> np.ndarray:
-    w = g.standard_normal(n)
-    if kind == "white":
-        return w
-    spec = np.fft.rfft(w)
-    f = np.arange(len(spec), dtype=np.float64)
-    f[0] = 1.0
-    spec /= np.sqrt(f) if kind == "pink" else f
-    return np.fft.irfft(spec, n)
-
-
-def _power(x: np.ndarray) -> float:
-    return float(np.mean(x.astype(np.float64) ** 2)) + 1e-12
-
-
 def _conv(x: np.ndarray, h: np.ndarray) -> np.ndarray:
     n = len(x) + len(h) - 1
     m = 1 << (n - 1).bit_length()
@@ -186,31 +171,14 @@ def augment(x: np.ndarray, rnd: random.Random, others: list[np.ndarray]) -> tupl
         h[0] = 1.0 / rnd.uniform(0.3, 1.0)                  # direct path vs reverberant energy
         y = _conv(y, h / np.sqrt(np.sum(h ** 2)))
         a["rt60"] = round(rt60, 2)
+    # Noise (white, pink, brown or babble of the other recordings), level and rare clipping:
+    # augment.py's own stage 2 (numpy only), with its parameters.
     if rnd.random() < 0.7:
-        kind = rnd.choice(["white", "pink", "brown", "babble", "babble"])
-        if kind == "babble" and others:
-            noise = np.zeros(len(y))
-            for _ in range(rnd.randint(3, 7)):
-                o = others[rnd.randrange(len(others))]
-                if len(o) == 0:
-                    continue
-                reps = -(-len(y) // len(o))
-                o = np.tile(o, reps)
-                s = rnd.randrange(len(o) - len(y) + 1)
-                noise += o[s:s + len(y)] / math.sqrt(_power(o))
-        else:
-            kind = "white" if kind == "babble" else kind
-            noise = _colored(len(y), kind, g)
-        snr = rnd.uniform(5.0, 30.0)
-        y = y + noise * math.sqrt(_power(y) / _power(noise) / 10 ** (snr / 10))
-        a["noise"], a["snr_db"] = kind, round(snr, 1)
-    level = rnd.uniform(-35.0, -12.0)
-    y = y * (10 ** (level / 20) / math.sqrt(_power(y)))
+        a["noise"] = recipe_augment._draw_noise(rnd, 5.0, 30.0)
+    a["level_dbfs"] = round(rnd.uniform(-35.0, -12.0), 1)
     if rnd.random() < 0.05:
-        y = y * 10 ** (rnd.uniform(6, 15) / 20)
-        a["clipped"] = True
-    y = np.clip(y, -1.0, 1.0)
-    a["level_dbfs"] = round(level, 1)
+        a["clip_db"] = round(rnd.uniform(1, 6), 1)
+    y = recipe_augment.noise_and_level(y, a, others)
     if rnd.random() < 0.5:                                  # telephone: band, 8 kHz, mu-law
         lo, hi = rnd.uniform(200, 400), rnd.uniform(3000, 3600)
         spec = np.fft.rfft(y)
@@ -224,10 +192,6 @@ def augment(x: np.ndarray, rnd: random.Random, others: list[np.ndarray]) -> tupl
         y = resample(z.astype(np.float32), 8000, SR)
         a["phone"] = {"low_hz": round(lo), "high_hz": round(hi)}
     return np.clip(np.asarray(y, np.float32), -1.0, 1.0), a
-
-
-def to_int16(y: np.ndarray) -> np.ndarray:
-    return np.clip(np.round(y * 32768.0), -32768, 32767).astype(np.int16)
 
 
 def _unpack_chunk(job: dict) -> dict:
@@ -246,7 +210,7 @@ def _unpack_chunk(job: dict) -> dict:
             else:
                 others = clean[:i] + clean[i + 1:]
                 yf, a = augment(clean[i], rnd, others)
-                y = to_int16(yf)
+                y = recipe_augment.to_int16(yf)
             f = fbank16k(y).astype(np.float16)
             feats.append(f)
             utts.append({"id": f"{u['id']}-{c}", "text": u["text"], "split": split, "source": u.get("source", split),

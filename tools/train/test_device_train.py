@@ -39,6 +39,7 @@ try:
 except (ImportError, RuntimeError) as e:
     print(f"SKIPPED: {e}", file=sys.stderr)
     sys.exit(77)
+import augment  # noqa: E402
 import device_data  # noqa: E402
 
 CALL = os.path.join(ROOT, "tests", "data", "sample_call_8k_mulaw_stereo.wav")
@@ -49,7 +50,7 @@ def call_speech(seconds: float, start: float = 0.0, channel: int = 0) -> np.ndar
     x, sr = sf.read(CALL, dtype="float32", always_2d=True)
     x = x[int(start * sr):int((start + seconds) * sr), channel]
     y = device_data.resample(x, sr, 16000)
-    return device_data.to_int16(y)
+    return augment.to_int16(y)
 
 
 class OpusPackTest(unittest.TestCase):

@@ -422,8 +422,7 @@ def main() -> None:
             if args.lr_schedule == "time":
                 # The share of the budget spent, as process 0 sees it (every process the same LR).
                 frac = dist.from_rank0(state["elapsed_s"] / (args.hours_budget * 3600))
-                lr = lr_at(state["step"], args.lr, args.warmup, args.warmup + 10**6,
-                           progress=min(1.0, frac))
+                lr = lr_at(state["step"], args.lr, args.warmup, total_steps, progress=min(1.0, frac))
             else:
                 lr = lr_at(state["step"], args.lr, args.warmup, total_steps)
             for g in opt.param_groups:
@@ -628,14 +627,6 @@ class Distributed:
             self._d.all_reduce(t)
         return t
 
-    def agree(self, flag: bool) -> bool:
-        """Process 0's flag, on every process."""
-        if self.world == 1:
-            return flag
-        t = torch.tensor([1.0 if flag else 0.0], device=self.device)
-        self._d.broadcast(t, 0)
-        return bool(t.item())
-
     def from_rank0(self, x: float) -> float:
         """Process 0's value of x, on every process."""
         if self.world == 1:
@@ -643,6 +634,10 @@ class Distributed:
         t = torch.tensor([x], dtype=torch.float64, device=self.device)
         self._d.broadcast(t, 0)
         return float(t.item())
+
+    def agree(self, flag: bool) -> bool:
+        """Process 0's flag, on every process."""
+        return self.from_rank0(1.0 if flag else 0.0) != 0.0
 
     def barrier(self) -> None:
         if self.world > 1:
