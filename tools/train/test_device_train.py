@@ -124,17 +124,20 @@ class AugmentTest(unittest.TestCase):
 
 def write_fake_data(root: str) -> None:
     """A data directory as the recipe leaves it: train_real shards whose utterances name their
-    source recordings (tts.path), a dev split with its audio under audio/."""
+    source recordings (tts.path), a TTS split (train: a voice, rendered audio under audio/, no
+    source recording) of 6 utterances of 2 s, a dev split with its audio under audio/."""
     os.makedirs(os.path.join(root, "src"))
-    os.makedirs(os.path.join(root, "audio", "dev"))
-    for split, n in (("train_real", 12), ("dev", 4)):
+    for split, n in (("train_real", 12), ("train", 6), ("dev", 4)):
         utts = []
         for i in range(n):
-            x = call_speech(1.5 + 0.25 * i, start=1.0 + 2 * i, channel=i % 2)
-            if split == "dev":
-                rel = os.path.join("audio", "dev", f"d{i}.wav")
+            x = call_speech(2.0 if split == "train" else 1.5 + 0.25 * i, start=1.0 + 2 * i, channel=i % 2)
+            if split in ("dev", "train"):
+                rel = os.path.join("audio", split, f"d{i}.wav")
+                os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
                 sf.write(os.path.join(root, rel), x, 16000, subtype="PCM_16")
-                utts.append({"id": f"dev-{i}", "text": "hello there", "path": rel, "duration": len(x) / 16000})
+                utts.append({"id": f"{split}-{i}", "text": "hello there", "path": rel, "duration": len(x) / 16000})
+                if split == "train":
+                    utts[-1].update(voice="flite:slt", tts={"tempo": 1.0, "pitch_cents": 0})
             else:
                 src = os.path.join(root, "src", f"s{i}.wav")
                 # 8 kHz sources, as the asterisk prompts are: the pack resamples them.
@@ -170,6 +173,17 @@ class PackAndSmokeTest(unittest.TestCase):
                 m = json.load(f)
             self.assertEqual(m["splits"]["train_real"]["utts"], 12)   # each source once
             self.assertEqual(m["dev_utts"], 4)
+            # The default carries at most 1.2 h of TTS: all six 2 s utterances here.
+            self.assertEqual(m["splits"]["train"]["utts"], 6)
+            capped = os.path.join(d, "capped")
+            # train:0.0025 = 9 s: four of the six 2 s utterances, then the hours are spent.
+            self.assertEqual(device_data.main(["pack", "--data", data, "--out", capped, "--budget-mb", "4",
+                                               "--splits", "train:0.0025,train_real"]), 0)
+            with open(os.path.join(capped, "manifest.json")) as f:
+                c = json.load(f)
+            self.assertEqual(c["splits"]["train"]["utts"], 4)
+            self.assertEqual(c["left_out_by_hours"], {"train": 2})
+            self.assertEqual(c["splits"]["train_real"]["utts"], 12)
             out = os.path.join(d, "out")
             env = dict(os.environ, DEVICE_TRAIN_PACK=pack, DEVICE_TRAIN_WORK=os.path.join(d, "work"),
                        OUT=out, PYTHON=sys.executable, DEVICE_TRAIN_SECONDS="600")
@@ -184,6 +198,11 @@ class PackAndSmokeTest(unittest.TestCase):
                 made = json.load(f)["utts"]
             self.assertEqual(len(made), 24)   # 12 recordings x 2 copies (as recorded + augmented)
             self.assertEqual(sorted({u["condition"] for u in made}), ["clean", "train"])
+            with open(os.path.join(d, "work", "data", "shards", "train", "train-00000.json")) as f:
+                self.assertEqual(len(json.load(f)["utts"]), 12)   # the TTS split travelled too
+            with open(os.path.join(out, "device_train.txt")) as f:
+                line = [l for l in f if l.startswith("## train on ")][0]
+            self.assertEqual(sorted(line.split()[3].split(",")), ["train", "train_real:2"])
             import train
             model = train.load_model_dir(os.path.join(out, "model"))
             self.assertGreater(sum(p.numel() for p in model.parameters()), 10**6)
