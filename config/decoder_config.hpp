@@ -21,7 +21,7 @@ struct decoder_config {
   std::string lexicon_file;
   /// Lexicon decoder: hypotheses kept after every frame (several segmentations of one spelling
   /// compete, so it wants more than beam_size).
-  int lexicon_beam_size = 16;
+  int lexicon_beam_size = 24;
   /// Lexicon decoder: weight of the word LM's ln probability.
   double lexicon_lm_weight = 0.8;
   /// Lexicon decoder: score added per word (> 0 favours more, shorter words). 0 was best of -1, 0,

@@ -8,24 +8,32 @@
 
 namespace sluice::moe {
 
-/// Leaves in `order` the indices of the best `beam` of `cands` by H::total() (ties: the earlier
-/// index, so the choice depends only on the beams and the frame, not on chunking) whose total is
-/// within `threshold` of the best, best first. Each total (a log-add) is computed once into
-/// `scores` rather than in every comparison of the sort.
-template <class H>
-void keep_best(const std::vector<H>& cands, int beam, double threshold, std::vector<double>& scores,
-               std::vector<std::size_t>& order) {
-  scores.resize(cands.size());
+/// Leaves in `order` the indices of the best `beam` candidates by their total in `scores` (ties:
+/// the earlier index, so the choice depends only on the beams and the frame, not on chunking)
+/// whose total is within `threshold` of the best, best first. A -inf total is never kept while
+/// another is finite.
+inline void keep_best_scored(const std::vector<double>& scores, int beam, double threshold,
+                             std::vector<std::size_t>& order) {
   double best = -std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < cands.size(); ++i) best = std::max(best, scores[i] = cands[i].total());
+  for (double x : scores) best = std::max(best, x);
   const double floor = best - threshold;
   order.clear();
-  for (std::size_t i = 0; i < cands.size(); ++i)
+  for (std::size_t i = 0; i < scores.size(); ++i)
     if (scores[i] >= floor) order.push_back(i);
   auto better = [&](std::size_t a, std::size_t b) { return scores[a] != scores[b] ? scores[a] > scores[b] : a < b; };
   const std::size_t keep = std::min(order.size(), static_cast<std::size_t>(beam));
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), better);
   order.resize(keep);
+}
+
+/// keep_best_scored on H::total() of each of `cands`: each total (a log-add) is computed once
+/// into `scores` rather than in every comparison of the sort.
+template <class H>
+void keep_best(const std::vector<H>& cands, int beam, double threshold, std::vector<double>& scores,
+               std::vector<std::size_t>& order) {
+  scores.resize(cands.size());
+  for (std::size_t i = 0; i < cands.size(); ++i) scores[i] = cands[i].total();
+  keep_best_scored(scores, beam, threshold, order);
 }
 
 }  // namespace sluice::moe

@@ -27,15 +27,16 @@ float log_prob_of(std::span<const token_log_prob> frame, int32_t token) {
 }  // namespace
 
 result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::span<const int32_t> labels,
-                                                int32_t blank_id, int32_t vocab_size) {
+                                                int32_t blank_id, int32_t vocab_size, int32_t blank_alias) {
   std::vector<aligned_token> out;
   const int32_t n_frames = frames.size();
   const auto n_labels = static_cast<int32_t>(labels.size());
   if (n_labels == 0) return out;
   if (n_frames == 0) return fail(errc::invalid_argument, "align: labels but no frames");
   for (int32_t l : labels)
-    if (l < 0 || l >= vocab_size || l == blank_id)
+    if (l < 0 || l >= vocab_size || l == blank_id || l == blank_alias)
       return fail(errc::invalid_argument, "align: label " + std::to_string(l) + " is not a token");
+  if (blank_alias >= vocab_size) return fail(errc::invalid_argument, "align: blank alias is not a token");
 
   // Extended sequence: state 2i+1 is labels[i], even states are blanks around them.
   const int32_t n_states = 2 * n_labels + 1;
@@ -59,8 +60,13 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
   auto load_frame = [&](int32_t t, int32_t lo, int32_t hi) {
     auto f = frames.frame(t);
     for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = x.log_prob;
+    if (blank_alias >= 0) {
+      const auto b = static_cast<std::size_t>(blank_id);
+      dense[b] = std::max(dense[b], dense[static_cast<std::size_t>(blank_alias)]);
+    }
     for (int32_t st = lo; st <= hi; ++st)
       emit[static_cast<std::size_t>(st)] = dense[static_cast<std::size_t>(token_of[static_cast<std::size_t>(st)])];
+    dense[static_cast<std::size_t>(blank_id)] = -std::numeric_limits<float>::infinity();
     for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = -std::numeric_limits<float>::infinity();
   };
 

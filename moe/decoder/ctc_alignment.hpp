@@ -20,8 +20,10 @@ namespace sluice::moe {
 /// reads `labels` (more labels than frames allow, or a label absent from the frames it needs).
 /// Cost: O(frames * labels) time (only states on some complete path are computed); its scratch
 /// (frames * (2 * labels + 1) bytes and a few arrays of states) is kept per thread and reused,
-/// the back pointers only up to 4 MiB.
+/// the back pointers only up to 4 MiB. `blank_alias` >= 0: a token the decoder read as a blank
+/// (the lexicon decoder's <space> between words): a blank state's frame may be that token
+/// instead, whichever the frame holds more probable; it must not be one of `labels`.
 result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::span<const int32_t> labels,
-                                                int32_t blank_id, int32_t vocab_size);
+                                                int32_t blank_id, int32_t vocab_size, int32_t blank_alias = -1);
 
 }  // namespace sluice::moe

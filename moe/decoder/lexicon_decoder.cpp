@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -88,13 +89,19 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     }
     return;
   }
+  const int32_t space = tokens_->space_id();
   for (const hypothesis& h : beams_) {
     const double any = h.acoustic();
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
-      if (c.token == blank) {
+      if (c.token == blank || (c.token == space && h.where == place::boundary)) {
+        // A <space> between words is read as a blank: it adds its probability to the same
+        // hypothesis instead of making a second one that differs only by the <space> (or by two
+        // of them), which would hold a beam slot for the same words.
         hypothesis& s = next_[same(h)];
         s.log_blank = log_add(s.log_blank, any + c.log_prob);
+      } else if (c.token == space) {
+        continue;  // a word in progress, vocabulary or OOV, takes no <space>
       } else if (c.token == h.token) {
         const std::size_t stay = same(h);
         next_[stay].log_token = log_add(next_[stay].log_token, h.log_token + c.log_prob);
@@ -104,15 +111,61 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
       }
     }
   }
+  if (next_.empty()) return;
+  recombine();  // fills scores_
   // Keep the best lexicon_beam_size (ties: the earlier candidate, so chunking cannot matter)
   // within beam_log_threshold of the best.
-  if (next_.empty()) return;
-  keep_best(next_, opts_.lexicon_beam_size, opts_.beam_log_threshold, scores_, order_);
+  keep_best_scored(scores_, opts_.lexicon_beam_size, opts_.beam_log_threshold, order_);
   beams_.clear();
   for (std::size_t i : order_) {
     hypothesis& h = next_[i];
     if (h.node < 0) h.node = trie_.add(h.parent, h.label);
     beams_.push_back(h);
+  }
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+}  // namespace
+
+// Two candidates whose futures score alike: the same LM state, place, word being spelled, hotword
+// state and last token (what CTC's repeat rule looks at). Their words differ only where the LM
+// no longer sees them.
+bool lexicon_decoder::same_future(const hypothesis& a, const hypothesis& b) {
+  return a.lm_state == b.lm_state && a.where == b.where && a.lex == b.lex && a.token == b.token &&
+         a.context == b.context;
+}
+
+void lexicon_decoder::recombine() {
+  future_.clear();
+  scores_.resize(next_.size());
+  for (std::size_t i = 0; i < next_.size(); ++i) {
+    hypothesis& h = next_[i];
+    scores_[i] = h.total();
+    uint64_t key = mix(static_cast<uint32_t>(h.lm_state), static_cast<uint32_t>(h.token));
+    key = mix(key, (static_cast<uint64_t>(static_cast<uint32_t>(h.lex.base)) << 32) | static_cast<uint32_t>(h.lex.extra));
+    uint32_t pending = 0;
+    static_assert(sizeof pending == sizeof h.context.pending);
+    std::memcpy(&pending, &h.context.pending, sizeof pending);
+    key = mix(key, (static_cast<uint64_t>(static_cast<uint32_t>(h.context.node)) << 32) | pending);
+    key = mix(key, static_cast<uint64_t>(h.where));
+    auto [slot, inserted] = future_.try_emplace(key, static_cast<uint32_t>(i));
+    if (inserted) continue;
+    const std::size_t j = *slot;
+    if (!same_future(next_[j], h)) continue;  // a hash collision: both stay
+    // The lower total can never overtake the higher one (up to how each splits its acoustic
+    // score between blank and token ends): it is dropped. Ties keep the earlier candidate.
+    if (scores_[i] > scores_[j]) {
+      scores_[j] = neg_inf;
+      *slot = static_cast<uint32_t>(i);
+    } else {
+      scores_[i] = neg_inf;
+    }
   }
 }
 
@@ -171,11 +224,6 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p) {
     e.lookahead = 0;
   };
 
-  if (token == space) {
-    // Only between words: a vocabulary or OOV word in progress takes no <space>.
-    if (h.where == place::boundary) add(kind::letter, [](hypothesis&) {});
-    return;
-  }
   // Word pieces: a word-start piece only at a boundary, any other piece only inside a word (every
   // vocabulary word is spelled from its word-start piece; an OOV word is a word-start piece and
   // the pieces after it). So the model's word marks are kept, and the vocabulary decides spelling.
@@ -256,7 +304,7 @@ decode_result lexicon_decoder::result_of(const hypothesis& h, double score) cons
   }
   const std::span<const bool> ends_word(ends.get(), labels.size());
   const frame_timing timing{frame_offset_, opts_.frame_ms};
-  auto alignment = align_labels(frames_, tokens, tokens_->blank_id(), vocab_);
+  auto alignment = align_labels(frames_, tokens, tokens_->blank_id(), vocab_, tokens_->space_id());
   if (alignment) return make_result(*alignment, *tokens_, timing, score, ends_word);
   // Unreachable: a hypothesis only grows by tokens of the stored frames, so a path exists.
   std::vector<aligned_token> untimed;
@@ -283,7 +331,7 @@ decode_result lexicon_decoder::finalize() {
 
 std::size_t lexicon_decoder::memory_bytes() const {
   return frames_.memory_bytes() + trie_.memory_bytes() + (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
-         slot_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
+         slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
          row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes();
 }
 

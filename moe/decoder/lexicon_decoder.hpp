@@ -18,9 +18,12 @@
 ///    exists already, without the penalty). So an OOV word ends where the search finds the next
 ///    word starting or the model's <space>, not only at a <space> (the model often omits them), and
 ///    an unknown name comes out when the model spells it clearly enough to pay the penalty;
-///  - a <space>: only between words (after a completed word, or at the start). It costs only its
-///    acoustic probability, so the model's <space> is evidence for a boundary but never required.
-///    A word in progress cannot take a <space>.
+///  - a <space> is not a label: between words (after a completed word, or at the start) it is read
+///    as a blank, adding its acoustic probability to the hypothesis it follows, so the model's
+///    <space> is evidence for a boundary but never required, and one word sequence is one
+///    hypothesis whether or not (or how often) the model marked its boundaries. A word in progress
+///    cannot take a <space>. (Until session 29 a <space> was a label of its own: "of today" with
+///    and without the <space>s were separate hypotheses holding beam slots for the same words.)
 /// With a word-piece vocabulary (tokens.hpp) the labels are pieces and the vocabulary spells each
 /// word as its tokenizer does; a word-start piece may only begin a word and any other piece only
 /// continue one, so the model's word marks are boundaries and there is no <space>. Limits there:
@@ -33,6 +36,11 @@
 /// by letter with a <space> stepped at every word end, so they match whole words; their words join
 /// the vocabulary through the per-request lexicon of the lexicon_view.
 ///
+/// Recombination: of a frame's candidates with the same future (the same LM state, place, word
+/// being spelled, hotword state and last token), only the best by total score is kept, as token-
+/// passing decoders do: they differ only in words the LM no longer sees, so the others could not
+/// overtake it (up to how each splits its score between blank and token ends) and would only
+/// hold beam slots. The text is the kept one's.
 /// CTC merging, pruning (lexicon_beam_size, beam_log_threshold; per-frame token pruning as in
 /// decoder_options), partial and final results, word times and confidences are as in
 /// beam_search_decoder.hpp. At finalize(), a hypothesis in the middle of a word is not a result
@@ -114,6 +122,10 @@ class lexicon_decoder {
   /// Adds `p` to the ln probability of every reading of h + token (through its token or blank end).
   void extend(const hypothesis& h, int32_t token, double p);
   std::size_t same(const hypothesis& h);
+  /// Each candidate's total into scores_; of the frame's candidates that score alike from here on
+  /// (same_future), only the best keeps its total, the others get -inf, so pruning drops them.
+  void recombine();
+  static bool same_future(const hypothesis& a, const hypothesis& b);
   /// The hypothesis h + label when this frame made it already (else null; `index` is its slot).
   hypothesis* slot_for(const hypothesis& h, int32_t label, std::size_t& index);
   /// ln-score terms of closing a word: LM (word -1: unknown) and word bonus; advances lm_state.
@@ -137,6 +149,7 @@ class lexicon_decoder {
   // Per-frame scratch, kept to reuse its memory.
   std::vector<hypothesis> next_;
   flat_u64_map<uint32_t> slot_;
+  flat_u64_map<uint32_t> future_;  ///< recombine(): a state's best candidate so far
   std::vector<std::size_t> order_;
   std::vector<double> scores_;
   std::vector<float> row_;

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -105,6 +106,53 @@ TEST_SUITE("decoder") {
     const auto logits = peaky_logits(recipe_tokens(), "_t_h_a_n_k_ _y_o_u_");
     const auto lex = lexicon_of({"thank", "you"});
     CHECK(lexicon_decode(logits, lex).text == "thank you");
+  }
+
+  // "_a?b_" with the middle frame torn between blank (0.5) and <space> (0.45), no LM, a word bonus
+  // of -0.5: "ab" is one word (-0.5) read through the blank only; "a b" two words (-1.0) read
+  // through the blank or the <space>, ln(0.95 / 0.5) = 0.64 more acoustic score, so "a b" wins by
+  // 0.14. Were the <space> a label of its own, "a b" with and without it would be two hypotheses
+  // of ln(0.5) and ln(0.45), each below "ab" (the decoder before session 29 said "ab").
+  TEST_CASE("lexicon: a <space> between words is read as a blank of the same words' hypothesis") {
+    auto frames = peaky_frames("_a");
+    frames.push_back({{{'_', 0.5f}, {' ', 0.45f}}});
+    for (const auto& f : peaky_frames("b_")) frames.push_back(f);
+    const auto logits = make_logits(recipe_tokens(), frames);
+    const auto lex = lexicon_of({"a", "b", "ab"});
+    decoder_options o;
+    o.lexicon_word_bonus = -0.5;
+    const auto r = lexicon_decode(logits, lex, nullptr, {}, nullptr, o);
+    CHECK(r.text == "a b");
+    REQUIRE(r.words.size() == 2);
+    CHECK(r.words[0].start_ms == 40);   // 'a' at frame 1, 'b' at frame 3 (40 ms frames)
+    CHECK(r.words[1].start_ms == 120);
+    // Its score: the peaky frames, the middle frame's blank + <space> mass, two word bonuses (the
+    // other alignments, through the letters' ~0.0018 of the peaky frames' rest, add < 0.01).
+    const double want = 4 * std::log(double{peak_prob}) + std::log(0.95) - 1.0;
+    CHECK(std::abs(r.score - want) < 0.01);
+    // With a word bonus of -0.7 the second word costs more than the <space> gives: "ab".
+    o.lexicon_word_bonus = -0.7;
+    CHECK(lexicon_decode(logits, lex, nullptr, {}, nullptr, o).text == "ab");
+  }
+
+  // A beam of 2, no LM, word bonus -0.1: "ab" and "a b" have the same future once 'b' is read
+  // (no LM state, a word boundary, last token 'b'), so only "ab" (-0.1, better than -0.2) stays.
+  // Then the frame torn between 'c' (0.5) and 'd' (0.4): without recombination the two slots
+  // would go to "ab c" and "a b c" (ln 0.5 - 0.2 = -0.89 beats "ab d", ln 0.4 - 0.1 = -1.02),
+  // and the next frame's 'e' ("de" is a word, "cz" the only word starting with 'c') would find no
+  // 'd' to follow. With it the slots hold "ab c" and "ab d", and "ab de" comes out.
+  TEST_CASE("lexicon: readings with the same future are recombined, so the beam holds different ones") {
+    auto frames = peaky_frames("_a_b_");
+    frames.push_back({{{'c', 0.5f}, {'d', 0.4f}}});
+    for (const auto& f : peaky_frames("_e_")) frames.push_back(f);
+    const auto logits = make_logits(recipe_tokens(), frames);
+    const auto lex = lexicon_of({"a", "b", "ab", "de", "cz"});
+    decoder_options o;
+    o.lexicon_word_bonus = -0.1;
+    o.lexicon_beam_size = 2;
+    CHECK(lexicon_decode(logits, lex, nullptr, {}, nullptr, o).text == "ab de");
+    o.lexicon_beam_size = 8;  // a wide beam finds it either way
+    CHECK(lexicon_decode(logits, lex, nullptr, {}, nullptr, o).text == "ab de");
   }
 
   TEST_CASE("lexicon: the word LM decides between two spellings the audio cannot tell apart") {

@@ -144,3 +144,27 @@ TEST_CASE("decoder/align_labels: the path found is the best of every CTC path (e
   CHECK(paths > 100);
   CHECK(no_path > 50);
 }
+
+TEST_CASE("decoder/align_labels: a blank alias stands in for blank where the frame holds it and not blank") {
+  // Tokens: 0 blank, 1 'a', 2 'b', 3 the alias (the lexicon decoder's <space> between words).
+  // Frame 2 holds only the alias (blank pruned away): "a b" has no CTC path through it unless
+  // the alias counts as blank there, and then 'a' is frame 1, 'b' frame 3.
+  constexpr int32_t vocab = 4, blank = 0, alias = 3;
+  frame_store frames;
+  const std::vector<std::vector<token_log_prob>> spec{
+      {{0, -0.1f}}, {{1, -0.1f}, {0, -3.0f}}, {{3, -0.1f}}, {{2, -0.1f}, {0, -3.0f}}, {{0, -0.1f}, {3, -2.0f}}};
+  for (const auto& f : spec) frames.append(f);
+  const std::vector<int32_t> labels{1, 2};
+  CHECK_FALSE(align_labels(frames, labels, blank, vocab).has_value());
+  auto a = align_labels(frames, labels, blank, vocab, alias);
+  REQUIRE(a.has_value());
+  REQUIRE(a->size() == 2);
+  CHECK((*a)[0].first_frame == 1);
+  CHECK((*a)[0].last_frame == 1);
+  CHECK((*a)[1].first_frame == 3);
+  CHECK((*a)[1].last_frame == 3);
+  // The alias is not a label, and must be a token.
+  const std::vector<int32_t> with_alias{1, 3, 2};
+  CHECK_FALSE(align_labels(frames, with_alias, blank, vocab, alias).has_value());
+  CHECK_FALSE(align_labels(frames, labels, blank, vocab, vocab).has_value());
+}
