@@ -1,4 +1,5 @@
-"""Tests of the data path to the lent GPU machine (opus_pack.py, device_data.py, device_train.sh):
+"""Tests of the data path to the lent GPU machine (opus_pack.py, device_data.py, device_train.sh)
+and of link_splits.py (splits of several data directories in one):
 
 - Opus packs give back as many samples as went in, aligned to the sample (cross-correlation peak
   at lag 0), and as close to the original in the model's features as opus-tools' own round trip
@@ -209,6 +210,39 @@ class PackAndSmokeTest(unittest.TestCase):
             # At most 8 files come back from the device: what the script leaves in OUT.
             files = [os.path.join(r, f) for r, _, fs in os.walk(out) for f in fs]
             self.assertLessEqual(len(files), 8, files)
+
+
+class LinkSplitsTest(unittest.TestCase):
+    def test_linked_split_reads_the_same_features_under_its_new_name(self):
+        import link_splits
+        with tempfile.TemporaryDirectory(prefix="sluice-link-") as d:
+            src = os.path.join(d, "src")
+            os.makedirs(os.path.join(src, "feats", "train_real"))
+            os.makedirs(os.path.join(src, "shards", "train_real"))
+            x = np.arange(12 * 80, dtype=np.float16).reshape(12, 80)
+            np.save(os.path.join(src, "feats", "train_real", "s0.npy"), x)
+            utts = [{"id": "a", "text": "hello", "split": "train_real",
+                     "feats": {"path": "feats/train_real/s0.npy", "offset": 0, "frames": 5}},
+                    {"id": "b", "text": "there", "split": "train_real",
+                     "feats": {"path": "feats/train_real/s0.npy", "offset": 5, "frames": 7}}]
+            with open(os.path.join(src, "shards", "train_real", "s0.json"), "w") as f:
+                json.dump({"shard": "s0", "utts": utts}, f)
+            out = os.path.join(d, "out")
+            self.assertEqual(link_splits.main(["--out", out, "--split", f"{src}:train_real:aug_real",
+                                               "--split", f"{src}:train_real"]), 0)
+            for name in ("aug_real", "train_real"):
+                with open(os.path.join(out, "shards", name, "s0.json")) as f:
+                    got = json.load(f)["utts"]
+                self.assertEqual([u["split"] for u in got], [name, name])
+                self.assertEqual([u["text"] for u in got], ["hello", "there"])
+                u = got[1]
+                y = np.load(os.path.join(out, u["feats"]["path"]))
+                self.assertTrue(np.array_equal(y[u["feats"]["offset"]:u["feats"]["offset"] + u["feats"]["frames"]],
+                                               x[5:12]))
+            with self.assertRaises(FileExistsError):   # a name is linked once
+                link_splits.main(["--out", out, "--split", f"{src}:train_real:aug_real"])
+            with self.assertRaises(SystemExit):
+                link_splits.main(["--out", out, "--split", f"{src}:nosuch"])
 
 
 if __name__ == "__main__":
