@@ -1,11 +1,12 @@
 #!/bin/bash
 # Fine-tune the default model on the lent GPU machine in one command (issue 10, point 4): the
-# carried real speech is decoded and augmented on every core, train.py trains on the GPU (dense
+# carried real speech and TTS audio is decoded and augmented on every core, train.py trains on the GPU (dense
 # experts, bf16 autocast, LR decay over the time left), and the best dev-CER weights come back.
 #
 #   here:   /usr/bin/python3 tools/train/device_data.py pack --out .device_train
-#           (the clean real speech of the recipe's splits as 12 kbit/s Opus, up to what the 64 MiB
-#           working-tree limit leaves; data/ must hold the recipe's shards: recipe_cpu.sh)
+#           (the clean real speech of the recipe's splits and 1.2 h of its rendered TTS voices as
+#           12 kbit/s Opus, up to what the 64 MiB working-tree limit leaves; data/ must hold the
+#           recipe's shards: recipe_cpu.sh)
 #   there:  device run, carry [".device_train"], command "bash tools/train/device_train.sh",
 #           timeout 590
 #   back:   $OUT/model (model.json, tokens.txt, weights.safetensors in bf16: export.py --model-dir
