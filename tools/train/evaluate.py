@@ -136,7 +136,7 @@ def asterisk_items() -> list[tuple[str, str]]:
             if not m or not os.path.exists(wav):
                 continue
             try:
-                text = text_norm.to_transcript(m.group(2))
+                text = text_norm.spoken_transcript(m.group(2))
             except Exception:
                 continue
             if text and text_norm.in_vocabulary(text) and len(text.split()) >= 2:

@@ -91,7 +91,7 @@ def asterisk_prompts(min_words: int = 1) -> list[tuple[str, str, str]]:
             if not os.path.exists(wav) or prompt_set(m.group(1)) in EXCLUDED_SETS:
                 continue
             try:
-                text = text_norm.to_transcript(m.group(2))
+                text = text_norm.spoken_transcript(m.group(2))
             except Exception:
                 continue
             if not text or not text_norm.in_vocabulary(text) or len(text.split()) < min_words:

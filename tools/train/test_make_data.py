@@ -67,6 +67,22 @@ class NormalizeTest(unittest.TestCase):
         self.assertFalse(text_norm.in_vocabulary("it's  a"))
         self.assertFalse(text_norm.in_vocabulary("x1"))
 
+    def test_spoken_transcript(self):
+        # Lines of asterisk-core-sounds-en's transcript file: the digits are what the speaker says.
+        st = text_norm.spoken_transcript
+        self.assertEqual(st("Please press 1 to mute or unmute yourself, 4 or 6 to decrease the volume."),
+                         "please press one to mute or unmute yourself four or six to decrease the volume")
+        self.assertEqual(st("Use the 7 key for Q, and the 9 key for Z."), "use the seven key for q and the nine key for z")
+        self.assertEqual(st("folder 5"), "folder five")
+        self.assertEqual(st("Press zero for mailbox options."), "press zero for mailbox options")
+        # Where the text does not say what was spoken, the line is refused, not cut.
+        for bad in ('IAX (note: does not say "2")', "3D audio enabled", "H.323", "press 0 for help",
+                    "you can dial 500 to attempt", "a 28.8 kilobit modem"):
+            with self.assertRaises(text_norm.Rejected, msg=bad):
+                st(bad)
+        # to_transcript alone drops the digit: the labels the models trained on before this.
+        self.assertEqual(text_norm.to_transcript("press 1 to mute"), "press to mute")
+
 
 class GrammarTest(unittest.TestCase):
     def test_rules_complete(self):

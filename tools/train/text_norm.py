@@ -231,6 +231,23 @@ def to_transcript(tts_text: str) -> str:
     return " ".join(w for w in t.split() if w)
 
 
+def spoken_transcript(written: str) -> str:
+    """The transcript of a recording from the text it was read from (asterisk prompts): as
+    to_transcript(), but a digit 1-9 standing alone is the word that was said ("Press 1 to mute"
+    -> "press one to mute"; to_transcript() alone drops it, which made labels and references
+    miss words the speaker says). Raises Rejected where the text does not tell what was said:
+    a note in parentheses ("IAX (note: does not say "2")"), a 0 (zero or oh), a number of two or
+    more digits (nine one one or nine hundred eleven), a digit inside a token (3D, H.323)."""
+    if "(" in written or ")" in written:
+        raise Rejected("a note in parentheses")
+    for tok in written.split():
+        core = tok.strip(".,;:!?\"'")
+        if re.search(r"[0-9]", core) and not re.fullmatch(r"[1-9]", core):
+            raise Rejected("number read in an unknown way: " + core)
+    spelled = re.sub(r"(?<![0-9A-Za-z])([1-9])(?![0-9A-Za-z])", lambda m: _ONES[int(m.group(1))], written)
+    return to_transcript(spelled)
+
+
 def in_vocabulary(transcript: str) -> bool:
     return bool(transcript) and re.fullmatch(r"[a-z']+( [a-z']+)*", transcript) is not None
 
