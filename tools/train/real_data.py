@@ -46,6 +46,16 @@ EXCLUDED_SETS = {"silence"}
 # drawn from the sentence prompts.
 ALWAYS_TRAIN_SETS = {"digits", "letters", "phonetic"}
 VOICE = "asterisk:allison"
+# Misspellings in the package's transcript file, as the speaker says the words.
+TRANSCRIPT_TYPOS = {"umute": "unmute", "decending": "descending", "represenatives": "representatives",
+                    "witheld": "withheld", "indentified": "identified", "exclaimation": "exclamation",
+                    "fourtieth": "fortieth"}
+
+
+def prompt_transcript(written: str) -> str:
+    """A prompt's label: text_norm.spoken_transcript() of its line (digits as said; raises
+    text_norm.Rejected where the line does not give what is said), the file's typos corrected."""
+    return " ".join(TRANSCRIPT_TYPOS.get(w, w) for w in text_norm.spoken_transcript(written).split())
 
 
 def prompt_set(name: str) -> str:
@@ -91,7 +101,7 @@ def asterisk_prompts(min_words: int = 1) -> list[tuple[str, str, str]]:
             if not os.path.exists(wav) or prompt_set(m.group(1)) in EXCLUDED_SETS:
                 continue
             try:
-                text = text_norm.spoken_transcript(m.group(2))
+                text = prompt_transcript(m.group(2))
             except Exception:
                 continue
             if not text or not text_norm.in_vocabulary(text) or len(text.split()) < min_words:

@@ -1,4 +1,5 @@
-"""Tests of evaluate.py's engine runs: --set overrides reach the command line, --manifest adds an
+"""Tests of evaluate.py's engine runs: --set overrides reach the command line, the engine runs
+without redaction (it would score "[card]" against spoken digits), --manifest adds an
 extractor's held-out rows as a condition, and the
 delayed-audio measurement (shift_eval): sox pads each file with the
 delay's silence in the file's own format, the delayed files are decoded, and WER against the
@@ -102,6 +103,22 @@ class ShiftEvalTest(unittest.TestCase):
         args.set = []
         hyps, _ = evaluate.engine_transcribe(args, "lexicon", [os.path.realpath(a)])
         self.assertEqual(hyps, {os.path.realpath(a): "one two three"})
+
+    def test_the_engine_runs_without_redaction(self):
+        # A stand-in that masks digit words the way the engine's redaction does, unless told not to.
+        redacting = os.path.join(self.tmp, "redacting_sluice")
+        with open(redacting, "w") as f:
+            f.write("#!/usr/bin/python3\nimport json, sys\n"
+                    "text = 'my pin is one two' if '--postproc.redact=false' in sys.argv else 'my pin is [card]'\n"
+                    "for a in sys.argv[1:]:\n"
+                    "    if a.endswith('.wav'):\n"
+                    "        print(json.dumps({'file': a, 'channels': [{'segments': [{'text': text}]}]}))\n")
+        os.chmod(redacting, os.stat(redacting).st_mode | stat.S_IEXEC)
+        a = os.path.join(self.tmp, "a.wav")
+        write_wav(a, 8000, 800)
+        args = argparse.Namespace(engine=redacting, model_dir=self.tmp, set=[])
+        hyps, _ = evaluate.engine_transcribe(args, "lexicon", [os.path.realpath(a)])
+        self.assertEqual(hyps, {os.path.realpath(a): "my pin is one two"})
 
     def test_compare_set_decodes_again_and_counts_the_changed_characters(self):
         a, c = (os.path.join(self.tmp, n + ".wav") for n in "ac")

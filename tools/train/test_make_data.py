@@ -77,9 +77,15 @@ class NormalizeTest(unittest.TestCase):
         self.assertEqual(st("Press zero for mailbox options."), "press zero for mailbox options")
         # Where the text does not say what was spoken, the line is refused, not cut.
         for bad in ('IAX (note: does not say "2")', "3D audio enabled", "H.323", "press 0 for help",
-                    "you can dial 500 to attempt", "a 28.8 kilobit modem"):
+                    "you can dial 500 to attempt", "a 28.8 kilobit modem", "[this is a simple beep tone]",
+                    "<beep decending>", "press * to toggle pause, press # to enter", "@@ I think I'm in love @@",
+                    "visit www.asterisk.org for more"):
             with self.assertRaises(text_norm.Rejected, msg=bad):
                 st(bad)
+        # The transcript file's own typos are corrected to what is said.
+        import real_data
+        self.assertEqual(real_data.prompt_transcript("Press 3 to mute or umute all non-administrator users."),
+                         "press three to mute or unmute all non administrator users")
         # to_transcript alone drops the digit: the labels the models trained on before this.
         self.assertEqual(text_norm.to_transcript("press 1 to mute"), "press to mute")
 

@@ -237,9 +237,15 @@ def spoken_transcript(written: str) -> str:
     -> "press one to mute"; to_transcript() alone drops it, which made labels and references
     miss words the speaker says). Raises Rejected where the text does not tell what was said:
     a note in parentheses ("IAX (note: does not say "2")"), a 0 (zero or oh), a number of two or
-    more digits (nine one one or nine hundred eleven), a digit inside a token (3D, H.323)."""
-    if "(" in written or ")" in written:
-        raise Rejected("a note in parentheses")
+    more digits (nine one one or nine hundred eleven), a digit inside a token (3D, H.323), a
+    sound described in brackets ("[this is a simple beep tone]", "<beep>"), a key symbol (* is
+    "star", # "pound" or "hash": to_transcript() would drop them too), an @ or & (games' cursing,
+    "AT&T"), a web address (its "dot"s are said)."""
+    for c in "()[]<>{}*#@&":
+        if c in written:
+            raise Rejected("the text does not give what is said for " + repr(c))
+    if re.search(r"www\.|://|\.(com|org|net)\b", written, re.IGNORECASE):
+        raise Rejected("a web address")
     for tok in written.split():
         core = tok.strip(".,;:!?\"'")
         if re.search(r"[0-9]", core) and not re.fullmatch(r"[1-9]", core):
