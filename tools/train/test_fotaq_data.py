@@ -214,6 +214,10 @@ class TextTest(unittest.TestCase):
         self.assertEqual(t('the "Commander Rocket Decoder Ring^_" coupon?'),
                          "the commander rocket decoder ring coupon")
         self.assertEqual(t("Go away St. Fwiffo"), "")  # no safe reading of "St."
+        # Stage directions, symbols and digits the actor did not say as written (lines of the game).
+        for unsaid in ["(sigh)", "<gulp>", "@@ I think I'm in love @@", "&#($!!, he got away!",
+                       "Do you want to RESTART (Y/N)?", "19:00 Hours"]:
+            self.assertEqual(t(unsaid), "", unsaid)
 
     def test_non_words_are_told_from_words(self):
         words = {"could", "be", "better", "joe", "gorilla", "sparky"}
