@@ -441,18 +441,12 @@ def speakers(calls, names: dict[int, str]) -> dict[int, str]:
 
 # ---------------------------------------------------------------- lines
 
-# Text that does not say what the actor said: stage directions and sounds in brackets, symbols
-# (as FOTAQ's "@@ I think I'm in love @@"; none of BASS's lines has one today). Such a line is
-# skipped. Digits are left to normalize() (BASS's lines have none).
-RECORDED_UNSAID = re.compile(r"[()\[\]<>{}@&*#]")
-
-
 def transcript(line: str) -> str:
     """The words of a line, or "" when it is not something to train on."""
     s = line.strip()
     if not s:
         return ""
-    if RECORDED_UNSAID.search(s):
+    if text_norm.has_unsaid_marks(s):  # stage directions, symbols (none in BASS's lines today)
         return ""
     try:
         t = text_norm.normalize(s, keep_punct=False)

@@ -361,18 +361,14 @@ def speaker_name(name: str) -> str:
     return re.sub(r"[^a-z]+", "-", name.lower()).strip("-") or UNKNOWN
 
 
-# Text that does not say what the actor said: stage directions and sounds ("(sigh)", "<gulp>"),
-# symbols ("@@ I think I'm in love @@", "&#($!!"), digits, whose reading normalize() can only
-# guess for recorded speech ("19:00 Hours" is not "nineteen oh oh hours"). Such a line is skipped.
-RECORDED_UNSAID = re.compile(r"[()\[\]<>{}@&*#0-9]")
-
-
 def transcript(segment: str) -> str:
     """The words of a segment, or "" when it is not something spoken."""
     s = segment.strip()
     if not s or s in ("0", "*") or s.startswith("#") or re.search(r"\.(cut|dog)\b", s, re.I):
         return ""
-    if RECORDED_UNSAID.search(s):
+    # Stage directions, symbols (text_norm.UNSAID_MARKS) and digits, whose reading normalize()
+    # can only guess for recorded speech ("19:00 Hours" is not "nineteen oh oh hours"): skipped.
+    if text_norm.has_unsaid_marks(s) or re.search(r"[0-9]", s):
         return ""
     try:
         t = text_norm.normalize(s, keep_punct=False)

@@ -231,6 +231,16 @@ def to_transcript(tts_text: str) -> str:
     return " ".join(w for w in t.split() if w)
 
 
+# Marks in a recording's written text whose spoken form the text does not give: notes and sounds
+# in brackets ("(sigh)", "[beep tone]", "<gulp>"), key symbols (* is "star", # "pound" or "hash"),
+# a game's cursing ("@@", "&#($!!") or an "&" (and, n, ampersand).
+UNSAID_MARKS = "()[]<>{}*#@&"
+
+
+def has_unsaid_marks(written: str) -> bool:
+    return any(c in written for c in UNSAID_MARKS)
+
+
 def spoken_transcript(written: str) -> str:
     """The transcript of a recording from the text it was read from (asterisk prompts): as
     to_transcript(), but a digit 1-9 standing alone is the word that was said ("Press 1 to mute"
@@ -241,9 +251,8 @@ def spoken_transcript(written: str) -> str:
     sound described in brackets ("[this is a simple beep tone]", "<beep>"), a key symbol (* is
     "star", # "pound" or "hash": to_transcript() would drop them too), an @ or & (games' cursing,
     "AT&T"), a web address (its "dot"s are said)."""
-    for c in "()[]<>{}*#@&":
-        if c in written:
-            raise Rejected("the text does not give what is said for " + repr(c))
+    if has_unsaid_marks(written):
+        raise Rejected("the text does not give what is said for one of " + UNSAID_MARKS)
     if re.search(r"www\.|://|\.(com|org|net)\b", written, re.IGNORECASE):
         raise Rejected("a web address")
     for tok in written.split():
