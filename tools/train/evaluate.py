@@ -37,9 +37,7 @@ if __name__ == "__main__" and os.environ.get("OMP_WAIT_POLICY") != "PASSIVE":
     os.execv(sys.executable, [sys.executable] + sys.argv)
 
 import argparse  # noqa: E402
-import gzip  # noqa: E402
 import json  # noqa: E402
-import re  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -48,7 +46,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model import AcousticModel, ModelConfig  # noqa: E402
 import ctc_metrics  # noqa: E402
 import dataset  # noqa: E402
-import text_norm  # noqa: E402
 
 SPLITS = ["test_clean", "test_phone", "test_unseen", "test_unseen_phone", "dev_unseen", "test_real",
           "test_real_phone"]
@@ -69,8 +66,6 @@ def oov_rate(hyps: list[str], words: set[str]) -> float:
     if not toks:
         return 0.0
     return sum(w not in words for w in toks) / len(toks)
-ASTERISK_DIR = "/usr/share/asterisk/sounds/en"
-ASTERISK_TEXT = "/usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz"
 
 
 def asterisk_set(tokens) -> list[tuple[str, np.ndarray, str]]:
@@ -125,25 +120,11 @@ def read_json_stream(text: str) -> list[dict]:
 
 
 def asterisk_items() -> list[tuple[str, str]]:
-    """(wav path, transcript) of every asterisk prompt whose text gives what is said
-    (real_data.prompt_transcript)."""
+    """(wav path, transcript) of every top-level asterisk prompt of two words or more whose text
+    gives what is said (real_data.asterisk_prompts: held-out and training prompt sets alike)."""
     import real_data
-    items = []
-    if not os.path.exists(ASTERISK_TEXT):
-        return items
-    with gzip.open(ASTERISK_TEXT, "rt", encoding="utf-8", errors="replace") as f:
-        for line in f:
-            m = re.match(r"^([A-Za-z0-9_\-]+):\s*(.+)$", line.strip())
-            wav = os.path.join(ASTERISK_DIR, m.group(1) + ".wav") if m else ""
-            if not m or not os.path.exists(wav):
-                continue
-            try:
-                text = real_data.prompt_transcript(m.group(2))
-            except Exception:
-                continue
-            if text and text_norm.in_vocabulary(text) and len(text.split()) >= 2:
-                items.append((os.path.realpath(wav), text))
-    return items
+    return [(os.path.realpath(wav), text) for name, wav, text in real_data.asterisk_prompts(min_words=2)
+            if "/" not in name]
 
 
 def split_items(data: str, split: str, max_utts: int) -> list[tuple[str, str]]:
