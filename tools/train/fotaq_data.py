@@ -364,11 +364,12 @@ def speaker_name(name: str) -> str:
 def transcript(segment: str) -> str:
     """The words of a segment, or "" when it is not something spoken."""
     s = segment.strip()
-    if not s or s in ("0", "*") or s.startswith("#") or re.search(r"\.(cut|dog)\b", s, re.I):
-        return ""
-    # Stage directions, symbols (text_norm.UNSAID_MARKS) and digits, whose reading normalize()
-    # can only guess for recorded speech ("19:00 Hours" is not "nineteen oh oh hours"): skipped.
-    if text_norm.has_unsaid_marks(s) or re.search(r"[0-9]", s):
+    # Resource names (".cut", ".dog" files), stage directions and symbols (text_norm.UNSAID_MARKS:
+    # also the "*" and "#..." entries of the text tables) and digits, whose reading normalize() can
+    # only guess for recorded speech ("19:00 Hours" is not "nineteen oh oh hours"; also the "0"
+    # entries): skipped.
+    if (not s or re.search(r"\.(cut|dog)\b", s, re.I) or text_norm.has_unsaid_marks(s)
+            or re.search(r"[0-9]", s)):
         return ""
     try:
         t = text_norm.normalize(s, keep_punct=False)
