@@ -188,9 +188,12 @@ result<arpa_lm> arpa_lm::from_binary(std::string_view bytes, uint64_t source_has
     if (e.word < 0 || e.word >= nw || e.context < 0 || e.context >= i || e.suffix < 0 || e.suffix >= n_entries ||
         e.order < 1 || e.order > lm.order_ || (e.context == 0) != (e.order == 1))
       return corrupt("entry " + std::to_string(i) + " out of range");
-    if (e.context > 0 && !lm.index_.try_emplace(key(e.context, e.word), static_cast<int32_t>(i)).second)
+    const auto id = static_cast<int32_t>(i);
+    if (e.context > 0 &&
+        !lm.index_.try_emplace(key(e.context, e.word), {id, {e.log_prob, e.order < lm.order_ ? id : e.suffix}}).second)
       return corrupt("an n-gram twice");
   }
+  lm.index_unigram_steps();
   if (!std::isfinite(opts.oov_log10_prob) || opts.oov_log10_prob > 0)
     return fail(errc::invalid_argument, "arpa: oov_log10_prob must be a finite log10 probability <= 0");
   lm.oov_log_prob_ = opts.oov_log10_prob * std::numbers::ln10_v<float>;
@@ -235,8 +238,17 @@ int32_t arpa_lm::find(int32_t context, int32_t word) const {
     const auto w = static_cast<std::size_t>(word);
     return word >= 0 && w < unigram_entry_.size() ? unigram_entry_[w] : -1;
   }
-  const int32_t* e = index_.find(key(context, word));
-  return e ? *e : -1;
+  const ngram_ref* e = index_.find(key(context, word));
+  return e ? e->entry : -1;
+}
+
+void arpa_lm::index_unigram_steps() {
+  unigram_step_.assign(unigram_entry_.size(), lm_step{0, -1});
+  for (std::size_t w = 0; w < unigram_entry_.size(); ++w)
+    if (const int32_t id = unigram_entry_[w]; id >= 0) {
+      const entry& e = entries_[static_cast<std::size_t>(id)];
+      unigram_step_[w] = {e.log_prob, e.order < order_ ? id : e.suffix};
+    }
 }
 
 int32_t arpa_lm::find_sequence(const std::vector<int32_t>& words, std::size_t first) const {
@@ -251,16 +263,59 @@ lm_step arpa_lm::score(int32_t state, int32_t word) const {
     word = unk_id_;
   }
   float backoff = 0;
-  for (int32_t ctx = state;;) {
-    if (int32_t id = find(ctx, word); id >= 0) {
-      const entry& e = entries_[static_cast<std::size_t>(id)];
-      return {backoff + e.log_prob, e.order < order_ ? id : e.suffix};
-    }
-    // Every valid word id is a unigram, so only an id from elsewhere misses the empty history.
-    if (ctx == 0) return {oov_log_prob_, null_state()};
+  for (int32_t ctx = state; ctx != 0;) {
+    if (const ngram_ref* r = index_.find(key(ctx, word))) return {backoff + r->step.log_prob, r->step.next};
     const entry& c = entries_[static_cast<std::size_t>(ctx)];
     backoff += c.log_backoff;
     ctx = c.suffix;
+  }
+  // Unigrams, where every backoff ends, by index rather than through the large n-gram table.
+  // Every valid word id is a unigram, so only an id from elsewhere is not listed there.
+  const auto w = static_cast<std::size_t>(word);
+  if (w >= unigram_step_.size() || unigram_step_[w].next < 0) return {oov_log_prob_, null_state()};
+  return {backoff + unigram_step_[w].log_prob, unigram_step_[w].next};
+}
+
+void arpa_lm::score_all(std::span<query> queries, std::vector<uint32_t>& scratch) const {
+  // A query in progress: its history so far (ctx) in answer.next and the backoff summed so far in
+  // answer.log_prob; `scratch` lists the queries still open.
+  scratch.clear();
+  for (uint32_t i = 0; i < queries.size(); ++i) {
+    query& q = queries[i];
+    if (q.word < 0 && unk_id_ < 0) {
+      q.answer = {oov_log_prob_, null_state()};
+      continue;
+    }
+    q.answer = {0.0f, q.state};
+    scratch.push_back(i);
+  }
+  while (!scratch.empty()) {
+    for (uint32_t i : scratch) {
+      const query& q = queries[i];
+      if (q.answer.next != 0) index_.prefetch(key(q.answer.next, q.word < 0 ? unk_id_ : q.word));
+    }
+    std::size_t open = 0;
+    for (uint32_t i : scratch) {
+      query& q = queries[i];
+      const int32_t word = q.word < 0 ? unk_id_ : q.word;
+      const int32_t ctx = q.answer.next;
+      const float backoff = q.answer.log_prob;
+      if (ctx == 0) {  // as score(): the unigram, by index
+        const auto w = static_cast<std::size_t>(word);
+        q.answer = w >= unigram_step_.size() || unigram_step_[w].next < 0
+                       ? lm_step{oov_log_prob_, null_state()}
+                       : lm_step{backoff + unigram_step_[w].log_prob, unigram_step_[w].next};
+        continue;
+      }
+      if (const ngram_ref* r = index_.find(key(ctx, word))) {
+        q.answer = {backoff + r->step.log_prob, r->step.next};
+        continue;
+      }
+      const entry& c = entries_[static_cast<std::size_t>(ctx)];
+      q.answer = {backoff + c.log_backoff, c.suffix};
+      scratch[open++] = i;
+    }
+    scratch.resize(open);
   }
 }
 

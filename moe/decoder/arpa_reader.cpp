@@ -200,7 +200,7 @@ class arpa_reader {
       const auto w = static_cast<std::size_t>(ids_.back());
       if (lm_.unigram_entry_.size() <= w) lm_.unigram_entry_.resize(w + 1, -1);
       lm_.unigram_entry_[w] = id;
-    } else if (!lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), id).second) {
+    } else if (!lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), {id, {}}).second) {
       return bad(errc::corrupt, "duplicate " + std::to_string(n) + "-gram '" + joined(n) + "'");
     }
     // The longest listed proper suffix (lower orders are all read by now): the history to back
@@ -212,6 +212,8 @@ class arpa_reader {
         break;
       }
     lm_.entries_.push_back({log10_prob * ln_10, log10_backoff * ln_10, context, ids_.back(), suffix, n});
+    if (context != 0)  // what score() returns when it finds this n-gram
+      lm_.index_.find(arpa_lm::key(context, ids_.back()))->step = {log10_prob * ln_10, n < lm_.order_ ? id : suffix};
     prev_order_ = n;
     prev_context_ = context;
     prev_ids_.assign(ids_.begin(), ids_.end());
@@ -252,6 +254,7 @@ result<arpa_lm> arpa_lm::parse(std::string_view text, std::string_view source, c
   lm.unk_id_ = lm.word_id(unknown_word);
   lm.end_id_ = lm.word_id(end_sentence);
   if (int32_t s = lm.word_id(begin_sentence); s >= 0) lm.begin_state_ = lm.find(0, s);
+  lm.index_unigram_steps();
   return lm;
 }
 

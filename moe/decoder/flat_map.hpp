@@ -39,6 +39,11 @@ class flat_u64_map {
   }
   V* find(uint64_t key) { return const_cast<V*>(std::as_const(*this).find(key)); }
 
+  /// Starts loading the slot where a lookup of `key` begins into the cache.
+  void prefetch(uint64_t key) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[home(key)]);
+  }
+
   /// The value of `key`, inserted as `value` when missing; second: whether it was inserted.
   std::pair<V*, bool> try_emplace(uint64_t key, const V& value) {
     if (!slots_.empty()) {

@@ -111,6 +111,7 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
       }
     }
   }
+  score_lm_words();
   if (next_.empty()) return;
   recombine();  // fills scores_
   // Keep the best lexicon_beam_size (ties: the earlier candidate, so chunking cannot matter)
@@ -215,10 +216,22 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p) {
     e.context = s.next;
     e.bonus += s.delta;
   };
-  // A word end steps a <space> through the hotword graph, so hotwords match whole words.
+  // A word end steps a <space> through the hotword graph, so hotwords match whole words. The
+  // LM's term comes from the memo or, when the memo lacks it, from score_lm_words() once the
+  // frame's every extension is made (e is next_'s next element: `add` pushes it after fill).
   auto end_word = [&](hypothesis& e, int32_t lm_word) {
-    e.bonus += close_word(lm_word, e.lm_state);
-    if (space >= 0) step_hotwords(e, space);
+    const double before = e.bonus;
+    const bool scored = close_word(lm_word, e.lm_state, e.bonus);
+    double delta = 0;
+    if (space >= 0) {
+      const context_step s = hotwords_.step(e.context, space);
+      e.context = s.next;
+      delta = s.delta;
+    }
+    if (scored)
+      e.bonus += delta;
+    else
+      pending_lm_.push_back({static_cast<uint32_t>(next_.size()), before, delta});
     e.where = place::boundary;
     e.lex = {};
     e.lookahead = 0;
@@ -263,22 +276,38 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p) {
   });
 }
 
-double lexicon_decoder::close_word(int32_t lm_word, int32_t& lm_state) const {
-  double s = opts_.lexicon_word_bonus;
-  if (lm_) {
-    // Every frame asks for the same few (history, word) pairs again; the memo saves the backoff
-    // walk through the LM's large tables, which dominated the decoder's time.
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(lm_state)) << 32) |
-                         static_cast<uint32_t>(lm_word + 1);
-    const lm_step* step = lm_cache_.find(key);
-    if (!step) {
-      if (lm_cache_.size() >= max_lm_cache_entries) lm_cache_.clear();
-      step = lm_cache_.try_emplace(key, lm_->score(lm_state, lm_word)).first;
-    }
-    lm_state = step->next;
-    s += opts_.lexicon_lm_weight * step->log_prob;
+bool lexicon_decoder::close_word(int32_t lm_word, int32_t& lm_state, double& bonus) {
+  if (!lm_) {
+    bonus += opts_.lexicon_word_bonus;
+    return true;
   }
-  return s;
+  // Every frame asks for the same few (history, word) pairs again; the memo saves the backoff
+  // walk through the LM's large tables, which dominated the decoder's time.
+  const uint64_t key = lm_key(lm_state, lm_word);
+  if (const lm_step* step = lm_cache_.find(key)) {
+    bonus += opts_.lexicon_word_bonus + opts_.lexicon_lm_weight * step->log_prob;
+    lm_state = step->next;
+    return true;
+  }
+  lm_queries_.push_back({lm_state, lm_word, {}});
+  return false;
+}
+
+void lexicon_decoder::score_lm_words() {
+  if (pending_lm_.empty()) return;
+  lm_->score_all(lm_queries_, lm_scratch_);
+  for (std::size_t i = 0; i < pending_lm_.size(); ++i) {
+    const arpa_lm::query& q = lm_queries_[i];
+    const pending_word& p = pending_lm_[i];
+    hypothesis& e = next_[p.index];
+    // The same sums, in the same order, as a memo hit in close_word() and end_word().
+    e.bonus = (p.bonus + (opts_.lexicon_word_bonus + opts_.lexicon_lm_weight * q.answer.log_prob)) + p.hotword_delta;
+    e.lm_state = q.answer.next;
+    if (lm_cache_.size() >= max_lm_cache_entries) lm_cache_.clear();
+    lm_cache_.try_emplace(lm_key(q.state, q.word), q.answer);
+  }
+  pending_lm_.clear();
+  lm_queries_.clear();
 }
 
 double lexicon_decoder::end_bonus(const hypothesis& h) const {
@@ -332,7 +361,9 @@ decode_result lexicon_decoder::finalize() {
 std::size_t lexicon_decoder::memory_bytes() const {
   return frames_.memory_bytes() + trie_.memory_bytes() + (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
          slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
-         row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes();
+         row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
+         pending_lm_.capacity() * sizeof(pending_word) + lm_queries_.capacity() * sizeof(arpa_lm::query) +
+         lm_scratch_.capacity() * sizeof(uint32_t);
 }
 
 }  // namespace sluice::moe

@@ -128,8 +128,16 @@ class lexicon_decoder {
   static bool same_future(const hypothesis& a, const hypothesis& b);
   /// The hypothesis h + label when this frame made it already (else null; `index` is its slot).
   hypothesis* slot_for(const hypothesis& h, int32_t label, std::size_t& index);
-  /// ln-score terms of closing a word: LM (word -1: unknown) and word bonus; advances lm_state.
-  double close_word(int32_t lm_word, int32_t& lm_state) const;
+  /// Adds the score terms of closing a word (LM, word -1: unknown, and word bonus) to `bonus` and
+  /// advances lm_state when the memo knows the LM's answer (true); else queues the LM question
+  /// for score_lm_words() and changes neither (false).
+  bool close_word(int32_t lm_word, int32_t& lm_state, double& bonus);
+  /// Answers the frame's queued LM questions together (arpa_lm::score_all) and completes the
+  /// hypotheses that wait for them.
+  void score_lm_words();
+  static uint64_t lm_key(int32_t lm_state, int32_t lm_word) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(lm_state)) << 32) | static_cast<uint32_t>(lm_word + 1);
+  }
   /// The score change of ending the utterance in `h` (-inf when it cannot end there).
   double end_bonus(const hypothesis& h) const;
   decode_result result_of(const hypothesis& h, double score) const;
@@ -154,7 +162,18 @@ class lexicon_decoder {
   std::vector<double> scores_;
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;
-  mutable flat_u64_map<lm_step> lm_cache_;  ///< (history, word + 1) -> LM step
+  flat_u64_map<lm_step> lm_cache_;  ///< (history, word + 1) -> LM step
+  /// A frame's word ends whose LM term is not in the memo: next_[index] waits for the answer
+  /// to lm_queries_ at the same position; bonus is its bonus before the word, hotword_delta
+  /// what the word end's <space> added through the hotword graph.
+  struct pending_word {
+    uint32_t index;
+    double bonus;
+    double hotword_delta;
+  };
+  std::vector<pending_word> pending_lm_;
+  std::vector<arpa_lm::query> lm_queries_;
+  std::vector<uint32_t> lm_scratch_;
 };
 
 }  // namespace sluice::moe

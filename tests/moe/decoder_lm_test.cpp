@@ -149,6 +149,59 @@ TEST_SUITE("decoder") {
     }
   }
 
+  TEST_CASE("lm: score_all answers a mixed batch of queries exactly as score() answers each") {
+    // Histories of every depth (empty, <s>, one and two words, ones the model lists and ones it
+    // backs off from), every word and an unknown one, in one batch: the batched rounds must give
+    // each query score()'s float answer bit for bit and its next state, with and without <unk>.
+    const std::string no_unk = "\\data\\\nngram 1=3\nngram 2=2\nngram 3=1\n\n\\1-grams:\n-0.3 a -0.2\n-0.3 b -0.1\n"
+                               "-0.5 c\n\n\\2-grams:\n-0.1 a b -0.3\n-0.2 b c\n\n\\3-grams:\n-0.05 a b c\n\n\\end\\\n";
+    arpa_options o;
+    o.oov_log10_prob = -7.0f;
+    auto bare = arpa_lm::parse(no_unk, "no_unk", o);
+    REQUIRE_MESSAGE(bare.has_value(), bare.error().message);
+    const auto kn3 = load(kn3_path);
+    std::vector<uint32_t> scratch;
+    const arpa_lm* const models[] = {&kn3, &*bare};
+    for (const arpa_lm* lm : models) {
+      std::vector<int32_t> states{lm->null_state(), lm->begin_state()};
+      for (int32_t i = 0; i < 40 && i < lm->vocab_size(); ++i) {
+        const int32_t one = lm->score(lm->begin_state(), i).next;
+        states.push_back(one);
+        states.push_back(lm->score(one, (i * 7 + 3) % lm->vocab_size()).next);
+      }
+      std::vector<arpa_lm::query> queries;
+      for (int32_t s : states)
+        for (int32_t w = -1; w < lm->vocab_size(); w += (lm->vocab_size() > 100 ? 13 : 1))
+          queries.push_back({s, w, {}});
+      // In the small model, by hand: after "a b", "c" is listed (-0.05); after "a b", "a" backs off
+      // twice (bo(a b) -0.3, bo(b) -0.1, p(a) -0.3); after "a", "c" once (bo(a) -0.2, p(c) -0.5).
+      const std::size_t hand = queries.size();
+      if (lm == &*bare) {
+        const int32_t a = lm->word_id("a"), b = lm->word_id("b"), c = lm->word_id("c");
+        const int32_t after_a = lm->score(lm->null_state(), a).next;
+        const int32_t after_ab = lm->score(after_a, b).next;
+        queries.push_back({after_ab, c, {}});
+        queries.push_back({after_ab, a, {}});
+        queries.push_back({after_a, c, {}});
+      }
+      lm->score_all(queries, scratch);
+      for (const arpa_lm::query& q : queries) {
+        const lm_step want = lm->score(q.state, q.word);
+        CAPTURE(q.state);
+        CAPTURE(q.word);
+        CHECK(q.answer.log_prob == want.log_prob);
+        CHECK(q.answer.next == want.next);
+      }
+      CHECK(queries.size() >= 30);  // a batch, not a handful
+      if (lm == &*bare) {
+        REQUIRE(queries.size() == hand + 3);
+        CHECK(queries[hand].answer.log_prob / std::numbers::ln10 == doctest::Approx(-0.05).epsilon(exact));
+        CHECK(queries[hand + 1].answer.log_prob / std::numbers::ln10 == doctest::Approx(-0.3 - 0.1 - 0.3).epsilon(exact));
+        CHECK(queries[hand + 2].answer.log_prob / std::numbers::ln10 == doctest::Approx(-0.2 - 0.5).epsilon(exact));
+      }
+    }
+  }
+
   TEST_CASE("lm: fusion flips an acoustically close decision toward the words the LM knows") {
     // "the kat" by a hair (k 0.55, c 0.40); the LM knows "the cat" and not "kat".
     const auto& t = recipe_tokens();
