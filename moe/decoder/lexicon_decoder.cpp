@@ -41,6 +41,9 @@ result<lexicon_decoder> lexicon_decoder::create(const token_table& tokens, const
 lexicon_decoder::lexicon_decoder(const token_table& tokens, const decoder_options& opts, lexicon_view lexicon,
                                  const arpa_lm* lm, context_graph hotwords)
     : tokens_(&tokens), opts_(opts), lexicon_(lexicon), lm_(lm), hotwords_(std::move(hotwords)), vocab_(tokens.size()) {
+  // What extend() may add beyond the parent's settled terms: only a positive word bonus (LM
+  // terms with a weight >= 0, look-aheads and OOV penalties are <= 0; see extension_floor()).
+  slack_ = std::max(0.0, opts_.lexicon_word_bonus);
   start_utterance();
 }
 
@@ -90,8 +93,18 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     return;
   }
   const int32_t space = tokens_->space_id();
+  const double floor = extension_floor(frame);
   for (const hypothesis& h : beams_) {
     const double any = h.acoustic();
+    // An extension of h scores at most its acoustic term + h's settled terms + slack_ (extend()
+    // adds only terms <= 0 beside the word bonus), unless its slot is some hypothesis' own
+    // continuation: then it adds to that, and must be made.
+    const bool skippable = floor > neg_inf && !is_parent_.find(static_cast<uint32_t>(h.node));
+    auto worth = [&](double p) {
+      if (!skippable || p + h.bonus + slack_ >= floor) return true;
+      ++skipped_;
+      return false;
+    };
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
       if (c.token == blank || (c.token == space && h.where == place::boundary)) {
@@ -105,8 +118,8 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
       } else if (c.token == h.token) {
         const std::size_t stay = same(h);
         next_[stay].log_token = log_add(next_[stay].log_token, h.log_token + c.log_prob);
-        extend(h, c.token, h.log_blank + c.log_prob);
-      } else {
+        if (worth(h.log_blank + c.log_prob)) extend(h, c.token, h.log_blank + c.log_prob);
+      } else if (worth(any + c.log_prob)) {
         extend(h, c.token, any + c.log_prob);
       }
     }
@@ -123,6 +136,36 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     if (h.node < 0) h.node = trie_.add(h.parent, h.label);
     beams_.push_back(h);
   }
+}
+
+// A score below which no candidate of this frame can be among the lexicon_beam_size kept, or
+// -inf. When the last frame kept a full beam and this frame lists blank: every kept hypothesis
+// h continues through blank into its own slot, scoring at least total(h) + ln P(blank) (more
+// mass may join it; its settled terms are h's). Those continuations are beam-many candidates
+// with different futures (the last frame's recombination kept one per future), so after this
+// frame's recombination at least beam-many candidates score >= min total(h) + ln P(blank): a
+// candidate below that is pruned whatever else happens. So skipping it changes nothing - the
+// output stays the same bit for bit (tests/moe/decoder_lexicon_test.cpp compares) - provided
+// its score is final when it is made: a candidate's slot is (its parent's node, label) and
+// only its parent makes it, except where the slot is some kept hypothesis' own continuation
+// (a parent whose child is also kept): advance() does not skip extensions of such parents.
+// A margin covers rounding (the same sums added in another order). Off with hotwords (their
+// steps may add score) or a negative LM weight.
+double lexicon_decoder::extension_floor(std::span<const token_log_prob> frame) {
+  is_parent_.clear();
+  if (!skip_hopeless_ || !hotwords_.empty() || opts_.lexicon_lm_weight < 0 ||
+      beams_.size() < static_cast<std::size_t>(opts_.lexicon_beam_size))
+    return neg_inf;
+  const int32_t blank = tokens_->blank_id();
+  const auto b = std::find_if(frame.begin(), frame.end(), [&](const token_log_prob& t) { return t.token == blank; });
+  if (b == frame.end()) return neg_inf;
+  double lowest = std::numeric_limits<double>::infinity();
+  for (const hypothesis& h : beams_) {
+    lowest = std::min(lowest, h.total());
+    is_parent_.try_emplace(static_cast<uint32_t>(h.parent), 1);
+  }
+  const double floor = lowest + b->log_prob;
+  return floor - (1e-9 + 1e-9 * std::abs(floor));
 }
 
 namespace {
@@ -363,7 +406,7 @@ std::size_t lexicon_decoder::memory_bytes() const {
          slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
          row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
          pending_lm_.capacity() * sizeof(pending_word) + lm_queries_.capacity() * sizeof(arpa_lm::query) +
-         lm_scratch_.capacity() * sizeof(uint32_t);
+         lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes();
 }
 
 }  // namespace sluice::moe

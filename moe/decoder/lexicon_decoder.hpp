@@ -93,6 +93,12 @@ class lexicon_decoder {
   /// Heap bytes this stream's decoder holds now (frames, label trie, hypotheses, scratch).
   std::size_t memory_bytes() const;
 
+  /// Whether extensions that cannot be kept are skipped (see extension_floor() in the .cpp); on
+  /// by default. Off gives the same results, more slowly: for tests and comparisons.
+  void set_skip_hopeless(bool on) { skip_hopeless_ = on; }
+  /// Extensions skipped so far (not reset by finalize()).
+  int64_t skipped_extensions() const { return skipped_; }
+
  private:
   /// How a label was read (see above); a label is token + vocab * kind.
   enum class kind : int32_t { letter = 0, word_end = 1, oov_letter = 2, oov_end = 3 };
@@ -119,6 +125,8 @@ class lexicon_decoder {
                   context_graph hotwords);
   void start_utterance();
   void advance(std::span<const token_log_prob> frame);
+  /// The score under which this frame's extensions are not made (see the .cpp); -inf: none.
+  double extension_floor(std::span<const token_log_prob> frame);
   /// Adds `p` to the ln probability of every reading of h + token (through its token or blank end).
   void extend(const hypothesis& h, int32_t token, double p);
   std::size_t same(const hypothesis& h);
@@ -174,6 +182,10 @@ class lexicon_decoder {
   std::vector<pending_word> pending_lm_;
   std::vector<arpa_lm::query> lm_queries_;
   std::vector<uint32_t> lm_scratch_;
+  double slack_ = 0;                ///< extension_floor(): what extend() may add, at most
+  bool skip_hopeless_ = true;
+  int64_t skipped_ = 0;
+  flat_u64_map<uint8_t> is_parent_;  ///< extension_floor(): nodes with a kept child
 };
 
 }  // namespace sluice::moe

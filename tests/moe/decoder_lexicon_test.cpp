@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -270,6 +273,87 @@ TEST_SUITE("decoder") {
       CHECK(r.words == a.words);
       CHECK(r.score == a.score);
     }
+  }
+
+  // Noisy utterances of words from build_lm.py's model, the LM's whole vocabulary as the
+  // lexicon: every frame's letter is uncertain, with two to four rivals (letters, blank, <space>)
+  // of random weight, so hypotheses compete, beams fill and many extensions fall below the
+  // floor. Decoded in chunks with a partial after each, once skipping them and once not: every
+  // partial and final must be the same, text, word times and score.
+  TEST_CASE("lexicon: skipping extensions below a full beam's floor changes no partial or final, only the work") {
+    const auto& t = recipe_tokens();
+    auto loaded = arpa_lm::load(SLUICE_TEST_DATA_DIR "/lm/kn3.arpa");
+    REQUIRE_MESSAGE(loaded.has_value(), loaded.error().message);
+    const arpa_lm& lm = *loaded;
+    const auto lex = word_lexicon::build(t, &lm, {});
+    std::vector<std::string> vocab;
+    for (int32_t w = 0; w < lm.vocab_size(); ++w) {
+      const std::string word(lm.word(w));
+      if (word.find_first_not_of("abcdefghijklmnopqrstuvwxyz'") == std::string::npos) vocab.push_back(word);
+    }
+    REQUIRE(vocab.size() > 50);
+    const std::string rivals = "abcdefghijklmnopqrstuvwxyz_ ";
+    const auto v = static_cast<std::size_t>(t.size());
+    int64_t skipped = 0, compared = 0;
+    for (uint32_t seed = 1; seed <= 6; ++seed) {
+      std::mt19937 rng(seed);
+      auto uniform = [&](float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng); };
+      auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+      std::vector<frame_probs> frames;
+      auto noisy = [&](char c) {
+        frame_probs f{{{c, uniform(0.35f, 0.9f)}}};
+        float left = 1.0f - f.probs[0].second;
+        for (std::size_t r = 0, n = 2 + pick(3); r < n; ++r) {
+          const char other = rivals[pick(rivals.size())];
+          if (std::any_of(f.probs.begin(), f.probs.end(), [&](const auto& x) { return x.first == other; })) continue;
+          const float p = left * uniform(0.2f, 0.6f);
+          f.probs.push_back({other, p});
+          left -= p;
+        }
+        frames.push_back(f);
+      };
+      for (int w = 0; w < 10; ++w) {
+        for (char c : vocab[pick(vocab.size())]) {
+          for (std::size_t k = 0, n = 1 + pick(2); k < n; ++k) noisy(c);
+          for (std::size_t k = 0, n = pick(3); k < n; ++k) noisy('_');
+        }
+        if (pick(3) == 0) noisy(' ');
+        noisy('_');
+      }
+      const auto logits = make_logits(t, frames);
+      const int32_t n = n_frames_of(t, logits);
+      for (int32_t beam : {4, 12, 28}) {
+        CAPTURE(seed);
+        CAPTURE(beam);
+        decoder_options o;
+        o.lexicon_beam_size = beam;
+        auto fast = lexicon_decoder::create(t, o, lexicon_view(&lex, nullptr), &lm);
+        auto full = lexicon_decoder::create(t, o, lexicon_view(&lex, nullptr), &lm);
+        REQUIRE((fast.has_value() && full.has_value()));
+        full->set_skip_hopeless(false);
+        for (int32_t f = 0; f < n; f += 5) {
+          const int32_t k = std::min(5, n - f);
+          const auto chunk = std::span<const float>(logits).subspan(static_cast<std::size_t>(f) * v, static_cast<std::size_t>(k) * v);
+          REQUIRE(fast->accept(chunk, k).has_value());
+          REQUIRE(full->accept(chunk, k).has_value());
+          const auto a = fast->partial(), b = full->partial();
+          CHECK(a.text == b.text);
+          CHECK(a.words == b.words);
+          CHECK(a.score == b.score);
+          ++compared;
+        }
+        const auto a = fast->finalize(), b = full->finalize();
+        CHECK(a.text == b.text);
+        CHECK(a.words == b.words);
+        CHECK(a.score == b.score);
+        CHECK(!a.text.empty());
+        CHECK(full->skipped_extensions() == 0);
+        skipped += fast->skipped_extensions();
+      }
+    }
+    MESSAGE(compared << " partials compared, " << skipped << " extensions skipped");
+    CHECK(compared > 100);
+    CHECK(skipped > 1000);  // the floor did skip work in these searches
   }
 
   TEST_CASE("lexicon: the lexicon file, words the model cannot spell, case folding") {

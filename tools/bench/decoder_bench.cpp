@@ -8,6 +8,11 @@
 // model chunk (chunk_frames) at a time with a partial result after each, and a final at the end:
 // decoder seconds per second of audio and its share of the model's. Min and median of R repeats.
 //
+// A fourth row, "lexicon-full", runs the lexicon decoder with its exact extension skipping off
+// (lexicon_decoder::set_skip_hopeless(false)): the same text is required (the bench fails
+// otherwise) and the two rows' times show what skipping saves. The rows take turns within each
+// repeat, so a slow moment of the machine hits all of them alike.
+//
 // Also, from the same streaming run: partial stability (of the words a partial shows, how many
 // differ in the next partial or the final; also without each partial's last word, which is still
 // being spoken), the per-stream decoder memory (lexicon decoder, largest over the utterances) next
@@ -15,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +28,7 @@
 #include "config/sluice_config.hpp"
 #include "dsp/file_speech.hpp"
 #include "moe/decoder/ctc_decoder.hpp"
+#include "moe/decoder/lexicon_decoder.hpp"
 #include "moe/forward.hpp"
 
 using namespace sluice;
@@ -44,6 +51,7 @@ struct decode_run {
   std::string text;
   stability stab;
   std::size_t peak_bytes = 0;
+  int64_t skipped = 0;  // lexicon: extensions not made (lexicon_decoder::skipped_extensions)
 };
 
 double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
@@ -72,16 +80,15 @@ void count_changes(const std::vector<std::string>& now, const std::vector<std::s
   }
 }
 
-decode_run run_decoder(moe::decoder_mode mode, const actors::engine_resources& res,
-                       const std::vector<segment_logits>& segs, int32_t chunk) {
+// One decoder over every segment, fed the way the channel actor feeds it. `make()` returns a new
+// decoder for each (ctc_decoder or lexicon_decoder: both accept / partial / finalize).
+template <class Make>
+decode_run run_segments(const std::vector<segment_logits>& segs, std::size_t vocab, int32_t chunk, Make make) {
   decode_run out;
-  const auto& tokens = res.model->tokens();
-  const auto vocab = static_cast<std::size_t>(tokens.size());
-  const moe::lexicon_view view(res.lexicon.get(), nullptr);
   std::vector<std::vector<std::string>> partials;
   const auto t0 = clk::now();
   for (const auto& s : segs) {
-    auto dec = moe::ctc_decoder::create(mode, tokens, res.decoder, res.lm.get(), view);
+    auto dec = make();
     if (!dec) {
       std::fprintf(stderr, "%s\n", dec.error().message.c_str());
       std::exit(1);
@@ -96,16 +103,40 @@ decode_run run_decoder(moe::decoder_mode mode, const actors::engine_resources& r
     partials.push_back(words_of(final_result));
     for (std::size_t i = 0; i + 1 < partials.size(); ++i) count_changes(partials[i], partials[i + 1], out.stab);
     if (!final_result.text.empty()) out.text += (out.text.empty() ? "" : " ") + final_result.text;
+    if constexpr (requires { dec->skipped_extensions(); }) out.skipped += dec->skipped_extensions();
   }
   out.seconds = seconds_since(t0);
-  // Memory: a second pass, outside the timing, reading the lexicon decoder's size at each
-  // utterance's end (its largest point: frames and label trie grow until finalize()).
-  if (mode == moe::decoder_mode::lexicon)
-    for (const auto& s : segs) {
-      auto dec = moe::lexicon_decoder::create(tokens, res.decoder, view, res.lm.get());
-      (void)dec->accept(s.logits, s.n_frames);
-      out.peak_bytes = std::max(out.peak_bytes, dec->memory_bytes());
-    }
+  return out;
+}
+
+// The lexicon decoder's memory, outside any timing: its size at each utterance's end (its largest
+// point: frames and label trie grow until finalize()), largest over the utterances.
+std::size_t peak_bytes(const actors::engine_resources& res, const std::vector<segment_logits>& segs) {
+  const moe::lexicon_view view(res.lexicon.get(), nullptr);
+  std::size_t peak = 0;
+  for (const auto& s : segs) {
+    auto dec = moe::lexicon_decoder::create(res.model->tokens(), res.decoder, view, res.lm.get());
+    (void)dec->accept(s.logits, s.n_frames);
+    peak = std::max(peak, dec->memory_bytes());
+  }
+  return peak;
+}
+
+// mode; full: the lexicon decoder with its extension skipping off.
+decode_run run_decoder(moe::decoder_mode mode, bool full, const actors::engine_resources& res,
+                       const std::vector<segment_logits>& segs, int32_t chunk) {
+  const auto& tokens = res.model->tokens();
+  const auto vocab = static_cast<std::size_t>(tokens.size());
+  const moe::lexicon_view view(res.lexicon.get(), nullptr);
+  decode_run out =
+      mode != moe::decoder_mode::lexicon
+          ? run_segments(segs, vocab, chunk,
+                         [&] { return moe::ctc_decoder::create(mode, tokens, res.decoder, res.lm.get(), view); })
+          : run_segments(segs, vocab, chunk, [&] {
+              auto dec = moe::lexicon_decoder::create(tokens, res.decoder, view, res.lm.get());
+              if (dec) dec->set_skip_hopeless(!full);
+              return dec;
+            });
   return out;
 }
 
@@ -170,23 +201,37 @@ int main(int argc, char** argv) {
               (*res)->lexicon->nodes(), static_cast<double>((*res)->lexicon->memory_bytes()) / (1 << 20));
   std::printf("\n%-8s %14s %14s %10s %10s %22s\n", "decoder", "min s/audio s", "med s/audio s", "min/model",
               "med/model", "partial words changed");
-  std::vector<decode_run> last;
-  for (auto mode : {moe::decoder_mode::greedy, moe::decoder_mode::beam, moe::decoder_mode::lexicon}) {
+  struct row {
+    const char* name;
+    moe::decoder_mode mode;
+    bool full;
     std::vector<double> t;
     decode_run run;
-    for (int r = 0; r < repeats; ++r) {
-      run = run_decoder(mode, **res, segs, chunk);
-      t.push_back(run.seconds);
+  };
+  std::vector<row> rows = {{"greedy", moe::decoder_mode::greedy, false, {}, {}},
+                           {"beam", moe::decoder_mode::beam, false, {}, {}},
+                           {"lexicon", moe::decoder_mode::lexicon, false, {}, {}},
+                           {"lex-full", moe::decoder_mode::lexicon, true, {}, {}}};
+  for (int r = 0; r < repeats; ++r)
+    for (auto& w : rows) {
+      w.run = run_decoder(w.mode, w.full, **res, segs, chunk);
+      w.t.push_back(w.run.seconds);
     }
-    const double mn = *std::min_element(t.begin(), t.end()), md = median(t);
-    const auto& s = run.stab;
-    std::printf("%-8s %14.5f %14.5f %9.1f%% %9.1f%% %7.1f%% (%.1f%% w/o last)\n", std::string(to_string(mode)).c_str(),
-                mn / audio_s, md / audio_s, 100 * mn / model_min, 100 * md / model_med,
+  for (const auto& w : rows) {
+    const double mn = *std::min_element(w.t.begin(), w.t.end()), md = median(w.t);
+    const auto& s = w.run.stab;
+    std::printf("%-8s %14.5f %14.5f %9.1f%% %9.1f%% %7.1f%% (%.1f%% w/o last)\n", w.name, mn / audio_s, md / audio_s,
+                100 * mn / model_min, 100 * md / model_med,
                 100.0 * static_cast<double>(s.changed) / static_cast<double>(std::max<int64_t>(1, s.shown)),
                 100.0 * static_cast<double>(s.changed_settled) /
                     static_cast<double>(std::max<int64_t>(1, s.shown_settled)));
-    last.push_back(run);
   }
+  const auto& lex = rows[2].run;
+  std::printf("\nlexicon: %lld extensions skipped per pass; lex-full (no skipping) gives the same text: %s\n",
+              static_cast<long long>(lex.skipped), lex.text == rows[3].run.text ? "yes" : "NO");
+  if (lex.text != rows[3].run.text) return 1;
+  std::vector<decode_run> last = {rows[0].run, rows[1].run, rows[2].run};
+  last.back().peak_bytes = peak_bytes(**res, segs);
   std::printf("\nlexicon decoder, per stream: at most %.1f KiB (largest utterance end; frames + label trie + "
               "hypotheses), plus the request's hotword lexicon\n",
               static_cast<double>(last.back().peak_bytes) / 1024);
