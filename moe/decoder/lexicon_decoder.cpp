@@ -139,7 +139,7 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
 }
 
 // A score below which no candidate of this frame can be among the lexicon_beam_size kept, or
-// -inf. When the last frame kept a full beam and this frame lists blank: every kept hypothesis
+// -inf. When the last frame kept a full beam and this frame reads blank: every kept hypothesis
 // h continues through blank into its own slot, scoring at least total(h) + ln P(blank) (more
 // mass may join it; its settled terms are h's). Those continuations are beam-many candidates
 // with different futures (the last frame's recombination kept one per future), so after this
@@ -158,7 +158,9 @@ double lexicon_decoder::extension_floor(std::span<const token_log_prob> frame) {
     return neg_inf;
   const int32_t blank = tokens_->blank_id();
   const auto b = std::find_if(frame.begin(), frame.end(), [&](const token_log_prob& t) { return t.token == blank; });
-  if (b == frame.end()) return neg_inf;
+  // advance() reads only the tokens within token_beam of the frame's best: a blank below that
+  // continues no hypothesis, so it guarantees nothing.
+  if (b == frame.end() || b->log_prob < frame.front().log_prob - token_beam) return neg_inf;
   double lowest = std::numeric_limits<double>::infinity();
   for (const hypothesis& h : beams_) {
     lowest = std::min(lowest, h.total());

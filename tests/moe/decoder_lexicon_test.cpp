@@ -280,7 +280,7 @@ TEST_SUITE("decoder") {
   // of random weight, so hypotheses compete, beams fill and many extensions fall below the
   // floor. Decoded in chunks with a partial after each, once skipping them and once not: every
   // partial and final must be the same, text, word times and score.
-  TEST_CASE("lexicon: skipping extensions below a full beam's floor changes no partial or final, only the work") {
+  TEST_CASE("lexicon: skipping extensions below a full beam's floor changes no partial or final, only the work, and a blank out of reach skips none") {
     const auto& t = recipe_tokens();
     auto loaded = arpa_lm::load(SLUICE_TEST_DATA_DIR "/lm/kn3.arpa");
     REQUIRE_MESSAGE(loaded.has_value(), loaded.error().message);
@@ -342,6 +342,14 @@ TEST_SUITE("decoder") {
           CHECK(a.score == b.score);
           ++compared;
         }
+        // A sharp frame: 'e' near 1, blank at 1e-4 (ln -9.2: listed, but beyond the decoder's
+        // token beam of 8 below the best, so no hypothesis continues through it) and every other
+        // token below token_min_log_prob. Such a blank sets no floor: nothing may be skipped.
+        const int64_t before = fast->skipped_extensions();
+        const auto sharp = make_logits(t, {frame_probs{{{'e', 0.9998f}, {'_', 1e-4f}}}});
+        REQUIRE(fast->accept(sharp, 1).has_value());
+        REQUIRE(full->accept(sharp, 1).has_value());
+        CHECK(fast->skipped_extensions() == before);
         const auto a = fast->finalize(), b = full->finalize();
         CHECK(a.text == b.text);
         CHECK(a.words == b.words);

@@ -111,11 +111,12 @@ decode_run run_segments(const std::vector<segment_logits>& segs, std::size_t voc
 
 // The lexicon decoder's memory, outside any timing: its size at each utterance's end (its largest
 // point: frames and label trie grow until finalize()), largest over the utterances.
-std::size_t peak_bytes(const actors::engine_resources& res, const std::vector<segment_logits>& segs) {
+std::size_t peak_bytes(const actors::engine_resources& res, const std::vector<segment_logits>& segs, bool skip) {
   const moe::lexicon_view view(res.lexicon.get(), nullptr);
   std::size_t peak = 0;
   for (const auto& s : segs) {
     auto dec = moe::lexicon_decoder::create(res.model->tokens(), res.decoder, view, res.lm.get());
+    dec->set_skip_hopeless(skip);
     (void)dec->accept(s.logits, s.n_frames);
     peak = std::max(peak, dec->memory_bytes());
   }
@@ -231,10 +232,11 @@ int main(int argc, char** argv) {
               static_cast<long long>(lex.skipped), lex.text == rows[3].run.text ? "yes" : "NO");
   if (lex.text != rows[3].run.text) return 1;
   std::vector<decode_run> last = {rows[0].run, rows[1].run, rows[2].run};
-  last.back().peak_bytes = peak_bytes(**res, segs);
+  last.back().peak_bytes = peak_bytes(**res, segs, true);
+  const std::size_t full_bytes = peak_bytes(**res, segs, false);
   std::printf("\nlexicon decoder, per stream: at most %.1f KiB (largest utterance end; frames + label trie + "
-              "hypotheses), plus the request's hotword lexicon\n",
-              static_cast<double>(last.back().peak_bytes) / 1024);
+              "hypotheses; %.1f KiB without skipping), plus the request's hotword lexicon\n",
+              static_cast<double>(last.back().peak_bytes) / 1024, static_cast<double>(full_bytes) / 1024);
   std::printf("partial words shown %lld (changed %lld), %lld not last (changed %lld) [lexicon]\n",
               static_cast<long long>(last.back().stab.shown), static_cast<long long>(last.back().stab.changed),
               static_cast<long long>(last.back().stab.shown_settled),
