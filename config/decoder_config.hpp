@@ -21,8 +21,9 @@ struct decoder_config {
   std::string lexicon_file;
   /// Lexicon decoder: hypotheses kept after every frame (several segmentations of one spelling
   /// compete, so it wants more than beam_size). 28 since session 31, when the batched LM lookups
-  /// brought its cost under the 25% target (dev WER 41.2 / 28.2% at 24, 40.3 / 27.8% at 28,
-  /// 40.1 / 27.5% at 32; decoder_bench 20.7-21.3%, 23.4-24.0%, 26.3-27.1% of the model's time).
+  /// brought its cost under the 25% target on that host (dev WER 41.2 / 28.2% at 24, 40.3 / 27.8%
+  /// at 28, 40.1 / 27.5% at 32; decoder_bench 20.7-21.3%, 23.4-24.0%, 26.3-27.1% of the model's
+  /// time); on session 32's AVX-512 host, with a faster model, 28 costs 31.8-33.0% (README).
   int lexicon_beam_size = 28;
   /// Lexicon decoder: weight of the word LM's ln probability.
   double lexicon_lm_weight = 0.8;
