@@ -93,7 +93,7 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     return;
   }
   const int32_t space = tokens_->space_id();
-  const double floor = extension_floor(frame);
+  const double floor = extension_floor(frame, token_floor);
   for (const hypothesis& h : beams_) {
     const double any = h.acoustic();
     // An extension of h scores at most its acoustic term + h's settled terms + slack_ (extend()
@@ -139,35 +139,45 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
 }
 
 // A score below which no candidate of this frame can be among the lexicon_beam_size kept, or
-// -inf. When the last frame kept a full beam and this frame reads blank: every kept hypothesis
-// h continues through blank into its own slot, scoring at least total(h) + ln P(blank) (more
-// mass may join it; its settled terms are h's). Those continuations are beam-many candidates
-// with different futures (the last frame's recombination kept one per future), so after this
-// frame's recombination at least beam-many candidates score >= min total(h) + ln P(blank): a
-// candidate below that is pruned whatever else happens. So skipping it changes nothing - the
-// output stays the same bit for bit (tests/moe/decoder_lexicon_test.cpp compares) - provided
-// its score is final when it is made: a candidate's slot is (its parent's node, label) and
-// only its parent makes it, except where the slot is some kept hypothesis' own continuation
-// (a parent whose child is also kept): advance() does not skip extensions of such parents.
+// -inf. When the last frame kept a full beam, every kept hypothesis h goes on into its own slot
+// (same labels) with what this frame gives it there: the blank (and a <space> between words)
+// after any of its paths, and its last token again after a path ending in it. That slot's score
+// is at least h's settled terms plus those, as advance() adds them (more mass may join it: from
+// h's parent when the parent is kept too). Those are beam-many candidates with different
+// futures (the last frame's recombination kept one per future), so after this frame's
+// recombination at least beam-many candidates score >= the lowest of those bounds: a candidate
+// below it is pruned whatever else happens. So skipping it changes nothing - the output stays
+// the same bit for bit (tests/moe/decoder_lexicon_test.cpp compares) - provided its score is
+// final when it is made: a candidate's slot is (its parent's node, label) and only its parent
+// makes it, except where the slot is some kept hypothesis' own continuation (a parent whose
+// child is also kept): advance() does not skip extensions of such parents. A hypothesis that
+// this frame does not continue (no token it reads goes to its own slot) gives no bound: -inf.
 // A margin covers rounding (the same sums added in another order). Off with hotwords (their
 // steps may add score) or a negative LM weight.
-double lexicon_decoder::extension_floor(std::span<const token_log_prob> frame) {
+double lexicon_decoder::extension_floor(std::span<const token_log_prob> frame, float token_floor) {
   is_parent_.clear();
   if (!skip_hopeless_ || !hotwords_.empty() || opts_.lexicon_lm_weight < 0 ||
       beams_.size() < static_cast<std::size_t>(opts_.lexicon_beam_size))
     return neg_inf;
-  const int32_t blank = tokens_->blank_id();
-  const auto b = std::find_if(frame.begin(), frame.end(), [&](const token_log_prob& t) { return t.token == blank; });
-  // advance() reads only the tokens within token_beam of the frame's best: a blank below that
-  // continues no hypothesis, so it guarantees nothing.
-  if (b == frame.end() || b->log_prob < frame.front().log_prob - token_beam) return neg_inf;
+  const int32_t blank = tokens_->blank_id(), space = tokens_->space_id();
   double lowest = std::numeric_limits<double>::infinity();
   for (const hypothesis& h : beams_) {
-    lowest = std::min(lowest, h.total());
+    // The terms advance() adds to same(h), read the same way.
+    hypothesis own = h;
+    own.log_blank = own.log_token = neg_inf;
+    const double any = h.acoustic();
+    for (const token_log_prob& c : frame) {
+      if (c.log_prob < token_floor) break;
+      if (c.token == blank || (c.token == space && h.where == place::boundary))
+        own.log_blank = log_add(own.log_blank, any + c.log_prob);
+      else if (c.token != space && c.token == h.token)
+        own.log_token = log_add(own.log_token, h.log_token + c.log_prob);
+    }
+    lowest = std::min(lowest, own.total());
+    if (lowest == neg_inf) return neg_inf;
     is_parent_.try_emplace(static_cast<uint32_t>(h.parent), 1);
   }
-  const double floor = lowest + b->log_prob;
-  return floor - (1e-9 + 1e-9 * std::abs(floor));
+  return lowest - (1e-9 + 1e-9 * std::abs(lowest));
 }
 
 namespace {

@@ -126,7 +126,7 @@ class lexicon_decoder {
   void start_utterance();
   void advance(std::span<const token_log_prob> frame);
   /// The score under which this frame's extensions are not made (see the .cpp); -inf: none.
-  double extension_floor(std::span<const token_log_prob> frame);
+  double extension_floor(std::span<const token_log_prob> frame, float token_floor);
   /// Adds `p` to the ln probability of every reading of h + token (through its token or blank end).
   void extend(const hypothesis& h, int32_t token, double p);
   std::size_t same(const hypothesis& h);
