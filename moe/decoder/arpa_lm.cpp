@@ -189,8 +189,7 @@ result<arpa_lm> arpa_lm::from_binary(std::string_view bytes, uint64_t source_has
         e.order < 1 || e.order > lm.order_ || (e.context == 0) != (e.order == 1))
       return corrupt("entry " + std::to_string(i) + " out of range");
     const auto id = static_cast<int32_t>(i);
-    if (e.context > 0 &&
-        !lm.index_.try_emplace(key(e.context, e.word), {id, {e.log_prob, e.order < lm.order_ ? id : e.suffix}}).second)
+    if (e.context > 0 && !lm.index_.try_emplace(key(e.context, e.word), {id, lm.step_of(id)}).second)
       return corrupt("an n-gram twice");
   }
   lm.index_unigram_steps();
@@ -242,13 +241,22 @@ int32_t arpa_lm::find(int32_t context, int32_t word) const {
   return e ? e->entry : -1;
 }
 
+lm_step arpa_lm::step_of(int32_t id) const {
+  const entry& e = entries_[static_cast<std::size_t>(id)];
+  return {e.log_prob, e.order < order_ ? id : e.suffix};
+}
+
 void arpa_lm::index_unigram_steps() {
   unigram_step_.assign(unigram_entry_.size(), lm_step{0, -1});
   for (std::size_t w = 0; w < unigram_entry_.size(); ++w)
-    if (const int32_t id = unigram_entry_[w]; id >= 0) {
-      const entry& e = entries_[static_cast<std::size_t>(id)];
-      unigram_step_[w] = {e.log_prob, e.order < order_ ? id : e.suffix};
-    }
+    if (const int32_t id = unigram_entry_[w]; id >= 0) unigram_step_[w] = step_of(id);
+}
+
+lm_step arpa_lm::unigram(int32_t word, float backoff) const {
+  // Every valid word id is a unigram, so only an id from elsewhere is not listed here.
+  const auto w = static_cast<std::size_t>(word);
+  if (w >= unigram_step_.size() || unigram_step_[w].next < 0) return {oov_log_prob_, null_state()};
+  return {backoff + unigram_step_[w].log_prob, unigram_step_[w].next};
 }
 
 int32_t arpa_lm::find_sequence(const std::vector<int32_t>& words, std::size_t first) const {
@@ -270,10 +278,7 @@ lm_step arpa_lm::score(int32_t state, int32_t word) const {
     ctx = c.suffix;
   }
   // Unigrams, where every backoff ends, by index rather than through the large n-gram table.
-  // Every valid word id is a unigram, so only an id from elsewhere is not listed there.
-  const auto w = static_cast<std::size_t>(word);
-  if (w >= unigram_step_.size() || unigram_step_[w].next < 0) return {oov_log_prob_, null_state()};
-  return {backoff + unigram_step_[w].log_prob, unigram_step_[w].next};
+  return unigram(word, backoff);
 }
 
 void arpa_lm::score_all(std::span<query> queries, std::vector<uint32_t>& scratch) const {
@@ -301,10 +306,7 @@ void arpa_lm::score_all(std::span<query> queries, std::vector<uint32_t>& scratch
       const int32_t ctx = q.answer.next;
       const float backoff = q.answer.log_prob;
       if (ctx == 0) {  // as score(): the unigram, by index
-        const auto w = static_cast<std::size_t>(word);
-        q.answer = w >= unigram_step_.size() || unigram_step_[w].next < 0
-                       ? lm_step{oov_log_prob_, null_state()}
-                       : lm_step{backoff + unigram_step_[w].log_prob, unigram_step_[w].next};
+        q.answer = unigram(word, backoff);
         continue;
       }
       if (const ngram_ref* r = index_.find(key(ctx, word))) {

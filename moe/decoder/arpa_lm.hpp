@@ -126,8 +126,13 @@ class arpa_lm {
     return (static_cast<uint64_t>(static_cast<uint32_t>(context)) << 32) | static_cast<uint32_t>(word);
   }
   int32_t find(int32_t context, int32_t word) const;
+  /// What score() returns when it finds entry `id`: its ln p and the state after it.
+  lm_step step_of(int32_t id) const;
   /// unigram_step_ from unigram_entry_ (after loading).
   void index_unigram_steps();
+  /// The answer at the empty history, `backoff` summed on the way there (the floor when `word`
+  /// is not listed).
+  lm_step unigram(int32_t word, float backoff) const;
   /// Entry of words[first, last), -1 when it (or one of its prefixes) is not listed.
   int32_t find_sequence(const std::vector<int32_t>& words, std::size_t first) const;
 

@@ -194,15 +194,6 @@ class arpa_reader {
                                         joined(n) + "' is not listed as a " + std::to_string(n - 1) + "-gram");
       }
     }
-    const auto id = static_cast<int32_t>(lm_.entries_.size());
-    if (context == 0) {
-      // Unigrams (a duplicate word was refused above).
-      const auto w = static_cast<std::size_t>(ids_.back());
-      if (lm_.unigram_entry_.size() <= w) lm_.unigram_entry_.resize(w + 1, -1);
-      lm_.unigram_entry_[w] = id;
-    } else if (!lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), {id, {}}).second) {
-      return bad(errc::corrupt, "duplicate " + std::to_string(n) + "-gram '" + joined(n) + "'");
-    }
     // The longest listed proper suffix (lower orders are all read by now): the history to back
     // off to when this n-gram is the context, and the next state when it is of the full order.
     int32_t suffix = 0;
@@ -211,9 +202,16 @@ class arpa_reader {
         suffix = s;
         break;
       }
+    const auto id = static_cast<int32_t>(lm_.entries_.size());
     lm_.entries_.push_back({log10_prob * ln_10, log10_backoff * ln_10, context, ids_.back(), suffix, n});
-    if (context != 0)  // what score() returns when it finds this n-gram
-      lm_.index_.find(arpa_lm::key(context, ids_.back()))->step = {log10_prob * ln_10, n < lm_.order_ ? id : suffix};
+    if (context == 0) {
+      // Unigrams (a duplicate word was refused above).
+      const auto w = static_cast<std::size_t>(ids_.back());
+      if (lm_.unigram_entry_.size() <= w) lm_.unigram_entry_.resize(w + 1, -1);
+      lm_.unigram_entry_[w] = id;
+    } else if (!lm_.index_.try_emplace(arpa_lm::key(context, ids_.back()), {id, lm_.step_of(id)}).second) {
+      return bad(errc::corrupt, "duplicate " + std::to_string(n) + "-gram '" + joined(n) + "'");
+    }
     prev_order_ = n;
     prev_context_ = context;
     prev_ids_.assign(ids_.begin(), ids_.end());

@@ -71,6 +71,16 @@ result<void> lexicon_decoder::accept(std::span<const float> logits, int32_t n_fr
   return {};
 }
 
+lexicon_decoder::route lexicon_decoder::route_of(int32_t token, const hypothesis& h) const {
+  const int32_t space = tokens_->space_id();
+  // A <space> between words is read as a blank: it adds its probability to the same hypothesis
+  // instead of making a second one that differs only by the <space> (or by two of them), which
+  // would hold a beam slot for the same words.
+  if (token == tokens_->blank_id() || (token == space && h.where == place::boundary)) return route::as_blank;
+  if (token == space) return route::none;  // a word in progress, vocabulary or OOV, takes no <space>
+  return token == h.token ? route::repeat : route::extend;
+}
+
 // The CTC recursion is beam_search_decoder's; only what a token may extend a hypothesis into
 // differs (extend()).
 void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
@@ -92,7 +102,6 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     }
     return;
   }
-  const int32_t space = tokens_->space_id();
   const double floor = extension_floor(frame, token_floor);
   for (const hypothesis& h : beams_) {
     const double any = h.acoustic();
@@ -107,20 +116,22 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     };
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
-      if (c.token == blank || (c.token == space && h.where == place::boundary)) {
-        // A <space> between words is read as a blank: it adds its probability to the same
-        // hypothesis instead of making a second one that differs only by the <space> (or by two
-        // of them), which would hold a beam slot for the same words.
-        hypothesis& s = next_[same(h)];
-        s.log_blank = log_add(s.log_blank, any + c.log_prob);
-      } else if (c.token == space) {
-        continue;  // a word in progress, vocabulary or OOV, takes no <space>
-      } else if (c.token == h.token) {
-        const std::size_t stay = same(h);
-        next_[stay].log_token = log_add(next_[stay].log_token, h.log_token + c.log_prob);
-        if (worth(h.log_blank + c.log_prob)) extend(h, c.token, h.log_blank + c.log_prob);
-      } else if (worth(any + c.log_prob)) {
-        extend(h, c.token, any + c.log_prob);
+      switch (route_of(c.token, h)) {
+        case route::as_blank: {
+          hypothesis& s = next_[same(h)];
+          s.log_blank = log_add(s.log_blank, any + c.log_prob);
+          break;
+        }
+        case route::none: break;
+        case route::repeat: {
+          const std::size_t stay = same(h);
+          next_[stay].log_token = log_add(next_[stay].log_token, h.log_token + c.log_prob);
+          if (worth(h.log_blank + c.log_prob)) extend(h, c.token, h.log_blank + c.log_prob);
+          break;
+        }
+        case route::extend:
+          if (worth(any + c.log_prob)) extend(h, c.token, any + c.log_prob);
+          break;
       }
     }
   }
@@ -159,7 +170,6 @@ double lexicon_decoder::extension_floor(std::span<const token_log_prob> frame, f
   if (!skip_hopeless_ || !hotwords_.empty() || opts_.lexicon_lm_weight < 0 ||
       beams_.size() < static_cast<std::size_t>(opts_.lexicon_beam_size))
     return neg_inf;
-  const int32_t blank = tokens_->blank_id(), space = tokens_->space_id();
   double lowest = std::numeric_limits<double>::infinity();
   for (const hypothesis& h : beams_) {
     // The terms advance() adds to same(h), read the same way.
@@ -168,10 +178,9 @@ double lexicon_decoder::extension_floor(std::span<const token_log_prob> frame, f
     const double any = h.acoustic();
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
-      if (c.token == blank || (c.token == space && h.where == place::boundary))
-        own.log_blank = log_add(own.log_blank, any + c.log_prob);
-      else if (c.token != space && c.token == h.token)
-        own.log_token = log_add(own.log_token, h.log_token + c.log_prob);
+      const route r = route_of(c.token, h);
+      if (r == route::as_blank) own.log_blank = log_add(own.log_blank, any + c.log_prob);
+      if (r == route::repeat) own.log_token = log_add(own.log_token, h.log_token + c.log_prob);
     }
     lowest = std::min(lowest, own.total());
     if (lowest == neg_inf) return neg_inf;

@@ -125,6 +125,11 @@ class lexicon_decoder {
                   context_graph hotwords);
   void start_utterance();
   void advance(std::span<const token_log_prob> frame);
+  /// Where a frame's token takes h: into h's own slot as a blank (blank, or <space> between
+  /// words), nowhere (<space> inside a word), into h's own slot and a new one (h's last token
+  /// again: its repeat, and a second letter after a blank), or into a new slot.
+  enum class route { as_blank, none, repeat, extend };
+  route route_of(int32_t token, const hypothesis& h) const;
   /// The score under which this frame's extensions are not made (see the .cpp); -inf: none.
   double extension_floor(std::span<const token_log_prob> frame, float token_floor);
   /// Adds `p` to the ln probability of every reading of h + token (through its token or blank end).

@@ -34,6 +34,15 @@ double log10_prob(const arpa_lm& lm, std::vector<std::string_view> words, bool f
   return lp / std::numbers::ln10;
 }
 
+// `text` parsed with an OOV floor of log10 -7 (the models here list no <unk>).
+arpa_lm parse_with_floor(const std::string& text) {
+  arpa_options o;
+  o.oov_log10_prob = -7.0f;
+  auto lm = arpa_lm::parse(text, "t", o);
+  REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
+  return std::move(*lm);
+}
+
 // The error message of parsing `text`, or "" when it parses.
 std::string parse_error(const std::string& text) {
   auto lm = arpa_lm::parse(text, "t.arpa");
@@ -82,15 +91,12 @@ TEST_SUITE("decoder") {
   TEST_CASE("lm: without <unk>, unknown words get the floor and reset the history") {
     const std::string text = "\\data\\\nngram 1=2\nngram 2=1\n\n\\1-grams:\n-0.3 a -0.2\n-0.3 b\n\n"
                              "\\2-grams:\n-0.1 a b\n\n\\end\\\n";
-    arpa_options o;
-    o.oov_log10_prob = -7.0f;
-    auto lm = arpa_lm::parse(text, "t", o);
-    REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
-    const lm_step s = lm->score(lm->score(lm->null_state(), "a").next, "zebra");
+    const auto lm = parse_with_floor(text);
+    const lm_step s = lm.score(lm.score(lm.null_state(), "a").next, "zebra");
     CHECK(s.log_prob / std::numbers::ln10 == doctest::Approx(-7.0).epsilon(exact));
-    CHECK(s.next == lm->null_state());
-    CHECK(lm->begin_state() == lm->null_state());  // no <s> listed
-    CHECK(lm->end_of_sentence(lm->null_state()) == 0.0f);  // nor </s>
+    CHECK(s.next == lm.null_state());
+    CHECK(lm.begin_state() == lm.null_state());  // no <s> listed
+    CHECK(lm.end_of_sentence(lm.null_state()) == 0.0f);  // nor </s>
   }
 
   TEST_CASE("lm: malformed ARPA files are precise errors with line numbers") {
@@ -155,13 +161,10 @@ TEST_SUITE("decoder") {
     // each query score()'s float answer bit for bit and its next state, with and without <unk>.
     const std::string no_unk = "\\data\\\nngram 1=3\nngram 2=2\nngram 3=1\n\n\\1-grams:\n-0.3 a -0.2\n-0.3 b -0.1\n"
                                "-0.5 c\n\n\\2-grams:\n-0.1 a b -0.3\n-0.2 b c\n\n\\3-grams:\n-0.05 a b c\n\n\\end\\\n";
-    arpa_options o;
-    o.oov_log10_prob = -7.0f;
-    auto bare = arpa_lm::parse(no_unk, "no_unk", o);
-    REQUIRE_MESSAGE(bare.has_value(), bare.error().message);
+    const auto bare = parse_with_floor(no_unk);
     const auto kn3 = load(kn3_path);
     std::vector<uint32_t> scratch;
-    const arpa_lm* const models[] = {&kn3, &*bare};
+    const arpa_lm* const models[] = {&kn3, &bare};
     for (const arpa_lm* lm : models) {
       std::vector<int32_t> states{lm->null_state(), lm->begin_state()};
       for (int32_t i = 0; i < 40 && i < lm->vocab_size(); ++i) {
@@ -176,7 +179,7 @@ TEST_SUITE("decoder") {
       // In the small model, by hand: after "a b", "c" is listed (-0.05); after "a b", "a" backs off
       // twice (bo(a b) -0.3, bo(b) -0.1, p(a) -0.3); after "a", "c" once (bo(a) -0.2, p(c) -0.5).
       const std::size_t hand = queries.size();
-      if (lm == &*bare) {
+      if (lm == &bare) {
         const int32_t a = lm->word_id("a"), b = lm->word_id("b"), c = lm->word_id("c");
         const int32_t after_a = lm->score(lm->null_state(), a).next;
         const int32_t after_ab = lm->score(after_a, b).next;
@@ -193,7 +196,7 @@ TEST_SUITE("decoder") {
         CHECK(q.answer.next == want.next);
       }
       CHECK(queries.size() >= 30);  // a batch, not a handful
-      if (lm == &*bare) {
+      if (lm == &bare) {
         REQUIRE(queries.size() == hand + 3);
         CHECK(queries[hand].answer.log_prob / std::numbers::ln10 == doctest::Approx(-0.05).epsilon(exact));
         CHECK(queries[hand + 1].answer.log_prob / std::numbers::ln10 == doctest::Approx(-0.3 - 0.1 - 0.3).epsilon(exact));
