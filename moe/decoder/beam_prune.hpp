@@ -11,12 +11,14 @@ namespace sluice::moe {
 /// Leaves in `order` the indices of the best `beam` candidates by their total in `scores` (ties:
 /// the earlier index, so the choice depends only on the beams and the frame, not on chunking)
 /// whose total is within `threshold` of the best, best first. A -inf total is never kept while
-/// another is finite.
+/// another is finite. `at_least`: the caller knows that at least `beam` totals are >= it, so
+/// none below it can be kept and they need not be sorted (it changes nothing else).
 inline void keep_best_scored(const std::vector<double>& scores, int beam, double threshold,
-                             std::vector<std::size_t>& order) {
+                             std::vector<std::size_t>& order,
+                             double at_least = -std::numeric_limits<double>::infinity()) {
   double best = -std::numeric_limits<double>::infinity();
   for (double x : scores) best = std::max(best, x);
-  const double floor = best - threshold;
+  const double floor = std::max(best - threshold, at_least);
   order.clear();
   for (std::size_t i = 0; i < scores.size(); ++i)
     if (scores[i] >= floor) order.push_back(i);

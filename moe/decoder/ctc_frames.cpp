@@ -36,19 +36,21 @@ void log_softmax(std::span<const float> logits, std::span<float> out) {
 void select_tokens(std::span<const float> log_probs, int32_t max_tokens, float min_log_prob,
                    std::vector<token_log_prob>& out) {
   out.clear();
-  for (std::size_t i = 0; i < log_probs.size(); ++i)
-    out.push_back({static_cast<int32_t>(i), log_probs[i]});
+  if (log_probs.empty()) return;
   auto better = [](const token_log_prob& a, const token_log_prob& b) {
     return a.log_prob != b.log_prob ? a.log_prob > b.log_prob : a.token < b.token;
   };
+  // The best token stays even below the floor: every frame must let some path through. Only it
+  // and the tokens at or above the floor are sorted (CTC frames are peaky: a few of the
+  // vocabulary), which gives the same list as sorting all of them and cutting at the floor.
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < log_probs.size(); ++i)
+    if (log_probs[i] > log_probs[best]) best = i;
+  for (std::size_t i = 0; i < log_probs.size(); ++i)
+    if (log_probs[i] >= min_log_prob || i == best) out.push_back({static_cast<int32_t>(i), log_probs[i]});
   const std::size_t keep = std::min(out.size(), static_cast<std::size_t>(std::max(max_tokens, 1)));
   std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end(), better);
   out.resize(keep);
-  if (out.empty()) return;
-  // The best token stays even below the floor: every frame must let some path through.
-  auto first_low = std::find_if(out.begin() + 1, out.end(),
-                                [&](const token_log_prob& t) { return t.log_prob < min_log_prob; });
-  out.erase(first_low, out.end());
 }
 
 void frame_store::append(std::span<const token_log_prob> frame) {

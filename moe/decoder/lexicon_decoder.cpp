@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -21,6 +22,10 @@ constexpr std::size_t max_lm_cache_entries = 1 << 13;
 // such a token is e^-8 ~ 3e-4 as likely as the frame's winner and its extensions are pruned
 // anyway, but each costs trie, lexicon and LM lookups; skipping them halves the decoder's time.
 constexpr float token_beam = 8.0f;
+
+// A word's LM term, as a probability at most 1: a proper LM never answers above ln 1 = 0, but a
+// backoff weight above 1 in a hand-made ARPA file can; the extension floor relies on it.
+float lm_log_prob(const lm_step& step) { return std::min(0.0f, step.log_prob); }
 
 double log_add(double a, double b) {
   if (a < b) std::swap(a, b);
@@ -42,7 +47,7 @@ lexicon_decoder::lexicon_decoder(const token_table& tokens, const decoder_option
                                  const arpa_lm* lm, context_graph hotwords)
     : tokens_(&tokens), opts_(opts), lexicon_(lexicon), lm_(lm), hotwords_(std::move(hotwords)), vocab_(tokens.size()) {
   // What extend() may add beyond the parent's settled terms: only a positive word bonus (LM
-  // terms with a weight >= 0, look-aheads and OOV penalties are <= 0; see extension_floor()).
+  // terms with a weight >= 0, look-aheads and OOV penalties are <= 0; see start_floor()).
   slack_ = std::max(0.0, opts_.lexicon_word_bonus);
   start_utterance();
 }
@@ -56,6 +61,7 @@ void lexicon_decoder::start_utterance() {
   root.log_token = neg_inf;
   root.context = hotwords_.start();
   root.lm_state = lm_ ? lm_->begin_state() : 0;
+  root.future = future_key(root);
   beams_.assign(1, root);
 }
 
@@ -102,36 +108,46 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     }
     return;
   }
-  const double floor = extension_floor(frame, token_floor);
+  start_floor();
+  // First every kept hypothesis' own continuation (same labels): the blank, and a <space>
+  // between words, after any of its paths; its last token again after a path ending in it.
+  for (const hypothesis& h : beams_) {
+    const double any = h.acoustic();
+    std::size_t own = next_.size();
+    for (const token_log_prob& c : frame) {
+      if (c.log_prob < token_floor) break;
+      const route r = route_of(c.token, h);
+      if (r == route::as_blank) {
+        own = same(h);
+        next_[own].log_blank = log_add(next_[own].log_blank, any + c.log_prob);
+      } else if (r == route::repeat) {
+        own = same(h);
+        next_[own].log_token = log_add(next_[own].log_token, h.log_token + c.log_prob);
+      }
+    }
+    // Later mass only adds to it (from h's parent's extension, when the parent is kept too).
+    if (tracking_ && own < next_.size()) count_future(h.future, next_[own].total());
+  }
+  // Then the extensions: a new token after the blank end of a path of h ending in its last
+  // token, after any path of h for another token.
   for (const hypothesis& h : beams_) {
     const double any = h.acoustic();
     // An extension of h scores at most its acoustic term + h's settled terms + slack_ (extend()
-    // adds only terms <= 0 beside the word bonus), unless its slot is some hypothesis' own
+    // adds only terms <= 0 beside the word bonus), unless its slot is some kept hypothesis' own
     // continuation: then it adds to that, and must be made.
-    const bool skippable = floor > neg_inf && !is_parent_.find(static_cast<uint32_t>(h.node));
+    const bool guarded = !tracking_ || is_parent_.find(static_cast<uint32_t>(h.node));
     auto worth = [&](double p) {
-      if (!skippable || p + h.bonus + slack_ >= floor) return true;
+      if (guarded || p + h.bonus + slack_ >= floor_) return true;
       ++skipped_;
       return false;
     };
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
-      switch (route_of(c.token, h)) {
-        case route::as_blank: {
-          hypothesis& s = next_[same(h)];
-          s.log_blank = log_add(s.log_blank, any + c.log_prob);
-          break;
-        }
-        case route::none: break;
-        case route::repeat: {
-          const std::size_t stay = same(h);
-          next_[stay].log_token = log_add(next_[stay].log_token, h.log_token + c.log_prob);
-          if (worth(h.log_blank + c.log_prob)) extend(h, c.token, h.log_blank + c.log_prob);
-          break;
-        }
-        case route::extend:
-          if (worth(any + c.log_prob)) extend(h, c.token, any + c.log_prob);
-          break;
+      const route r = route_of(c.token, h);
+      if (r == route::repeat) {
+        if (worth(h.log_blank + c.log_prob)) extend(h, c.token, h.log_blank + c.log_prob, guarded);
+      } else if (r == route::extend) {
+        if (worth(any + c.log_prob)) extend(h, c.token, any + c.log_prob, guarded);
       }
     }
   }
@@ -140,7 +156,8 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   recombine();  // fills scores_
   // Keep the best lexicon_beam_size (ties: the earlier candidate, so chunking cannot matter)
   // within beam_log_threshold of the best.
-  keep_best_scored(scores_, opts_.lexicon_beam_size, opts_.beam_log_threshold, order_);
+  // None below the floor can be (floor_ is -inf without skipping).
+  keep_best_scored(scores_, opts_.lexicon_beam_size, opts_.beam_log_threshold, order_, floor_);
   beams_.clear();
   for (std::size_t i : order_) {
     hypothesis& h = next_[i];
@@ -149,44 +166,54 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   }
 }
 
-// A score below which no candidate of this frame can be among the lexicon_beam_size kept, or
-// -inf. When the last frame kept a full beam, every kept hypothesis h goes on into its own slot
-// (same labels) with what this frame gives it there: the blank (and a <space> between words)
-// after any of its paths, and its last token again after a path ending in it. That slot's score
-// is at least h's settled terms plus those, as advance() adds them (more mass may join it: from
-// h's parent when the parent is kept too). Those are beam-many candidates with different
-// futures (the last frame's recombination kept one per future), so after this frame's
-// recombination at least beam-many candidates score >= the lowest of those bounds: a candidate
-// below it is pruned whatever else happens. So skipping it changes nothing - the output stays
-// the same bit for bit (tests/moe/decoder_lexicon_test.cpp compares) - provided its score is
-// final when it is made: a candidate's slot is (its parent's node, label) and only its parent
+// The floor: a score below which no candidate of this frame can be among the lexicon_beam_size
+// kept, or -inf. Candidates with different futures (same_future) are never recombined into one,
+// so if beam-many candidates of different futures are each known to end the frame with a total
+// >= some bound, the beam-th best of those bounds is a floor: a candidate below it is pruned
+// whatever else happens. Bounds are counted as candidates are made, own continuations first:
+//  - each kept hypothesis h goes on into its own slot (same labels, so h's future) with what
+//    this frame gives it there, made first in advance(): its total then is a bound (more mass
+//    may join that slot later: from h's parent's extension when the parent is kept too). A
+//    hypothesis that this frame does not continue (no token it reads goes to its own slot)
+//    gives none;
+//  - an extension once made: its total then (its acoustic term, settled terms and look-ahead) can
+//    only grow, since later mass only log-adds to it; not one whose LM term is still queued
+//    (score_lm_words() lowers its total).
+// Each future counts once (by its recombination key: on a hash collision the second is not
+// counted, which only lowers the floor), and only the beam-many best bounds are kept, so the
+// floor rises through the frame; beams_ is best first, so the best extensions come first.
+// Skipping a candidate below it changes nothing - the output stays the same bit for bit
+// (tests/moe/decoder_lexicon_test.cpp compares every frame's kept hypotheses) - provided its score
+// is final when it is made: a candidate's slot is (its parent's node, label) and only its parent
 // makes it, except where the slot is some kept hypothesis' own continuation (a parent whose
-// child is also kept): advance() does not skip extensions of such parents. A hypothesis that
-// this frame does not continue (no token it reads goes to its own slot) gives no bound: -inf.
-// A margin covers rounding (the same sums added in another order). Off with hotwords (their
-// steps may add score) or a negative LM weight.
-double lexicon_decoder::extension_floor(std::span<const token_log_prob> frame, float token_floor) {
+// child is also kept): advance() neither skips extensions of such parents nor (for the others)
+// keeps their slots in slot_, which only a parent's extensions can meet again. A margin covers
+// rounding. Off with hotwords (their steps may add score) or a negative LM weight.
+void lexicon_decoder::start_floor() {
   is_parent_.clear();
-  if (!skip_hopeless_ || !hotwords_.empty() || opts_.lexicon_lm_weight < 0 ||
-      beams_.size() < static_cast<std::size_t>(opts_.lexicon_beam_size))
-    return neg_inf;
-  double lowest = std::numeric_limits<double>::infinity();
-  for (const hypothesis& h : beams_) {
-    // The terms advance() adds to same(h), read the same way.
-    hypothesis own = h;
-    own.log_blank = own.log_token = neg_inf;
-    const double any = h.acoustic();
-    for (const token_log_prob& c : frame) {
-      if (c.log_prob < token_floor) break;
-      const route r = route_of(c.token, h);
-      if (r == route::as_blank) own.log_blank = log_add(own.log_blank, any + c.log_prob);
-      if (r == route::repeat) own.log_token = log_add(own.log_token, h.log_token + c.log_prob);
-    }
-    lowest = std::min(lowest, own.total());
-    if (lowest == neg_inf) return neg_inf;
-    is_parent_.try_emplace(static_cast<uint32_t>(h.parent), 1);
+  counted_.clear();
+  floor_heap_.clear();
+  floor_ = neg_inf;
+  tracking_ = skip_hopeless_ && hotwords_.empty() && opts_.lexicon_lm_weight >= 0;
+  if (!tracking_) return;
+  for (const hypothesis& h : beams_) is_parent_.try_emplace(static_cast<uint32_t>(h.parent), 1);
+}
+
+void lexicon_decoder::count_future(uint64_t key, double bound) {
+  const auto beam = static_cast<std::size_t>(opts_.lexicon_beam_size);
+  const auto lower = std::greater<>{};  // a min-heap: front() is the lowest counted bound
+  if (floor_heap_.size() == beam && bound <= floor_heap_.front()) return;
+  if (!counted_.try_emplace(key, 1).second) return;
+  floor_heap_.push_back(bound);
+  std::push_heap(floor_heap_.begin(), floor_heap_.end(), lower);
+  if (floor_heap_.size() > beam) {
+    std::pop_heap(floor_heap_.begin(), floor_heap_.end(), lower);
+    floor_heap_.pop_back();
   }
-  return lowest - (1e-9 + 1e-9 * std::abs(lowest));
+  if (floor_heap_.size() == beam) {
+    const double lowest = floor_heap_.front();
+    floor_ = lowest - (1e-9 + 1e-9 * std::abs(lowest));
+  }
 }
 
 namespace {
@@ -206,20 +233,23 @@ bool lexicon_decoder::same_future(const hypothesis& a, const hypothesis& b) {
          a.context == b.context;
 }
 
+uint64_t lexicon_decoder::future_key(const hypothesis& h) {
+  uint64_t key = mix(static_cast<uint32_t>(h.lm_state), static_cast<uint32_t>(h.token));
+  key = mix(key, (static_cast<uint64_t>(static_cast<uint32_t>(h.lex.base)) << 32) | static_cast<uint32_t>(h.lex.extra));
+  uint32_t pending = 0;
+  static_assert(sizeof pending == sizeof h.context.pending);
+  std::memcpy(&pending, &h.context.pending, sizeof pending);
+  key = mix(key, (static_cast<uint64_t>(static_cast<uint32_t>(h.context.node)) << 32) | pending);
+  return mix(key, static_cast<uint64_t>(h.where));
+}
+
 void lexicon_decoder::recombine() {
   future_.clear();
   scores_.resize(next_.size());
   for (std::size_t i = 0; i < next_.size(); ++i) {
     hypothesis& h = next_[i];
     scores_[i] = h.total();
-    uint64_t key = mix(static_cast<uint32_t>(h.lm_state), static_cast<uint32_t>(h.token));
-    key = mix(key, (static_cast<uint64_t>(static_cast<uint32_t>(h.lex.base)) << 32) | static_cast<uint32_t>(h.lex.extra));
-    uint32_t pending = 0;
-    static_assert(sizeof pending == sizeof h.context.pending);
-    std::memcpy(&pending, &h.context.pending, sizeof pending);
-    key = mix(key, (static_cast<uint64_t>(static_cast<uint32_t>(h.context.node)) << 32) | pending);
-    key = mix(key, static_cast<uint64_t>(h.where));
-    auto [slot, inserted] = future_.try_emplace(key, static_cast<uint32_t>(i));
+    auto [slot, inserted] = future_.try_emplace(h.future, static_cast<uint32_t>(i));
     if (inserted) continue;
     const std::size_t j = *slot;
     if (!same_future(next_[j], h)) continue;  // a hash collision: both stay
@@ -252,16 +282,20 @@ lexicon_decoder::hypothesis* lexicon_decoder::slot_for(const hypothesis& h, int3
   return inserted ? nullptr : &next_[index];
 }
 
-void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p) {
+void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool guarded) {
   const int32_t space = tokens_->space_id();
   const double w = opts_.lexicon_lm_weight;
   auto add = [&](kind k, auto&& fill) {
     const int32_t label = token + vocab_ * static_cast<int32_t>(k);
-    std::size_t index = 0;
-    if (hypothesis* e = slot_for(h, label, index)) {
-      e->log_token = log_add(e->log_token, p);
-      return;
-    }
+    // An unguarded h is the only maker of its slots, each once a frame (one label per token):
+    // the slot is new, and slot_ need not hold it.
+    std::size_t index = next_.size();
+    if (guarded)
+      if (hypothesis* e = slot_for(h, label, index)) {
+        e->log_token = log_add(e->log_token, p);
+        return;
+      }
+    const std::size_t queued = pending_lm_.size();
     hypothesis e;
     e.parent = h.node;
     e.label = label;
@@ -273,7 +307,18 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p) {
     e.context = h.context;
     e.lm_state = h.lm_state;
     fill(e);
+    const bool waits = pending_lm_.size() > queued;  // its LM term (<= 0) and word bonus to come
+    if (!guarded && e.total() + (waits ? slack_ : 0.0) < floor_) {
+      if (waits) {
+        pending_lm_.pop_back();
+        lm_queries_.pop_back();
+      }
+      ++skipped_;
+      return;
+    }
+    if (!waits) e.future = future_key(e);  // else when its LM state is known (score_lm_words)
     next_.push_back(e);
+    if (tracking_ && !waits) count_future(e.future, e.total());
   };
   auto step_hotwords = [&](hypothesis& e, int32_t t) {
     const context_step s = hotwords_.step(e.context, t);
@@ -349,7 +394,7 @@ bool lexicon_decoder::close_word(int32_t lm_word, int32_t& lm_state, double& bon
   // walk through the LM's large tables, which dominated the decoder's time.
   const uint64_t key = lm_key(lm_state, lm_word);
   if (const lm_step* step = lm_cache_.find(key)) {
-    bonus += opts_.lexicon_word_bonus + opts_.lexicon_lm_weight * step->log_prob;
+    bonus += opts_.lexicon_word_bonus + opts_.lexicon_lm_weight * lm_log_prob(*step);
     lm_state = step->next;
     return true;
   }
@@ -359,14 +404,30 @@ bool lexicon_decoder::close_word(int32_t lm_word, int32_t& lm_state, double& bon
 
 void lexicon_decoder::score_lm_words() {
   if (pending_lm_.empty()) return;
-  lm_->score_all(lm_queries_, lm_scratch_);
+  // Every extension is made now, so a waiting word end's total is final but for its word bonus
+  // and LM term (<= 0): one below the floor even with slack_ is pruned whatever the LM says. It
+  // is not asked (its total becomes -inf); the others are, together.
+  std::size_t asked = 0;
+  for (std::size_t i = 0; i < pending_lm_.size(); ++i) {
+    hypothesis& e = next_[pending_lm_[i].index];
+    if (e.total() + slack_ < floor_) {
+      e.bonus = neg_inf;
+      continue;
+    }
+    pending_lm_[asked] = pending_lm_[i];
+    lm_queries_[asked++] = lm_queries_[i];
+  }
+  pending_lm_.resize(asked);
+  lm_queries_.resize(asked);
+  if (asked > 0) lm_->score_all(lm_queries_, lm_scratch_);
   for (std::size_t i = 0; i < pending_lm_.size(); ++i) {
     const arpa_lm::query& q = lm_queries_[i];
     const pending_word& p = pending_lm_[i];
     hypothesis& e = next_[p.index];
     // The same sums, in the same order, as a memo hit in close_word() and end_word().
-    e.bonus = (p.bonus + (opts_.lexicon_word_bonus + opts_.lexicon_lm_weight * q.answer.log_prob)) + p.hotword_delta;
+    e.bonus = (p.bonus + (opts_.lexicon_word_bonus + opts_.lexicon_lm_weight * lm_log_prob(q.answer))) + p.hotword_delta;
     e.lm_state = q.answer.next;
+    e.future = future_key(e);
     if (lm_cache_.size() >= max_lm_cache_entries) lm_cache_.clear();
     lm_cache_.try_emplace(lm_key(q.state, q.word), q.answer);
   }
@@ -405,6 +466,12 @@ decode_result lexicon_decoder::result_of(const hypothesis& h, double score) cons
   return make_result(untimed, *tokens_, timing, score, ends_word);
 }
 
+std::vector<std::pair<std::vector<int32_t>, double>> lexicon_decoder::kept() const {
+  std::vector<std::pair<std::vector<int32_t>, double>> out;
+  for (const hypothesis& h : beams_) out.emplace_back(trie_.labels(h.node), h.total());
+  return out;
+}
+
 decode_result lexicon_decoder::partial() const { return result_of(beams_.front(), beams_.front().total()); }
 
 decode_result lexicon_decoder::finalize() {
@@ -427,7 +494,8 @@ std::size_t lexicon_decoder::memory_bytes() const {
          slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
          row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
          pending_lm_.capacity() * sizeof(pending_word) + lm_queries_.capacity() * sizeof(arpa_lm::query) +
-         lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes();
+         lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes() + counted_.memory_bytes() +
+         floor_heap_.capacity() * sizeof(double);
 }
 
 }  // namespace sluice::moe

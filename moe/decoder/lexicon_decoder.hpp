@@ -93,11 +93,14 @@ class lexicon_decoder {
   /// Heap bytes this stream's decoder holds now (frames, label trie, hypotheses, scratch).
   std::size_t memory_bytes() const;
 
-  /// Whether extensions that cannot be kept are skipped (see extension_floor() in the .cpp); on
+  /// Whether extensions that cannot be kept are skipped (see start_floor() in the .cpp); on
   /// by default. Off gives the same results, more slowly: for tests and comparisons.
   void set_skip_hopeless(bool on) { skip_hopeless_ = on; }
   /// Extensions skipped so far (not reset by finalize()).
   int64_t skipped_extensions() const { return skipped_; }
+  /// The kept hypotheses, best first: each one's labels (token + vocab * how it was read) and
+  /// total score. For tests that compare two searches frame by frame.
+  std::vector<std::pair<std::vector<int32_t>, double>> kept() const;
 
  private:
   /// How a label was read (see above); a label is token + vocab * kind.
@@ -117,6 +120,7 @@ class lexicon_decoder {
     int32_t lm_state = 0;
     lexicon_cursor lex;    ///< the word being spelled (root at a boundary; dead for an OOV word off the trie)
     place where = place::boundary;
+    uint64_t future = 0;   ///< future_key(*this), once its LM state is known
     double acoustic() const;
     double total() const { return acoustic() + bonus + lookahead; }
   };
@@ -130,10 +134,18 @@ class lexicon_decoder {
   /// again: its repeat, and a second letter after a blank), or into a new slot.
   enum class route { as_blank, none, repeat, extend };
   route route_of(int32_t token, const hypothesis& h) const;
-  /// The score under which this frame's extensions are not made (see the .cpp); -inf: none.
-  double extension_floor(std::span<const token_log_prob> frame, float token_floor);
+  /// Starts this frame's floor (floor_ = -inf, none counted; see the .cpp) and marks the parents
+  /// of kept hypotheses (is_parent_); tracking_ is false when skipping is off.
+  void start_floor();
+  /// Counts a candidate of future `key` whose total ends the frame >= `bound` towards the
+  /// floor, unless that future counts already (see the .cpp).
+  void count_future(uint64_t key, double bound);
   /// Adds `p` to the ln probability of every reading of h + token (through its token or blank end).
-  void extend(const hypothesis& h, int32_t token, double p);
+  /// `guarded`: h is a parent of a kept hypothesis (or skipping is off), so a slot it makes may
+  /// exist already and none of its readings is skipped.
+  void extend(const hypothesis& h, int32_t token, double p, bool guarded);
+  /// A hash of what same_future() compares (recombination and the floor key candidates by it).
+  static uint64_t future_key(const hypothesis& h);
   std::size_t same(const hypothesis& h);
   /// Each candidate's total into scores_; of the frame's candidates that score alike from here on
   /// (same_future), only the best keeps its total, the others get -inf, so pruning drops them.
@@ -187,10 +199,15 @@ class lexicon_decoder {
   std::vector<pending_word> pending_lm_;
   std::vector<arpa_lm::query> lm_queries_;
   std::vector<uint32_t> lm_scratch_;
-  double slack_ = 0;                ///< extension_floor(): what extend() may add, at most
+  double slack_ = 0;                ///< what extend() may add to a parent's settled terms, at most
   bool skip_hopeless_ = true;
+  bool tracking_ = false;            ///< this frame has a floor (skipping on, no hotwords, LM weight >= 0)
+  double floor_ = 0;                 ///< this frame's floor so far (-inf: none yet)
   int64_t skipped_ = 0;
-  flat_u64_map<uint8_t> is_parent_;  ///< extension_floor(): nodes with a kept child
+  flat_u64_map<uint8_t> is_parent_;  ///< nodes with a kept child
+  flat_u64_map<uint8_t> counted_;    ///< future keys that count towards the floor
+
+  std::vector<double> floor_heap_;   ///< the lexicon_beam_size best counted lower bounds, a min-heap
 };
 
 }  // namespace sluice::moe

@@ -275,26 +275,30 @@ TEST_SUITE("decoder") {
     }
   }
 
-  // Noisy utterances of words from build_lm.py's model, the LM's whole vocabulary as the
+  // Noisy utterances of words of an LM (build_lm.py's model, below), its whole vocabulary as the
   // lexicon: every frame's letter is uncertain, with two to four rivals (letters, blank, <space>)
   // of random weight, so hypotheses compete, beams fill and many extensions fall below the
-  // floor. Decoded in chunks with a partial after each, once skipping them and once not: every
-  // partial and final must be the same, text, word times and score.
-  TEST_CASE("lexicon: skipping extensions below a full beam's floor changes no partial or final, only the work, and a blank out of reach skips none") {
+  // floor. Decoded frame by frame with a partial every fifth, once skipping them and once not: every
+  // partial and final must be the same, text, word times and score, and so must every frame's
+  // kept hypotheses (labels and totals, in order).
+  struct skip_counts {
+    int64_t skipped = 0, compared = 0, kept_compared = 0;
+  };
+  skip_counts compare_skipping(const arpa_lm& lm, std::size_t min_words) {
     const auto& t = recipe_tokens();
-    auto loaded = arpa_lm::load(SLUICE_TEST_DATA_DIR "/lm/kn3.arpa");
-    REQUIRE_MESSAGE(loaded.has_value(), loaded.error().message);
-    const arpa_lm& lm = *loaded;
     const auto lex = word_lexicon::build(t, &lm, {});
     std::vector<std::string> vocab;
     for (int32_t w = 0; w < lm.vocab_size(); ++w) {
       const std::string word(lm.word(w));
       if (word.find_first_not_of("abcdefghijklmnopqrstuvwxyz'") == std::string::npos) vocab.push_back(word);
     }
-    REQUIRE(vocab.size() > 50);
+    REQUIRE(vocab.size() >= min_words);
     const std::string rivals = "abcdefghijklmnopqrstuvwxyz_ ";
     const auto v = static_cast<std::size_t>(t.size());
-    int64_t skipped = 0, compared = 0;
+    skip_counts n;
+    int64_t& skipped = n.skipped;
+    int64_t& compared = n.compared;
+    int64_t& kept_compared = n.kept_compared;
     for (uint32_t seed = 1; seed <= 6; ++seed) {
       std::mt19937 rng(seed);
       auto uniform = [&](float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng); };
@@ -322,20 +326,28 @@ TEST_SUITE("decoder") {
       }
       const auto logits = make_logits(t, frames);
       const int32_t n = n_frames_of(t, logits);
-      for (int32_t beam : {4, 12, 28}) {
+      for (const auto& [beam, word_bonus] : {std::pair{4, -0.5}, std::pair{12, -0.5}, std::pair{28, -0.5},
+                                             std::pair{12, 2.0}, std::pair{28, 2.0}}) {
         CAPTURE(seed);
         CAPTURE(beam);
+        CAPTURE(word_bonus);  // a positive bonus: extensions may gain it (slack)
         decoder_options o;
         o.lexicon_beam_size = beam;
+        o.lexicon_word_bonus = word_bonus;
         auto fast = lexicon_decoder::create(t, o, lexicon_view(&lex, nullptr), &lm);
         auto full = lexicon_decoder::create(t, o, lexicon_view(&lex, nullptr), &lm);
         REQUIRE((fast.has_value() && full.has_value()));
         full->set_skip_hopeless(false);
-        for (int32_t f = 0; f < n; f += 5) {
-          const int32_t k = std::min(5, n - f);
-          const auto chunk = std::span<const float>(logits).subspan(static_cast<std::size_t>(f) * v, static_cast<std::size_t>(k) * v);
-          REQUIRE(fast->accept(chunk, k).has_value());
-          REQUIRE(full->accept(chunk, k).has_value());
+        // Every frame's kept hypotheses (labels and totals, in order) must be the same: a wrong
+        // skip shows there even when the best one, and so the partial, does not change.
+        for (int32_t f = 0; f < n; ++f) {
+          const auto frame = std::span<const float>(logits).subspan(static_cast<std::size_t>(f) * v, v);
+          REQUIRE(fast->accept(frame, 1).has_value());
+          REQUIRE(full->accept(frame, 1).has_value());
+          CAPTURE(f);
+          CHECK(fast->kept() == full->kept());
+          ++kept_compared;
+          if (f % 5 != 4) continue;
           const auto a = fast->partial(), b = full->partial();
           CHECK(a.text == b.text);
           CHECK(a.words == b.words);
@@ -344,12 +356,11 @@ TEST_SUITE("decoder") {
         }
         // A sharp frame: 'e' near 1, blank at 1e-4 (ln -9.2: listed, but beyond the decoder's
         // token beam of 8 below the best, so no hypothesis continues through it) and every other
-        // token below token_min_log_prob. Such a blank sets no floor: nothing may be skipped.
-        const int64_t before = fast->skipped_extensions();
+        // token below token_min_log_prob: only hypotheses ending in 'e' have an own continuation.
         const auto sharp = make_logits(t, {frame_probs{{{'e', 0.9998f}, {'_', 1e-4f}}}});
         REQUIRE(fast->accept(sharp, 1).has_value());
         REQUIRE(full->accept(sharp, 1).has_value());
-        CHECK(fast->skipped_extensions() == before);
+        CHECK(fast->kept() == full->kept());
         const auto a = fast->finalize(), b = full->finalize();
         CHECK(a.text == b.text);
         CHECK(a.words == b.words);
@@ -359,9 +370,49 @@ TEST_SUITE("decoder") {
         skipped += fast->skipped_extensions();
       }
     }
-    MESSAGE(compared << " partials compared, " << skipped << " extensions skipped");
-    CHECK(compared > 100);
-    CHECK(skipped > 1000);  // the floor did skip work in these searches
+    return n;
+  }
+
+  TEST_CASE("lexicon: skipping extensions below the floor changes no kept hypothesis of any frame, no partial or final, only the work") {
+    auto lm = arpa_lm::load(SLUICE_TEST_DATA_DIR "/lm/kn3.arpa");
+    REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
+    const skip_counts n = compare_skipping(*lm, 50);
+    MESSAGE(n.kept_compared << " frames' beams and " << n.compared << " partials compared, " << n.skipped
+                            << " extensions skipped");
+    CHECK(n.kept_compared > 1000);
+    CHECK(n.compared > 100);
+    CHECK(n.skipped > 1000);  // the floor did skip work in these searches
+  }
+
+  TEST_CASE("lexicon: with an LM answering above probability 1 (a backoff weight above 1) skipping stays exact") {
+    // Every backoff is 10^1.5, so P(y | x) = 10^(1.5 - 1.0) > 1 for every pair without a bigram.
+    const char* arpa = R"(\data\
+ngram 1=8
+ngram 2=1
+
+\1-grams:
+-1.0	</s>
+-99	<s>	1.5
+-2.0	<unk>
+-1.0	cat	1.5
+-1.0	dog	1.5
+-1.0	sat	1.5
+-1.0	ran	1.5
+-1.0	mat	1.5
+
+\2-grams:
+-0.5	cat sat
+
+\end\
+)";
+    auto lm = arpa_lm::parse(arpa, "inline");
+    REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
+    const lm_step after_cat = lm->score(lm->begin_state(), "cat");
+    REQUIRE(lm->score(after_cat.next, "dog").log_prob > 0.0f);  // the case this is about
+    const skip_counts n = compare_skipping(*lm, 5);
+    MESSAGE(n.kept_compared << " frames' beams compared, " << n.skipped << " extensions skipped");
+    CHECK(n.kept_compared > 500);
+    CHECK(n.skipped > 100);
   }
 
   TEST_CASE("lexicon: the lexicon file, words the model cannot spell, case folding") {

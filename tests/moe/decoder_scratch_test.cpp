@@ -1,9 +1,11 @@
 // The decoders' own fast-path pieces against independent references: flat_u64_map against
-// std::unordered_map under random operations, and align_labels (banded Viterbi with per-thread
-// scratch) against an exhaustive search over every CTC path of small random cases.
+// std::unordered_map under random operations, align_labels (banded Viterbi with per-thread
+// scratch) against an exhaustive search over every CTC path of small random cases, and
+// select_tokens (sorts only the tokens above the floor) against sorting every token.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "moe/decoder/ctc_alignment.hpp"
+#include "moe/decoder/ctc_frames.hpp"
 #include "moe/decoder/flat_map.hpp"
 
 using namespace sluice::moe;
@@ -167,4 +170,40 @@ TEST_CASE("decoder/align_labels: a blank alias stands in for blank where the fra
   const std::vector<int32_t> with_alias{1, 3, 2};
   CHECK_FALSE(align_labels(frames, with_alias, blank, vocab, alias).has_value());
   CHECK_FALSE(align_labels(frames, labels, blank, vocab, vocab).has_value());
+}
+
+TEST_CASE("decoder/select_tokens: the same list as sorting every token best first (ties: lower id) and cutting at the floor, the best kept") {
+  std::mt19937 rng(5);
+  int64_t cases = 0, best_below_floor = 0, capped = 0;
+  std::vector<token_log_prob> got;
+  for (int round = 0; round < 4000; ++round) {
+    const std::size_t vocab = 1 + rng() % 40;
+    // Values on a coarse grid, so ties are common; some frames lie wholly below the floor.
+    const float shift = (rng() % 4 == 0) ? -20.0f : 0.0f;
+    std::vector<float> lp(vocab);
+    for (float& x : lp) x = shift - static_cast<float>(rng() % 30) * 0.5f;
+    const auto max_tokens = static_cast<int32_t>(rng() % 10);  // 0 is read as 1
+    const float floor = -static_cast<float>(rng() % 16);
+    std::vector<token_log_prob> all;
+    for (std::size_t i = 0; i < vocab; ++i) all.push_back({static_cast<int32_t>(i), lp[i]});
+    std::sort(all.begin(), all.end(), [](const token_log_prob& a, const token_log_prob& b) {
+      return a.log_prob != b.log_prob ? a.log_prob > b.log_prob : a.token < b.token;
+    });
+    std::vector<token_log_prob> want = {all[0]};
+    for (std::size_t i = 1; i < all.size() && want.size() < static_cast<std::size_t>(std::max(max_tokens, 1)); ++i)
+      if (all[i].log_prob >= floor) want.push_back(all[i]);
+    select_tokens(lp, max_tokens, floor, got);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CHECK(got[i].token == want[i].token);
+      CHECK(got[i].log_prob == want[i].log_prob);
+    }
+    ++cases;
+    best_below_floor += all[0].log_prob < floor;
+    capped += std::count_if(all.begin(), all.end(), [&](const token_log_prob& t) { return t.log_prob >= floor; }) >
+              std::max(max_tokens, 1);
+  }
+  CHECK(best_below_floor > 100);  // the cases the rule is about did occur
+  CHECK(capped > 100);
+  MESSAGE(cases << " frames, " << best_below_floor << " with every token below the floor, " << capped << " capped");
 }

@@ -1,6 +1,6 @@
 // decoder_bench: what the CTC decoders cost next to the acoustic model, on real audio.
 //
-//   decoder_bench [--model DIR] [--audio WAV] [--repeats R] [--config FILE]
+//   decoder_bench [--model DIR] [--audio WAV] [--repeats R] [--config FILE] [--only ROW]
 //
 // The audio's VAD segments (every channel, as `sluice transcribe` cuts them) go through the model
 // once per repeat (forward_offline, one thread): model seconds per second of audio. Their logits
@@ -12,6 +12,9 @@
 // (lexicon_decoder::set_skip_hopeless(false)): the same text is required (the bench fails
 // otherwise) and the two rows' times show what skipping saves. The rows take turns within each
 // repeat, so a slow moment of the machine hits all of them alike.
+//
+// --only ROW (greedy, beam, lexicon, lex-full) runs that row alone, R times, and prints its times:
+// for profiling one decoder (perf record ... decoder_bench --only lexicon).
 //
 // Also, from the same streaming run: partial stability (of the words a partial shows, how many
 // differ in the next partial or the final; also without each partial's last word, which is still
@@ -144,7 +147,7 @@ decode_run run_decoder(moe::decoder_mode mode, bool full, const actors::engine_r
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model_dir = "models/default", audio = "tests/data/sample_call_8k_mulaw_stereo.wav", config_file;
+  std::string model_dir = "models/default", audio = "tests/data/sample_call_8k_mulaw_stereo.wav", config_file, only;
   int repeats = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
@@ -152,6 +155,7 @@ int main(int argc, char** argv) {
     else if (a == "--audio") audio = v;
     else if (a == "--repeats") repeats = std::max(1, std::stoi(v));
     else if (a == "--config") config_file = v;
+    else if (a == "--only") only = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -213,6 +217,10 @@ int main(int argc, char** argv) {
                            {"beam", moe::decoder_mode::beam, false, {}, {}},
                            {"lexicon", moe::decoder_mode::lexicon, false, {}, {}},
                            {"lex-full", moe::decoder_mode::lexicon, true, {}, {}}};
+  if (!only.empty()) {
+    std::erase_if(rows, [&](const row& w) { return w.name != only; });
+    if (rows.empty()) return std::fprintf(stderr, "--only: no row %s\n", only.c_str()), 2;
+  }
   for (int r = 0; r < repeats; ++r)
     for (auto& w : rows) {
       w.run = run_decoder(w.mode, w.full, **res, segs, chunk);
@@ -227,6 +235,7 @@ int main(int argc, char** argv) {
                 100.0 * static_cast<double>(s.changed_settled) /
                     static_cast<double>(std::max<int64_t>(1, s.shown_settled)));
   }
+  if (!only.empty()) return 0;
   const auto& lex = rows[2].run;
   std::printf("\nlexicon: %lld extensions skipped per pass; lex-full (no skipping) gives the same text: %s\n",
               static_cast<long long>(lex.skipped), lex.text == rows[3].run.text ? "yes" : "NO");
