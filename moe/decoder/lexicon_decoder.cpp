@@ -132,23 +132,22 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   // token, after any path of h for another token.
   for (const hypothesis& h : beams_) {
     const double any = h.acoustic();
-    // An extension of h scores at most its acoustic term + h's settled terms + slack_ (extend()
-    // adds only terms <= 0 beside the word bonus), unless its slot is some kept hypothesis' own
-    // continuation: then it adds to that, and must be made.
-    const bool guarded = !tracking_ || is_parent_.find(static_cast<uint32_t>(h.node));
-    auto worth = [&](double p) {
-      if (guarded || p + h.bonus + slack_ >= floor_) return true;
-      ++skipped_;
-      return false;
-    };
+    // An extension of h by a token scores at most its acoustic term + h's settled terms + slack_
+    // (extend() adds only terms <= 0 beside the word bonus), unless a reading of it is some kept
+    // hypothesis' own continuation (h is that one's parent, the token its last): then it adds to
+    // that, and must be made.
+    const bool parent = !tracking_ || is_parent_.find(static_cast<uint32_t>(h.node));
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
       const route r = route_of(c.token, h);
-      if (r == route::repeat) {
-        if (worth(h.log_blank + c.log_prob)) extend(h, c.token, h.log_blank + c.log_prob, guarded);
-      } else if (r == route::extend) {
-        if (worth(any + c.log_prob)) extend(h, c.token, any + c.log_prob, guarded);
+      if (r != route::repeat && r != route::extend) continue;
+      const double p = (r == route::repeat ? h.log_blank : any) + c.log_prob;
+      const bool guarded = parent && (!tracking_ || child_token_.find(prefix_trie::key(h.node, c.token)));
+      if (!guarded && p + h.bonus + slack_ < floor_) {
+        ++skipped_;
+        continue;
       }
+      extend(h, c.token, p, guarded);
     }
   }
   score_lm_words();
@@ -185,10 +184,11 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
 // Skipping a candidate below it changes nothing - the output stays the same bit for bit
 // (tests/moe/decoder_lexicon_test.cpp compares every frame's kept hypotheses) - provided its score
 // is final when it is made: a candidate's slot is (its parent's node, label) and only its parent
-// makes it, except where the slot is some kept hypothesis' own continuation (a parent whose
-// child is also kept): advance() neither skips extensions of such parents nor (for the others)
-// keeps their slots in slot_, which only a parent's extensions can meet again. A margin covers
-// rounding. Off with hotwords (their steps may add score) or a negative LM weight.
+// makes it, once, except where the slot is some kept hypothesis' own continuation (its parent
+// is kept too, and the token is its last): advance() does not skip such a token of such a
+// parent, and extend() adds its mass to the own continuation. So slot_ holds only the own
+// continuations. A margin covers rounding. Off with hotwords (their steps may add score) or a
+// negative LM weight.
 void lexicon_decoder::start_floor() {
   is_parent_.clear();
   counted_.clear();
@@ -196,7 +196,11 @@ void lexicon_decoder::start_floor() {
   floor_ = neg_inf;
   tracking_ = skip_hopeless_ && hotwords_.empty() && opts_.lexicon_lm_weight >= 0;
   if (!tracking_) return;
-  for (const hypothesis& h : beams_) is_parent_.try_emplace(static_cast<uint32_t>(h.parent), 1);
+  child_token_.clear();
+  for (const hypothesis& h : beams_) {
+    is_parent_.try_emplace(static_cast<uint32_t>(h.parent), 1);
+    child_token_.try_emplace(prefix_trie::key(h.parent, h.token), 1);
+  }
 }
 
 void lexicon_decoder::count_future(uint64_t key, double bound) {
@@ -274,25 +278,18 @@ std::size_t lexicon_decoder::same(const hypothesis& h) {
   return *index;
 }
 
-// Returns the slot of h + label, or null when it is new (then `index` is where it goes and the
-// caller fills it). A reading's terms depend on the labels alone, so computing them once is exact.
-lexicon_decoder::hypothesis* lexicon_decoder::slot_for(const hypothesis& h, int32_t label, std::size_t& index) {
-  auto [slot, inserted] = slot_.try_emplace(prefix_trie::key(h.node, label), static_cast<uint32_t>(next_.size()));
-  index = *slot;
-  return inserted ? nullptr : &next_[index];
-}
-
 void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool guarded) {
   const int32_t space = tokens_->space_id();
   const double w = opts_.lexicon_lm_weight;
   auto add = [&](kind k, auto&& fill) {
     const int32_t label = token + vocab_ * static_cast<int32_t>(k);
-    // An unguarded h is the only maker of its slots, each once a frame (one label per token):
-    // the slot is new, and slot_ need not hold it.
-    std::size_t index = next_.size();
+    // The slot (h, label) may be a kept hypothesis' own continuation, made first (only when
+    // `guarded`); else it is new: h is its only maker, once a frame (one label per token), so
+    // slot_ need not hold it.
     if (guarded)
-      if (hypothesis* e = slot_for(h, label, index)) {
-        e->log_token = log_add(e->log_token, p);
+      if (const uint32_t* own = slot_.find(prefix_trie::key(h.node, label))) {
+        hypothesis& e = next_[*own];
+        e.log_token = log_add(e.log_token, p);
         return;
       }
     const std::size_t queued = pending_lm_.size();
@@ -308,7 +305,7 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
     e.lm_state = h.lm_state;
     fill(e);
     const bool waits = pending_lm_.size() > queued;  // its LM term (<= 0) and word bonus to come
-    if (!guarded && e.total() + (waits ? slack_ : 0.0) < floor_) {
+    if (e.total() + (waits ? slack_ : 0.0) < floor_) {
       if (waits) {
         pending_lm_.pop_back();
         lm_queries_.pop_back();
@@ -494,7 +491,7 @@ std::size_t lexicon_decoder::memory_bytes() const {
          slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
          row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
          pending_lm_.capacity() * sizeof(pending_word) + lm_queries_.capacity() * sizeof(arpa_lm::query) +
-         lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes() + counted_.memory_bytes() +
+         lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes() + child_token_.memory_bytes() + counted_.memory_bytes() +
          floor_heap_.capacity() * sizeof(double);
 }
 

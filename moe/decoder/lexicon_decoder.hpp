@@ -135,14 +135,14 @@ class lexicon_decoder {
   enum class route { as_blank, none, repeat, extend };
   route route_of(int32_t token, const hypothesis& h) const;
   /// Starts this frame's floor (floor_ = -inf, none counted; see the .cpp) and marks the parents
-  /// of kept hypotheses (is_parent_); tracking_ is false when skipping is off.
+  /// of kept hypotheses (is_parent_, child_token_); tracking_ is false when skipping is off.
   void start_floor();
   /// Counts a candidate of future `key` whose total ends the frame >= `bound` towards the
   /// floor, unless that future counts already (see the .cpp).
   void count_future(uint64_t key, double bound);
   /// Adds `p` to the ln probability of every reading of h + token (through its token or blank end).
-  /// `guarded`: h is a parent of a kept hypothesis (or skipping is off), so a slot it makes may
-  /// exist already and none of its readings is skipped.
+  /// `guarded`: h is a parent of a kept hypothesis whose last token is `token` (or skipping is
+  /// off), so a reading's slot may be that one's own continuation: then `p` adds to it.
   void extend(const hypothesis& h, int32_t token, double p, bool guarded);
   /// A hash of what same_future() compares (recombination and the floor key candidates by it).
   static uint64_t future_key(const hypothesis& h);
@@ -151,8 +151,6 @@ class lexicon_decoder {
   /// (same_future), only the best keeps its total, the others get -inf, so pruning drops them.
   void recombine();
   static bool same_future(const hypothesis& a, const hypothesis& b);
-  /// The hypothesis h + label when this frame made it already (else null; `index` is its slot).
-  hypothesis* slot_for(const hypothesis& h, int32_t label, std::size_t& index);
   /// Adds the score terms of closing a word (LM, word -1: unknown, and word bonus) to `bonus` and
   /// advances lm_state when the memo knows the LM's answer (true); else queues the LM question
   /// for score_lm_words() and changes neither (false).
@@ -204,7 +202,8 @@ class lexicon_decoder {
   bool tracking_ = false;            ///< this frame has a floor (skipping on, no hotwords, LM weight >= 0)
   double floor_ = 0;                 ///< this frame's floor so far (-inf: none yet)
   int64_t skipped_ = 0;
-  flat_u64_map<uint8_t> is_parent_;  ///< nodes with a kept child
+  flat_u64_map<uint8_t> is_parent_;    ///< nodes with a kept child
+  flat_u64_map<uint8_t> child_token_;  ///< (node, token): the node has a kept child ending in token
   flat_u64_map<uint8_t> counted_;    ///< future keys that count towards the floor
 
   std::vector<double> floor_heap_;   ///< the lexicon_beam_size best counted lower bounds, a min-heap
