@@ -111,8 +111,10 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   start_floor();
   // First every kept hypothesis' own continuation (same labels): the blank, and a <space>
   // between words, after any of its paths; its last token again after a path ending in it.
-  for (const hypothesis& h : beams_) {
-    const double any = h.acoustic();
+  any_.resize(beams_.size());
+  for (std::size_t i = 0; i < beams_.size(); ++i) {
+    const hypothesis& h = beams_[i];
+    const double any = any_[i] = h.acoustic();
     std::size_t own = next_.size();
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
@@ -130,8 +132,9 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   }
   // Then the extensions: a new token after the blank end of a path of h ending in its last
   // token, after any path of h for another token.
-  for (const hypothesis& h : beams_) {
-    const double any = h.acoustic();
+  for (std::size_t i = 0; i < beams_.size(); ++i) {
+    const hypothesis& h = beams_[i];
+    const double any = any_[i];
     // An extension of h by a token scores at most its acoustic term + h's settled terms + slack_
     // (extend() adds only terms <= 0 beside the word bonus), unless a reading of it is some kept
     // hypothesis' own continuation (h is that one's parent, the token its last): then it adds to
@@ -489,7 +492,7 @@ decode_result lexicon_decoder::finalize() {
 std::size_t lexicon_decoder::memory_bytes() const {
   return frames_.memory_bytes() + trie_.memory_bytes() + (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
          slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
-         row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
+         row_.capacity() * sizeof(float) + any_.capacity() * sizeof(double) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
          pending_lm_.capacity() * sizeof(pending_word) + lm_queries_.capacity() * sizeof(arpa_lm::query) +
          lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes() + child_token_.memory_bytes() + counted_.memory_bytes() +
          floor_heap_.capacity() * sizeof(double);

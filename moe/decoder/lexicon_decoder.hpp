@@ -183,6 +183,7 @@ class lexicon_decoder {
   flat_u64_map<uint32_t> future_;  ///< recombine(): a state's best candidate so far
   std::vector<std::size_t> order_;
   std::vector<double> scores_;
+  std::vector<double> any_;  ///< advance(): each kept hypothesis' acoustic score
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;
   flat_u64_map<lm_step> lm_cache_;  ///< (history, word + 1) -> LM step
