@@ -121,7 +121,7 @@ std::size_t beam_search_decoder::extended(const hypothesis& h, int32_t token) {
 
 void beam_search_decoder::prune() {
   if (next_.empty()) return;  // only for a frame with no tokens, which select_tokens never makes
-  keep_best(next_, opts_.beam_size, opts_.beam_log_threshold, scores_, order_);
+  keep_best(next_, opts_.beam_size, opts_.beam_log_threshold, scores_, order_, ranked_);
   beams_.clear();
   for (std::size_t i : order_) {
     hypothesis& h = next_[i];

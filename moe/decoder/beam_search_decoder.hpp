@@ -32,6 +32,7 @@
 
 #include "config/error.hpp"
 #include "moe/decoder/arpa_lm.hpp"
+#include "moe/decoder/beam_prune.hpp"
 #include "moe/decoder/context_graph.hpp"
 #include "moe/decoder/ctc_frames.hpp"
 #include "moe/decoder/decode_result.hpp"
@@ -109,6 +110,7 @@ class beam_search_decoder {
   flat_u64_map<uint32_t> slot_;  ///< prefix key -> index in next_
   std::vector<std::size_t> order_;
   std::vector<double> scores_;
+  ranked_candidates ranked_;
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;
   mutable std::string word_;

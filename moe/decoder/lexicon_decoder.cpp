@@ -159,7 +159,7 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   // Keep the best lexicon_beam_size (ties: the earlier candidate, so chunking cannot matter)
   // within beam_log_threshold of the best.
   // None below the floor can be (floor_ is -inf without skipping).
-  keep_best_scored(scores_, opts_.lexicon_beam_size, opts_.beam_log_threshold, order_, floor_);
+  keep_best_scored(scores_, opts_.lexicon_beam_size, opts_.beam_log_threshold, order_, ranked_, floor_);
   beams_.clear();
   for (std::size_t i : order_) {
     hypothesis& h = next_[i];
@@ -491,7 +491,7 @@ decode_result lexicon_decoder::finalize() {
 
 std::size_t lexicon_decoder::memory_bytes() const {
   return frames_.memory_bytes() + trie_.memory_bytes() + (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
-         slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + scores_.capacity() * sizeof(double) +
+         slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + ranked_.capacity() * sizeof(ranked_candidates::value_type) + scores_.capacity() * sizeof(double) +
          row_.capacity() * sizeof(float) + any_.capacity() * sizeof(double) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
          pending_lm_.capacity() * sizeof(pending_word) + lm_queries_.capacity() * sizeof(arpa_lm::query) +
          lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes() + child_token_.memory_bytes() + counted_.memory_bytes() +

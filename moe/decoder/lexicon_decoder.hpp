@@ -57,6 +57,7 @@
 
 #include "config/error.hpp"
 #include "moe/decoder/arpa_lm.hpp"
+#include "moe/decoder/beam_prune.hpp"
 #include "moe/decoder/context_graph.hpp"
 #include "moe/decoder/ctc_frames.hpp"
 #include "moe/decoder/decode_result.hpp"
@@ -183,6 +184,7 @@ class lexicon_decoder {
   flat_u64_map<uint32_t> future_;  ///< recombine(): a state's best candidate so far
   std::vector<std::size_t> order_;
   std::vector<double> scores_;
+  ranked_candidates ranked_;
   std::vector<double> any_;  ///< advance(): each kept hypothesis' acoustic score
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;

@@ -10,8 +10,8 @@
 //
 // A fourth row, "lexicon-full", runs the lexicon decoder with its exact extension skipping off
 // (lexicon_decoder::set_skip_hopeless(false)): the same text is required (the bench fails
-// otherwise) and the two rows' times show what skipping saves. The rows take turns within each
-// repeat, so a slow moment of the machine hits all of them alike.
+// otherwise) and the two rows' times show what skipping saves. The model's forward and the rows
+// take turns within each repeat, so a slow moment of the machine hits all of them alike.
 //
 // --only ROW (greedy, beam, lexicon, lex-full) runs that row alone, R times, and prints its times:
 // for profiling one decoder (perf record ... decoder_bench --only lexicon).
@@ -188,24 +188,20 @@ int main(int argc, char** argv) {
   std::vector<segment_logits> segs(fbanks.size());
   std::vector<double> model_s;
   moe::workspace ws;
-  for (int r = 0; r < repeats; ++r) {
+  // The model's forward of every segment, timed; it leaves the logits in segs.
+  auto run_model = [&]() -> bool {
     const auto t0 = clk::now();
     for (std::size_t i = 0; i < fbanks.size(); ++i) {
       auto fwd = moe::forward_offline(**model, fbanks[i].data(), static_cast<int64_t>(fbanks[i].size()) / mels, {}, &ws);
-      if (!fwd) return std::fprintf(stderr, "%s\n", fwd.error().message.c_str()), 1;
+      if (!fwd) return std::fprintf(stderr, "%s\n", fwd.error().message.c_str()), false;
       segs[i] = {std::move(fwd->logits), static_cast<int32_t>(fwd->n_frames)};
     }
     model_s.push_back(seconds_since(t0));
-  }
-  const double model_min = *std::min_element(model_s.begin(), model_s.end()), model_med = median(model_s);
+    return true;
+  };
+  if (!run_model()) return 1;  // a warm-up, and the logits for the decoders
+  model_s.clear();
   const int32_t chunk = (*model)->arch().chunk_frames;
-  std::printf("audio: %s, %.1f s of speech in %zu segments; model forward (1 thread): min %.4f, median %.4f s "
-              "per audio s\n",
-              audio.c_str(), audio_s, segs.size(), model_min / audio_s, model_med / audio_s);
-  std::printf("vocabulary: %d words, %d trie nodes, %.1f MiB shared by all streams\n", (*res)->lexicon->words(),
-              (*res)->lexicon->nodes(), static_cast<double>((*res)->lexicon->memory_bytes()) / (1 << 20));
-  std::printf("\n%-8s %14s %14s %10s %10s %22s\n", "decoder", "min s/audio s", "med s/audio s", "min/model",
-              "med/model", "partial words changed");
   struct row {
     const char* name;
     moe::decoder_mode mode;
@@ -221,11 +217,23 @@ int main(int argc, char** argv) {
     std::erase_if(rows, [&](const row& w) { return w.name != only; });
     if (rows.empty()) return std::fprintf(stderr, "--only: no row %s\n", only.c_str()), 2;
   }
-  for (int r = 0; r < repeats; ++r)
+  // The model and the rows take turns within each repeat, so a slow moment of the machine hits
+  // the model's time and the decoders' alike.
+  for (int r = 0; r < repeats; ++r) {
+    if (!run_model()) return 1;
     for (auto& w : rows) {
       w.run = run_decoder(w.mode, w.full, **res, segs, chunk);
       w.t.push_back(w.run.seconds);
     }
+  }
+  const double model_min = *std::min_element(model_s.begin(), model_s.end()), model_med = median(model_s);
+  std::printf("audio: %s, %.1f s of speech in %zu segments; model forward (1 thread): min %.4f, median %.4f s "
+              "per audio s\n",
+              audio.c_str(), audio_s, segs.size(), model_min / audio_s, model_med / audio_s);
+  std::printf("vocabulary: %d words, %d trie nodes, %.1f MiB shared by all streams\n", (*res)->lexicon->words(),
+              (*res)->lexicon->nodes(), static_cast<double>((*res)->lexicon->memory_bytes()) / (1 << 20));
+  std::printf("\n%-8s %14s %14s %10s %10s %22s\n", "decoder", "min s/audio s", "med s/audio s", "min/model",
+              "med/model", "partial words changed");
   for (const auto& w : rows) {
     const double mn = *std::min_element(w.t.begin(), w.t.end()), md = median(w.t);
     const auto& s = w.run.stab;
