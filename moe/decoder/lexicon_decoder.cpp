@@ -284,7 +284,9 @@ std::size_t lexicon_decoder::same(const hypothesis& h) {
 void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool guarded) {
   const int32_t space = tokens_->space_id();
   const double w = opts_.lexicon_lm_weight;
-  auto add = [&](kind k, auto&& fill) {
+  // upper: at least the reading's total once made (any LM answer, which is <= 0); below the
+  // floor it is not made (only when tracking_: floor_ is -inf otherwise).
+  auto add = [&](kind k, double upper, auto&& fill) {
     const int32_t label = token + vocab_ * static_cast<int32_t>(k);
     // The slot (h, label) may be a kept hypothesis' own continuation, made first (only when
     // `guarded`); else it is new: h is its only maker, once a frame (one label per token), so
@@ -295,6 +297,10 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
         e.log_token = log_add(e.log_token, p);
         return;
       }
+    if (upper < floor_) {
+      ++skipped_;
+      return;
+    }
     const std::size_t queued = pending_lm_.size();
     hypothesis e;
     e.parent = h.node;
@@ -353,16 +359,17 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
   // The word spelled so far plus this letter, in the vocabulary's trie (dead when off it); OOV
   // words track it too, to know when they spell a vocabulary word.
   const lexicon_cursor next = lexicon_.step(h.where == place::boundary ? lexicon_cursor{} : h.lex, token);
+  const double base = p + h.bonus, word_bonus = opts_.lexicon_word_bonus;
   if (h.where != place::in_oov && !next.dead()) {
     if (lexicon_.has_children(next))
-      add(kind::letter, [&](hypothesis& e) {
+      add(kind::letter, base + w * lexicon_.lookahead(next), [&](hypothesis& e) {
         step_hotwords(e, token);
         e.where = place::in_word;
         e.lex = next;
         e.lookahead = w * lexicon_.lookahead(next);
       });
     if (lexicon_.is_word(next))
-      add(kind::word_end, [&](hypothesis& e) {
+      add(kind::word_end, base + word_bonus, [&](hypothesis& e) {
         step_hotwords(e, token);
         end_word(e, lexicon_.lm_word(next));
       });
@@ -371,14 +378,14 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
   // The OOV path: this letter continues (or starts) an OOV word, or ends it, unless the word it
   // ends is a vocabulary word (that reading exists already, without the penalty).
   const double entry = (h.where == place::boundary ? -opts_.oov_penalty : 0.0) - opts_.oov_letter_penalty;
-  add(kind::oov_letter, [&](hypothesis& e) {
+  add(kind::oov_letter, p + (h.bonus + entry), [&](hypothesis& e) {
     e.bonus += entry;
     step_hotwords(e, token);
     e.where = place::in_oov;
     e.lex = next;
   });
   if (!next.dead() && lexicon_.is_word(next)) return;
-  add(kind::oov_end, [&](hypothesis& e) {
+  add(kind::oov_end, p + (h.bonus + entry) + word_bonus, [&](hypothesis& e) {
     e.bonus += entry;
     step_hotwords(e, token);
     end_word(e, -1);
@@ -405,12 +412,12 @@ bool lexicon_decoder::close_word(int32_t lm_word, int32_t& lm_state, double& bon
 void lexicon_decoder::score_lm_words() {
   if (pending_lm_.empty()) return;
   // Every extension is made now, so a waiting word end's total is final but for its word bonus
-  // and LM term (<= 0): one below the floor even with slack_ is pruned whatever the LM says. It
-  // is not asked (its total becomes -inf); the others are, together.
+  // and LM term (<= 0): one below the floor even with its bonus alone is pruned whatever the LM
+  // says. It is not asked (its total becomes -inf); the others are, together.
   std::size_t asked = 0;
   for (std::size_t i = 0; i < pending_lm_.size(); ++i) {
     hypothesis& e = next_[pending_lm_[i].index];
-    if (e.total() + slack_ < floor_) {
+    if (e.total() + opts_.lexicon_word_bonus < floor_) {
       e.bonus = neg_inf;
       continue;
     }
