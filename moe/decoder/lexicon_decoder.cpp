@@ -59,6 +59,7 @@ void lexicon_decoder::start_utterance() {
   root.node = prefix_trie::root;
   root.log_blank = 0;
   root.log_token = neg_inf;
+  root.ac = root.acoustic();
   root.context = hotwords_.start();
   root.lm_state = lm_ ? lm_->begin_state() : 0;
   root.future = future_key(root);
@@ -103,18 +104,17 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     // choice depends on the frame alone, so chunking still cannot change the result.
     const double b = frame.front().log_prob;
     for (hypothesis& h : beams_) {
-      h.log_blank = h.acoustic() + b;
+      h.log_blank = h.ac + b;
       h.log_token = neg_inf;
+      h.ac = h.log_blank;  // = acoustic(): log_add(x, -inf) is x
     }
     return;
   }
   start_floor();
   // First every kept hypothesis' own continuation (same labels): the blank, and a <space>
   // between words, after any of its paths; its last token again after a path ending in it.
-  any_.resize(beams_.size());
-  for (std::size_t i = 0; i < beams_.size(); ++i) {
-    const hypothesis& h = beams_[i];
-    const double any = any_[i] = h.acoustic();
+  for (const hypothesis& h : beams_) {
+    const double any = h.ac;
     std::size_t own = next_.size();
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
@@ -127,14 +127,16 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
         next_[own].log_token = log_add(next_[own].log_token, h.log_token + c.log_prob);
       }
     }
+    if (own == next_.size()) continue;
+    hypothesis& o = next_[own];
+    o.ac = o.acoustic();
     // Later mass only adds to it (from h's parent's extension, when the parent is kept too).
-    if (tracking_ && own < next_.size()) count_future(h.future, next_[own].total());
+    if (tracking_) count_future(h.future, o.total_cached());
   }
   // Then the extensions: a new token after the blank end of a path of h ending in its last
   // token, after any path of h for another token.
-  for (std::size_t i = 0; i < beams_.size(); ++i) {
-    const hypothesis& h = beams_[i];
-    const double any = any_[i];
+  for (const hypothesis& h : beams_) {
+    const double any = h.ac;
     // An extension of h by a token scores at most its acoustic term + h's settled terms + slack_
     // (extend() adds only terms <= 0 beside the word bonus), unless a reading of it is some kept
     // hypothesis' own continuation (h is that one's parent, the token its last): then it adds to
@@ -255,7 +257,7 @@ void lexicon_decoder::recombine() {
   scores_.resize(next_.size());
   for (std::size_t i = 0; i < next_.size(); ++i) {
     hypothesis& h = next_[i];
-    scores_[i] = h.total();
+    scores_[i] = h.total_cached();
     auto [slot, inserted] = future_.try_emplace(h.future, static_cast<uint32_t>(i));
     if (inserted) continue;
     const std::size_t j = *slot;
@@ -295,6 +297,7 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
       if (const uint32_t* own = slot_.find(prefix_trie::key(h.node, label))) {
         hypothesis& e = next_[*own];
         e.log_token = log_add(e.log_token, p);
+        e.ac = e.acoustic();
         return;
       }
     if (upper < floor_) {
@@ -309,6 +312,7 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
     e.node = -1;  // found or made by trie_.add if it survives the frame
     e.log_blank = neg_inf;
     e.log_token = p;
+    e.ac = p;  // = acoustic()
     e.bonus = h.bonus;
     e.context = h.context;
     e.lm_state = h.lm_state;
@@ -499,7 +503,7 @@ decode_result lexicon_decoder::finalize() {
 std::size_t lexicon_decoder::memory_bytes() const {
   return frames_.memory_bytes() + trie_.memory_bytes() + (beams_.capacity() + next_.capacity()) * sizeof(hypothesis) +
          slot_.memory_bytes() + future_.memory_bytes() + order_.capacity() * sizeof(std::size_t) + ranked_.capacity() * sizeof(ranked_candidates::value_type) + scores_.capacity() * sizeof(double) +
-         row_.capacity() * sizeof(float) + any_.capacity() * sizeof(double) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
+         row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
          pending_lm_.capacity() * sizeof(pending_word) + lm_queries_.capacity() * sizeof(arpa_lm::query) +
          lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes() + child_token_.memory_bytes() + counted_.memory_bytes() +
          floor_heap_.capacity() * sizeof(double);

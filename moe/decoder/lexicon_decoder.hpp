@@ -115,6 +115,10 @@ class lexicon_decoder {
     int32_t node = -1;    ///< trie node of the labels; -1 until it survives pruning
     double log_blank;
     double log_token;
+    /// acoustic(), kept up to date wherever log_blank or log_token change (each is a log-add,
+    /// the largest part of a hypothesis' cost per frame): a kept hypothesis' from the frame
+    /// that made it, a new extension's its one term.
+    double ac = 0;
     double bonus = 0;      ///< settled terms: LM and bonus of closed words, OOV penalties, hotwords
     double lookahead = 0;  ///< provisional LM look-ahead of the word being spelled
     context_state context;
@@ -124,6 +128,7 @@ class lexicon_decoder {
     uint64_t future = 0;   ///< future_key(*this), once its LM state is known
     double acoustic() const;
     double total() const { return acoustic() + bonus + lookahead; }
+    double total_cached() const { return ac + bonus + lookahead; }  ///< = total()
   };
 
   lexicon_decoder(const token_table& tokens, const decoder_options& opts, lexicon_view lexicon, const arpa_lm* lm,
@@ -185,7 +190,6 @@ class lexicon_decoder {
   std::vector<std::size_t> order_;
   std::vector<double> scores_;
   ranked_candidates ranked_;
-  std::vector<double> any_;  ///< advance(): each kept hypothesis' acoustic score
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;
   flat_u64_map<lm_step> lm_cache_;  ///< (history, word + 1) -> LM step
