@@ -46,9 +46,8 @@ result<lexicon_decoder> lexicon_decoder::create(const token_table& tokens, const
 lexicon_decoder::lexicon_decoder(const token_table& tokens, const decoder_options& opts, lexicon_view lexicon,
                                  const arpa_lm* lm, context_graph hotwords)
     : tokens_(&tokens), opts_(opts), lexicon_(lexicon), lm_(lm), hotwords_(std::move(hotwords)), vocab_(tokens.size()) {
-  // What extend() may add beyond the parent's settled terms: only a positive word bonus (LM
-  // terms with a weight >= 0, look-aheads and OOV penalties are <= 0; see start_floor()).
-  slack_ = std::max(0.0, opts_.lexicon_word_bonus);
+  // For reach(): the most a first letter's look-ahead can be.
+  root_lookahead_ = opts_.lexicon_lm_weight * lexicon_.lookahead(lexicon_cursor{});
   start_utterance();
 }
 
@@ -137,18 +136,19 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   // token, after any path of h for another token.
   for (const hypothesis& h : beams_) {
     const double any = h.ac;
-    // An extension of h by a token scores at most its acoustic term + h's settled terms + slack_
-    // (extend() adds only terms <= 0 beside the word bonus), unless a reading of it is some kept
-    // hypothesis' own continuation (h is that one's parent, the token its last): then it adds to
-    // that, and must be made.
+    // An extension of h by a token scores at most its acoustic term + h's settled terms + what
+    // its readings may add (reach()), unless a reading of it is some kept hypothesis' own
+    // continuation (h is that one's parent, the token its last): then it adds to that, and
+    // must be made.
     const bool parent = !tracking_ || is_parent_.find(static_cast<uint32_t>(h.node));
+    const double most = tracking_ ? h.bonus + reach(h) : 0.0;
     for (const token_log_prob& c : frame) {
       if (c.log_prob < token_floor) break;
       const route r = route_of(c.token, h);
       if (r != route::repeat && r != route::extend) continue;
       const double p = (r == route::repeat ? h.log_blank : any) + c.log_prob;
       const bool guarded = parent && (!tracking_ || child_token_.find(prefix_trie::key(h.node, c.token)));
-      if (!guarded && p + h.bonus + slack_ < floor_) {
+      if (!guarded && p + most < floor_) {
         ++skipped_;
         continue;
       }
@@ -194,6 +194,20 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
 // parent, and extend() adds its mass to the own continuation. So slot_ holds only the own
 // continuations. A margin covers rounding. Off with hotwords (their steps may add score) or a
 // negative LM weight.
+// The most that extend() adds to h's settled terms in any reading of any token (LM terms <= 0
+// with a weight >= 0, as while tracking_): a letter of a vocabulary word its look-ahead, which
+// only falls along the word (the best word at or below a trie node); a word end the word bonus;
+// an OOV letter its penalties (and the word bonus if it ends the word).
+double lexicon_decoder::reach(const hypothesis& h) const {
+  const double word_bonus = opts_.lexicon_word_bonus, oov_end = std::max(0.0, word_bonus);
+  switch (h.where) {
+    case place::in_word: return std::max(h.lookahead, word_bonus);
+    case place::in_oov: return -opts_.oov_letter_penalty + oov_end;
+    case place::boundary: break;
+  }
+  return std::max({root_lookahead_, word_bonus, -opts_.oov_penalty - opts_.oov_letter_penalty + oov_end});
+}
+
 void lexicon_decoder::start_floor() {
   is_parent_.clear();
   counted_.clear();
@@ -317,12 +331,10 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
     e.context = h.context;
     e.lm_state = h.lm_state;
     fill(e);
-    const bool waits = pending_lm_.size() > queued;  // its LM term (<= 0) and word bonus to come
-    if (e.total() + (waits ? slack_ : 0.0) < floor_) {
-      if (waits) {
-        pending_lm_.pop_back();
-        lm_queries_.pop_back();
-      }
+    // A word end whose LM term the memo knew is exact now; one still waiting for it was
+    // checked with `upper` already.
+    const bool waits = pending_lm_.size() > queued;
+    if (!waits && e.total() < floor_) {
       ++skipped_;
       return;
     }

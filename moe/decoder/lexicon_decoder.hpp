@@ -143,6 +143,8 @@ class lexicon_decoder {
   /// Starts this frame's floor (floor_ = -inf, none counted; see the .cpp) and marks the parents
   /// of kept hypotheses (is_parent_, child_token_); tracking_ is false when skipping is off.
   void start_floor();
+  /// The most any reading of an extension of h adds to h's settled terms (see the .cpp).
+  double reach(const hypothesis& h) const;
   /// Counts a candidate of future `key` whose total ends the frame >= `bound` towards the
   /// floor, unless that future counts already (see the .cpp).
   void count_future(uint64_t key, double bound);
@@ -204,7 +206,7 @@ class lexicon_decoder {
   std::vector<pending_word> pending_lm_;
   std::vector<arpa_lm::query> lm_queries_;
   std::vector<uint32_t> lm_scratch_;
-  double slack_ = 0;                ///< what extend() may add to a parent's settled terms, at most
+  double root_lookahead_ = 0;        ///< the weighted look-ahead of the vocabulary's root
   bool skip_hopeless_ = true;
   bool tracking_ = false;            ///< this frame has a floor (skipping on, no hotwords, LM weight >= 0)
   double floor_ = 0;                 ///< this frame's floor so far (-inf: none yet)
