@@ -23,7 +23,8 @@ struct decoder_config {
   /// compete, so it wants more than beam_size). 28 since session 31, when the batched LM lookups
   /// brought its cost under the 25% target on that host (dev WER 41.2 / 28.2% at 24, 40.3 / 27.8%
   /// at 28, 40.1 / 27.5% at 32; decoder_bench 20.7-21.3%, 23.4-24.0%, 26.3-27.1% of the model's
-  /// time); on session 32's AVX-512 host, with a faster model, 28 costs 31.8-33.0% (README).
+  /// time); on the AVX-512 host of sessions 32-33, with a faster model, 28 costs 27.3-28.0%
+  /// (session 33's decoder and bench; README).
   int lexicon_beam_size = 28;
   /// Lexicon decoder: weight of the word LM's ln probability.
   double lexicon_lm_weight = 0.8;
