@@ -130,7 +130,7 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     hypothesis& o = next_[own];
     o.ac = o.acoustic();
     // Later mass only adds to it (from h's parent's extension, when the parent is kept too).
-    if (tracking_) count_future(h.future, o.total_cached());
+    if (tracking_) count_future(h.future, o.total());
   }
   // Then the extensions: a new token after the blank end of a path of h ending in its last
   // token, after any path of h for another token.
@@ -170,6 +170,20 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   }
 }
 
+// The most that extend() adds to h's settled terms in any reading of any token (LM terms <= 0
+// with a weight >= 0, as while tracking_): a letter of a vocabulary word its look-ahead, which
+// only falls along the word (the best word at or below a trie node); a word end the word bonus;
+// an OOV letter its penalties (and the word bonus if it ends the word).
+double lexicon_decoder::reach(const hypothesis& h) const {
+  const double word_bonus = opts_.lexicon_word_bonus, oov_end = std::max(0.0, word_bonus);
+  switch (h.where) {
+    case place::in_word: return std::max(h.lookahead, word_bonus);
+    case place::in_oov: return -opts_.oov_letter_penalty + oov_end;
+    case place::boundary: break;
+  }
+  return std::max({root_lookahead_, word_bonus, -opts_.oov_penalty - opts_.oov_letter_penalty + oov_end});
+}
+
 // The floor: a score below which no candidate of this frame can be among the lexicon_beam_size
 // kept, or -inf. Candidates with different futures (same_future) are never recombined into one,
 // so if beam-many candidates of different futures are each known to end the frame with a total
@@ -194,20 +208,6 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
 // parent, and extend() adds its mass to the own continuation. So slot_ holds only the own
 // continuations. A margin covers rounding. Off with hotwords (their steps may add score) or a
 // negative LM weight.
-// The most that extend() adds to h's settled terms in any reading of any token (LM terms <= 0
-// with a weight >= 0, as while tracking_): a letter of a vocabulary word its look-ahead, which
-// only falls along the word (the best word at or below a trie node); a word end the word bonus;
-// an OOV letter its penalties (and the word bonus if it ends the word).
-double lexicon_decoder::reach(const hypothesis& h) const {
-  const double word_bonus = opts_.lexicon_word_bonus, oov_end = std::max(0.0, word_bonus);
-  switch (h.where) {
-    case place::in_word: return std::max(h.lookahead, word_bonus);
-    case place::in_oov: return -opts_.oov_letter_penalty + oov_end;
-    case place::boundary: break;
-  }
-  return std::max({root_lookahead_, word_bonus, -opts_.oov_penalty - opts_.oov_letter_penalty + oov_end});
-}
-
 void lexicon_decoder::start_floor() {
   is_parent_.clear();
   counted_.clear();
@@ -271,7 +271,7 @@ void lexicon_decoder::recombine() {
   scores_.resize(next_.size());
   for (std::size_t i = 0; i < next_.size(); ++i) {
     hypothesis& h = next_[i];
-    scores_[i] = h.total_cached();
+    scores_[i] = h.total();
     auto [slot, inserted] = future_.try_emplace(h.future, static_cast<uint32_t>(i));
     if (inserted) continue;
     const std::size_t j = *slot;
@@ -334,13 +334,14 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
     // A word end whose LM term the memo knew is exact now; one still waiting for it was
     // checked with `upper` already.
     const bool waits = pending_lm_.size() > queued;
-    if (!waits && e.total() < floor_) {
+    const double total = e.total();
+    if (!waits && total < floor_) {
       ++skipped_;
       return;
     }
     if (!waits) e.future = future_key(e);  // else when its LM state is known (score_lm_words)
     next_.push_back(e);
-    if (tracking_ && !waits) count_future(e.future, e.total());
+    if (tracking_ && !waits) count_future(e.future, total);
   };
   auto step_hotwords = [&](hypothesis& e, int32_t t) {
     const context_step s = hotwords_.step(e.context, t);
@@ -377,13 +378,15 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
   const lexicon_cursor next = lexicon_.step(h.where == place::boundary ? lexicon_cursor{} : h.lex, token);
   const double base = p + h.bonus, word_bonus = opts_.lexicon_word_bonus;
   if (h.where != place::in_oov && !next.dead()) {
-    if (lexicon_.has_children(next))
-      add(kind::letter, base + w * lexicon_.lookahead(next), [&](hypothesis& e) {
+    if (lexicon_.has_children(next)) {
+      const double lookahead = w * lexicon_.lookahead(next);
+      add(kind::letter, base + lookahead, [&](hypothesis& e) {
         step_hotwords(e, token);
         e.where = place::in_word;
         e.lex = next;
-        e.lookahead = w * lexicon_.lookahead(next);
+        e.lookahead = lookahead;
       });
+    }
     if (lexicon_.is_word(next))
       add(kind::word_end, base + word_bonus, [&](hypothesis& e) {
         step_hotwords(e, token);

@@ -127,8 +127,7 @@ class lexicon_decoder {
     place where = place::boundary;
     uint64_t future = 0;   ///< future_key(*this), once its LM state is known
     double acoustic() const;
-    double total() const { return acoustic() + bonus + lookahead; }
-    double total_cached() const { return ac + bonus + lookahead; }  ///< = total()
+    double total() const { return ac + bonus + lookahead; }  ///< acoustic() + bonus + lookahead
   };
 
   lexicon_decoder(const token_table& tokens, const decoder_options& opts, lexicon_view lexicon, const arpa_lm* lm,
