@@ -29,7 +29,15 @@ float log_prob_of(std::span<const token_log_prob> frame, int32_t token) {
 // skip_pen is 0, not -inf) from two before; ties keep the nearer state. Branch-free, so the
 // compiler vectorises it; cloned for AVX-512 / AVX2 (the build's baseline is SSE2) and picked
 // at load time by the CPU. The same additions and comparisons as a scalar loop: bit-identical.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void viterbi_step(
+// Not cloned under ThreadSanitizer: the clones' resolver runs while the dynamic loader relocates
+// the program, before TSan's runtime is set up, and GCC instruments it (it crashed every TSan
+// test binary at start, CI's `make tsan-build` included).
+#if defined(__SANITIZE_THREAD__)
+#define SLUICE_VITERBI_CLONES
+#else
+#define SLUICE_VITERBI_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+SLUICE_VITERBI_CLONES void viterbi_step(
     const double* __restrict prev, double* __restrict cur, const double* __restrict emit,
     const double* __restrict skip_pen, step_back* __restrict bp, int32_t lo, int32_t hi) {
   for (int32_t st = lo; st <= hi; ++st) {
