@@ -375,11 +375,12 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
   if (tokens_->pieces() && tokens_->starts_word(token) != (h.where == place::boundary)) return;
   // The word spelled so far plus this letter, in the vocabulary's trie (dead when off it); OOV
   // words track it too, to know when they spell a vocabulary word.
-  const lexicon_cursor next = lexicon_.step(h.where == place::boundary ? lexicon_cursor{} : h.lex, token);
+  const lexicon_view::walked step = lexicon_.walk(h.where == place::boundary ? lexicon_cursor{} : h.lex, token);
+  const lexicon_cursor next = step.at;
   const double base = p + h.bonus, word_bonus = opts_.lexicon_word_bonus;
   if (h.where != place::in_oov && !next.dead()) {
-    if (lexicon_.has_children(next)) {
-      const double lookahead = w * lexicon_.lookahead(next);
+    if (step.has_children) {
+      const double lookahead = w * step.lookahead;
       add(kind::letter, base + lookahead, [&](hypothesis& e) {
         step_hotwords(e, token);
         e.where = place::in_word;
@@ -387,10 +388,10 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
         e.lookahead = lookahead;
       });
     }
-    if (lexicon_.is_word(next))
+    if (step.is_word)
       add(kind::word_end, base + word_bonus, [&](hypothesis& e) {
         step_hotwords(e, token);
-        end_word(e, lexicon_.lm_word(next));
+        end_word(e, step.lm_word);
       });
   }
   if (h.where == place::in_word) return;  // an OOV word starts only at a word start
@@ -403,7 +404,7 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
     e.where = place::in_oov;
     e.lex = next;
   });
-  if (!next.dead() && lexicon_.is_word(next)) return;
+  if (step.is_word) return;
   add(kind::oov_end, p + (h.bonus + entry) + word_bonus, [&](hypothesis& e) {
     e.bonus += entry;
     step_hotwords(e, token);

@@ -22,7 +22,7 @@ bool is_special(std::string_view w) {
 }  // namespace
 
 word_lexicon::word_lexicon() {
-  nodes_.push_back({-1, no_lookahead, false, false});
+  nodes_.push_back({-1, no_lookahead, false, false, 0, 0});
   freeze();
 }
 
@@ -52,7 +52,7 @@ word_lexicon word_lexicon::build(const token_table& tokens, const arpa_lm* lm, s
       if (!is_special(lm->word(id))) add_word(lm->word(id), id);
   for (const std::string& w : words) add_word(w, lm ? lm->word_id(w) : -1);
   if (!lm)
-    for (node& n : lex.nodes_) n.lookahead = 0;
+    for (node_entry& n : lex.nodes_) n.lookahead = 0;
   lex.freeze();
   return lex;
 }
@@ -62,12 +62,12 @@ void word_lexicon::add(std::span<const int32_t> spelling, int32_t lm_word, float
   nodes_[root].lookahead = std::max(nodes_[root].lookahead, unigram);
   for (int32_t token : spelling) {
     auto [child, inserted] = building_.try_emplace(child_key(n, token), static_cast<int32_t>(nodes_.size()));
-    if (inserted) nodes_.push_back({-1, no_lookahead, false, false});
+    if (inserted) nodes_.push_back({-1, no_lookahead, false, false, 0, 0});
     nodes_[static_cast<std::size_t>(n)].has_children = true;
     n = *child;
     nodes_[static_cast<std::size_t>(n)].lookahead = std::max(nodes_[static_cast<std::size_t>(n)].lookahead, unigram);
   }
-  node& end = nodes_[static_cast<std::size_t>(n)];
+  node_entry& end = nodes_[static_cast<std::size_t>(n)];
   if (!end.is_word) ++n_words_;
   end.is_word = true;
   if (lm_word >= 0) end.lm_word = lm_word;
@@ -91,26 +91,23 @@ void word_lexicon::freeze() {
   all.reserve(building_.size());
   building_.for_each([&](uint64_t key, int32_t child) { all.emplace_back(key, child); });
   std::sort(all.begin(), all.end());  // by node, then token
-  first_edge_.assign(nodes_.size() + 1, 0);
+  for (node_entry& n : nodes_) n.first_edge = n.end_edge = 0;
   edges_.clear();
   edges_.reserve(all.size());
-  for (const auto& [key, child] : all) {
-    ++first_edge_[static_cast<std::size_t>(key >> 32) + 1];
-    edges_.push_back({static_cast<int32_t>(key & 0xffffffffu), child});
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto [key, child] = all[i];
+    node_entry& parent = nodes_[static_cast<std::size_t>(key >> 32)];
+    if (i == 0 || (all[i - 1].first >> 32) != (key >> 32)) parent.first_edge = static_cast<int32_t>(i);
+    parent.end_edge = static_cast<int32_t>(i + 1);
+    const node_entry& c = nodes_[static_cast<std::size_t>(child)];
+    edges_.push_back({static_cast<int32_t>(key & 0xffffffffu), child, c.lm_word, c.lookahead, c.is_word, c.has_children});
   }
-  for (std::size_t n = 1; n < first_edge_.size(); ++n) first_edge_[n] += first_edge_[n - 1];
   building_ = {};
 }
 
-int32_t word_lexicon::child(int32_t node, int32_t token) const {
-  const auto n = static_cast<std::size_t>(node);
-  const edge* e = edges_.data() + first_edge_[n];
-  const edge* end = edges_.data() + first_edge_[n + 1];
-  if (end - e > 16)  // the root of a word-piece vocabulary: a child per word-start piece
-    e = std::lower_bound(e, end, token, [](const edge& x, int32_t t) { return x.token < t; });
-  for (; e != end && e->token <= token; ++e)
-    if (e->token == token) return e->child;
-  return -1;
+const word_lexicon::edge* word_lexicon::find_edge_halving(const edge* first, const edge* end, int32_t token) {
+  const edge* e = std::lower_bound(first, end, token, [](const edge& x, int32_t t) { return x.token < t; });
+  return e != end && e->token == token ? e : nullptr;
 }
 
 bool word_lexicon::contains(std::span<const int32_t> word) const {
@@ -121,8 +118,7 @@ bool word_lexicon::contains(std::span<const int32_t> word) const {
 }
 
 std::size_t word_lexicon::memory_bytes() const {
-  return nodes_.capacity() * sizeof(node) + building_.memory_bytes() + first_edge_.capacity() * sizeof(int32_t) +
-         edges_.capacity() * sizeof(edge);
+  return nodes_.capacity() * sizeof(node_entry) + building_.memory_bytes() + edges_.capacity() * sizeof(edge);
 }
 
 lexicon_cursor lexicon_view::step(lexicon_cursor c, int32_t token) const {

@@ -15,7 +15,9 @@
 /// A lexicon_view walks a shared base lexicon and a small per-request one (the hotwords' words)
 /// together, so a request's words join the vocabulary without copying the base.
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,8 +45,31 @@ class word_lexicon {
   /// Words of a lexicon file (see above); errc::io when it cannot be read.
   static result<std::vector<std::string>> read_words(const std::string& path);
 
+  /// A node's child by one token, with what the decoder asks of the child (the same as is_word(),
+  /// lm_word(), has_children() and lookahead() of `child`), kept beside it so one read answers.
+  struct edge {
+    int32_t token;
+    int32_t child;
+    int32_t lm_word;
+    float lookahead;
+    bool is_word;
+    bool has_children;
+  };
+  /// The edge from `node` by `token`, or nullptr.
+  const edge* find_edge(int32_t node, int32_t token) const {
+    const node_entry& n = nodes_[static_cast<std::size_t>(node)];
+    const edge* e = edges_.data() + n.first_edge;
+    const edge* end = edges_.data() + n.end_edge;
+    if (end - e > 16) return find_edge_halving(e, end, token);  // the root of a word-piece vocabulary
+    for (; e != end && e->token <= token; ++e)
+      if (e->token == token) return e;
+    return nullptr;
+  }
   /// The child of `node` by `token`, or -1.
-  int32_t child(int32_t node, int32_t token) const;
+  int32_t child(int32_t node, int32_t token) const {
+    const edge* e = find_edge(node, token);
+    return e ? e->child : -1;
+  }
   bool is_word(int32_t node) const { return nodes_[static_cast<std::size_t>(node)].is_word; }
   /// The LM's id of the word ending at `node` (-1: unknown to the LM, or no word ends here).
   int32_t lm_word(int32_t node) const { return nodes_[static_cast<std::size_t>(node)].lm_word; }
@@ -63,27 +88,25 @@ class word_lexicon {
   std::size_t memory_bytes() const;
 
  private:
-  struct node {
+  struct node_entry {
     int32_t lm_word = -1;
     float lookahead = 0;
     bool is_word = false;
     bool has_children = false;
+    int32_t first_edge = 0;  ///< after build(): the node's children are edges_[first_edge, end_edge)
+    int32_t end_edge = 0;
   };
-  struct edge {
-    int32_t token;
-    int32_t child;
-  };
+  static const edge* find_edge_halving(const edge* first, const edge* end, int32_t token);
   void add(std::span<const int32_t> spelling, int32_t lm_word, float unigram);
-  /// Turns the build-time child index into the read-time one (first_edge_, edges_).
+  /// Turns the build-time child index into the read-time one (the nodes' edge ranges, edges_).
   void freeze();
 
-  std::vector<node> nodes_;
+  std::vector<node_entry> nodes_;
   flat_u64_map<int32_t> building_;  ///< (node << 32 | token) -> child, while build() adds words
-  // After build(): node n's children are edges_[first_edge_[n], first_edge_[n + 1]), by token.
-  // Most nodes have a few edges, side by side, read in one or two cache lines (searched by
-  // halving above 16): the decoder steps through this trie for every hypothesis and token of
-  // every frame.
-  std::vector<int32_t> first_edge_;
+  // After build(): a node's children, by token, side by side, each edge carrying what the decoder
+  // reads of its child: the decoder steps through this trie for every hypothesis and token of
+  // every frame, and a step then reads the node and its few edges (one or two cache lines,
+  // searched by halving above 16) but not each child's node.
   std::vector<edge> edges_;
   int32_t n_words_ = 0;
   int32_t n_skipped_ = 0;
@@ -105,6 +128,35 @@ class lexicon_view {
 
   /// The cursor after `token`; dead() when no word continues that way.
   lexicon_cursor step(lexicon_cursor c, int32_t token) const;
+  /// step() and what is_word(), has_children(), lm_word() and lookahead() answer for its cursor,
+  /// read from the edges taken (the decoder's inner loop).
+  struct walked {
+    lexicon_cursor at{-1, -1};
+    bool is_word = false;
+    bool has_children = false;
+    int32_t lm_word = -1;
+    float lookahead = -std::numeric_limits<float>::infinity();
+  };
+  walked walk(lexicon_cursor c, int32_t token) const {
+    walked out;
+    const word_lexicon::edge* b = base_ && c.base >= 0 ? base_->find_edge(c.base, token) : nullptr;
+    const word_lexicon::edge* x = extra_ && c.extra >= 0 ? extra_->find_edge(c.extra, token) : nullptr;
+    if (b) {
+      out.at.base = b->child;
+      out.is_word = b->is_word;
+      out.has_children = b->has_children;
+      out.lm_word = b->is_word ? b->lm_word : -1;
+      out.lookahead = b->lookahead;
+    }
+    if (x) {
+      out.at.extra = x->child;
+      out.has_children = out.has_children || x->has_children;
+      if (x->is_word && out.lm_word < 0) out.lm_word = x->lm_word;
+      out.is_word = out.is_word || x->is_word;
+      out.lookahead = std::max(out.lookahead, x->lookahead);
+    }
+    return out;
+  }
   bool is_word(lexicon_cursor c) const;
   /// Whether a longer word continues from `c`.
   bool has_children(lexicon_cursor c) const;

@@ -434,6 +434,53 @@ ngram 2=1
     std::remove(path.c_str());
   }
 
+  TEST_CASE("lexicon view: one walk by a token answers what step and the node queries answer, base and request words together") {
+    // The decoder reads a step's child from the edge it took; the node queries read the node.
+    // Every cursor reachable from the root (BFS), every token: the two must agree.
+    auto lm = arpa_lm::load(SLUICE_TEST_DATA_DIR "/lm/kn3.arpa");
+    REQUIRE_MESSAGE(lm.has_value(), lm.error().message);
+    const auto& t = recipe_tokens();
+    const auto base = word_lexicon::build(t, &*lm, {});
+    // Request words: some the LM lists (so they share nodes with the base), some it does not,
+    // a prefix of a base word and a base word's extension.
+    std::vector<std::string> asked;
+    for (int32_t w = 0; w < lm->vocab_size() && asked.size() < 40; w += 7) {
+      const std::string word(lm->word(w));
+      if (word.find_first_not_of("abcdefghijklmnopqrstuvwxyz'") != std::string::npos) continue;
+      asked.push_back(word);
+      asked.push_back(word + "zq");
+      if (word.size() > 2) asked.push_back(word.substr(0, word.size() - 1));
+    }
+    asked.push_back("quoxotl");
+    const auto extra = word_lexicon::build(t, &*lm, asked, /*with_lm_unigrams=*/false);
+    for (const word_lexicon* request : {static_cast<const word_lexicon*>(nullptr), &extra}) {
+      const lexicon_view view(&base, request);
+      std::vector<lexicon_cursor> todo{lexicon_cursor{}};
+      int64_t checked = 0, words = 0, both = 0;
+      while (!todo.empty()) {
+        const lexicon_cursor c = todo.back();
+        todo.pop_back();
+        for (int32_t token = 0; token < t.size(); ++token) {
+          const lexicon_view::walked w = view.walk(c, token);
+          const lexicon_cursor next = view.step(c, token);
+          REQUIRE(w.at == next);
+          ++checked;
+          if (next.dead()) continue;
+          CHECK(w.is_word == view.is_word(next));
+          CHECK(w.has_children == view.has_children(next));
+          CHECK(w.lm_word == view.lm_word(next));
+          CHECK(w.lookahead == view.lookahead(next));
+          words += w.is_word;
+          both += next.base >= 0 && next.extra >= 0;
+          todo.push_back(next);
+        }
+      }
+      MESSAGE(checked << " steps checked, " << words << " word ends, " << both << " in both lexicons");
+      CHECK(words >= base.words());
+      if (request) CHECK(both > 10);
+    }
+  }
+
   TEST_CASE("lexicon: the decoder mode, auto picks lexicon only with a vocabulary") {
     CHECK(resolve_mode("auto", true).value() == decoder_mode::lexicon);
     CHECK(resolve_mode("auto", false).value() == decoder_mode::beam);
