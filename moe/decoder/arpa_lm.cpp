@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numbers>
 #include <sstream>
 #include <type_traits>
@@ -196,6 +197,7 @@ result<arpa_lm> arpa_lm::from_binary(std::string_view bytes, uint64_t source_has
   if (!std::isfinite(opts.oov_log10_prob) || opts.oov_log10_prob > 0)
     return fail(errc::invalid_argument, "arpa: oov_log10_prob must be a finite log10 probability <= 0");
   lm.oov_log_prob_ = opts.oov_log10_prob * std::numbers::ln10_v<float>;
+  lm.index_word_bounds();
   return lm;
 }
 
@@ -250,6 +252,34 @@ void arpa_lm::index_unigram_steps() {
   unigram_step_.assign(unigram_entry_.size(), lm_step{0, -1});
   for (std::size_t w = 0; w < unigram_entry_.size(); ++w)
     if (const int32_t id = unigram_entry_[w]; id >= 0) unigram_step_[w] = step_of(id);
+}
+
+void arpa_lm::index_word_bounds() {
+  // score() finds the n-gram after summing the backoffs of the histories it left, at most one
+  // per order, highest first: a sum at most that of each order's largest weight (or 0), added
+  // in the same order, so in float too (rounding is monotonic) every answer is at most the
+  // bound.
+  std::vector<float> most_backoff(static_cast<std::size_t>(order_) + 1, 0.0f);
+  for (std::size_t i = 1; i < entries_.size(); ++i) {
+    const entry& e = entries_[i];
+    if (e.order < order_) {
+      float& m = most_backoff[static_cast<std::size_t>(e.order)];
+      m = std::max(m, e.log_backoff);
+    }
+  }
+  float backoffs = 0;
+  for (int32_t o = order_ - 1; o >= 1; --o) backoffs += most_backoff[static_cast<std::size_t>(o)];
+  word_bound_.assign(words_.size(), -std::numeric_limits<float>::infinity());
+  for (std::size_t i = 1; i < entries_.size(); ++i) {
+    const entry& e = entries_[i];
+    float& b = word_bound_[static_cast<std::size_t>(e.word)];
+    b = std::max(b, e.log_prob);
+  }
+  for (std::size_t w = 0; w < word_bound_.size(); ++w) {
+    float& b = word_bound_[w];
+    if (unigram_step_[w].next < 0) b = std::max(b, oov_log_prob_);  // unigram() answers it so
+    b = backoffs + b;
+  }
 }
 
 lm_step arpa_lm::unigram(int32_t word, float backoff) const {

@@ -91,6 +91,14 @@ class arpa_lm {
   /// ln P(word | state) and the state after it; word -1 is an unknown word.
   lm_step score(int32_t state, int32_t word) const;
   lm_step score(int32_t state, std::string_view word) const { return score(state, word_id(word)); }
+  /// At least ln P(word | h) for every history h (word -1: an unknown word): the best listed
+  /// n-gram ending in the word plus the largest backoff sum a history can add on the way down
+  /// (0 when every backoff weight is at most 1, as in a model made by SRILM or KenLM). The
+  /// lexicon decoder leaves a word end it cannot keep even with this unasked.
+  float max_log_prob(int32_t word) const {
+    if (word < 0) return unk_id_ < 0 ? oov_log_prob_ : word_bound_[static_cast<std::size_t>(unk_id_)];
+    return word_bound_[static_cast<std::size_t>(word)];
+  }
   /// ln P(</s> | state); 0 when the model has no "</s>".
   float end_of_sentence(int32_t state) const;
 
@@ -130,6 +138,8 @@ class arpa_lm {
   lm_step step_of(int32_t id) const;
   /// unigram_step_ from unigram_entry_ (after loading).
   void index_unigram_steps();
+  /// word_bound_ (after loading, oov_log_prob_ and unigram_step_ set).
+  void index_word_bounds();
   /// The answer at the empty history, `backoff` summed on the way there (the floor when `word`
   /// is not listed).
   lm_step unigram(int32_t word, float backoff) const;
@@ -151,6 +161,7 @@ class arpa_lm {
   flat_u64_map<ngram_ref> index_;                ///< key(context, word) -> n-gram, context > 0
   std::vector<int32_t> unigram_entry_;           ///< word -> entry of the unigram (every word has one)
   std::vector<lm_step> unigram_step_;            ///< word -> its unigram's step (next -1: not listed)
+  std::vector<float> word_bound_;                ///< word -> max_log_prob(word)
   int32_t begin_state_ = 0;
   int32_t unk_id_ = -1;
   int32_t end_id_ = -1;

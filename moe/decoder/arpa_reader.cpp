@@ -253,6 +253,7 @@ result<arpa_lm> arpa_lm::parse(std::string_view text, std::string_view source, c
   lm.end_id_ = lm.word_id(end_sentence);
   if (int32_t s = lm.word_id(begin_sentence); s >= 0) lm.begin_state_ = lm.find(0, s);
   lm.index_unigram_steps();
+  lm.index_word_bounds();
   return lm;
 }
 

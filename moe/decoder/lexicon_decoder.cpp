@@ -27,6 +27,12 @@ constexpr float token_beam = 8.0f;
 // backoff weight above 1 in a hand-made ARPA file can; the extension floor relies on it.
 float lm_log_prob(const lm_step& step) { return std::min(0.0f, step.log_prob); }
 
+// The most the LM term of ending `lm_word` can add (weight >= 0): weight * ln P at most the LM's
+// bound for the word (arpa_lm::max_log_prob) and at most ln 1 (lm_log_prob).
+double lm_term_bound(const arpa_lm* lm, double weight, int32_t lm_word) {
+  return lm ? weight * std::min(0.0f, lm->max_log_prob(lm_word)) : 0.0;
+}
+
 double log_add(double a, double b) {
   if (a < b) std::swap(a, b);
   if (b == neg_inf) return a;
@@ -389,7 +395,7 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
       });
     }
     if (step.is_word)
-      add(kind::word_end, base + word_bonus, [&](hypothesis& e) {
+      add(kind::word_end, base + word_bonus + lm_term_bound(lm_, w, step.lm_word), [&](hypothesis& e) {
         step_hotwords(e, token);
         end_word(e, step.lm_word);
       });
@@ -405,7 +411,7 @@ void lexicon_decoder::extend(const hypothesis& h, int32_t token, double p, bool 
     e.lex = next;
   });
   if (step.is_word) return;
-  add(kind::oov_end, p + (h.bonus + entry) + word_bonus, [&](hypothesis& e) {
+  add(kind::oov_end, p + (h.bonus + entry) + word_bonus + lm_term_bound(lm_, w, -1), [&](hypothesis& e) {
     e.bonus += entry;
     step_hotwords(e, token);
     end_word(e, -1);
@@ -432,12 +438,13 @@ bool lexicon_decoder::close_word(int32_t lm_word, int32_t& lm_state, double& bon
 void lexicon_decoder::score_lm_words() {
   if (pending_lm_.empty()) return;
   // Every extension is made now, so a waiting word end's total is final but for its word bonus
-  // and LM term (<= 0): one below the floor even with its bonus alone is pruned whatever the LM
-  // says. It is not asked (its total becomes -inf); the others are, together.
+  // and LM term (at most lm_term_bound): one below the floor even with these bounds is pruned
+  // whatever the LM says. It is not asked (its total becomes -inf); the others are, together.
   std::size_t asked = 0;
   for (std::size_t i = 0; i < pending_lm_.size(); ++i) {
     hypothesis& e = next_[pending_lm_[i].index];
-    if (e.total() + opts_.lexicon_word_bonus < floor_) {
+    const double most = opts_.lexicon_word_bonus + lm_term_bound(lm_, opts_.lexicon_lm_weight, lm_queries_[i].word);
+    if (e.total() + most < floor_) {
       e.bonus = neg_inf;
       continue;
     }
@@ -446,6 +453,7 @@ void lexicon_decoder::score_lm_words() {
   }
   pending_lm_.resize(asked);
   lm_queries_.resize(asked);
+  lm_questions_ += static_cast<int64_t>(asked);
   if (asked > 0) lm_->score_all(lm_queries_, lm_scratch_);
   for (std::size_t i = 0; i < pending_lm_.size(); ++i) {
     const arpa_lm::query& q = lm_queries_[i];

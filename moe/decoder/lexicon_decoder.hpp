@@ -99,6 +99,8 @@ class lexicon_decoder {
   void set_skip_hopeless(bool on) { skip_hopeless_ = on; }
   /// Extensions skipped so far (not reset by finalize()).
   int64_t skipped_extensions() const { return skipped_; }
+  /// Questions sent to the word LM so far, memo misses only (not reset by finalize()).
+  int64_t lm_questions() const { return lm_questions_; }
   /// The kept hypotheses, best first: each one's labels (token + vocab * how it was read) and
   /// total score. For tests that compare two searches frame by frame.
   std::vector<std::pair<std::vector<int32_t>, double>> kept() const;
@@ -210,6 +212,7 @@ class lexicon_decoder {
   bool tracking_ = false;            ///< this frame has a floor (skipping on, no hotwords, LM weight >= 0)
   double floor_ = 0;                 ///< this frame's floor so far (-inf: none yet)
   int64_t skipped_ = 0;
+  int64_t lm_questions_ = 0;
   flat_u64_map<uint8_t> is_parent_;    ///< nodes with a kept child
   flat_u64_map<uint8_t> child_token_;  ///< (node, token): the node has a kept child ending in token
   flat_u64_map<uint8_t> counted_;    ///< future keys that count towards the floor

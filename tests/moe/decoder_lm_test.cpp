@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
+#include <vector>
 
 #include "decoder_test_util.hpp"
 #include "moe/decoder/arpa_lm.hpp"
@@ -202,6 +205,55 @@ TEST_SUITE("decoder") {
         CHECK(queries[hand + 1].answer.log_prob / std::numbers::ln10 == doctest::Approx(-0.3 - 0.1 - 0.3).epsilon(exact));
         CHECK(queries[hand + 2].answer.log_prob / std::numbers::ln10 == doctest::Approx(-0.2 - 0.5).epsilon(exact));
       }
+    }
+  }
+
+  TEST_CASE("lm: a word's bound is at least its every answer, and is its best n-gram plus the largest backoffs, by hand") {
+    // By hand (log10): the largest backoff of each order below the top is 0.2 (a, order 1) and
+    // 0.1 (a b, order 2), so a history adds at most 0.3 on the way down. "a": best listed -0.6
+    // (<s> a) -> -0.3; "b": -0.1 (a b) -> 0.2 (above ln 1: the decoder clamps); "c": -0.05 (a b c)
+    // -> 0.25; "</s>" -1.2 -> -0.9; an unknown word: the floor -7 (no <unk>; no backoff).
+    const std::string text = "\\data\\\nngram 1=5\nngram 2=3\nngram 3=1\n\n\\1-grams:\n-99 <s> -0.5\n-0.7 a 0.2\n"
+                             "-0.9 b -0.3\n-1.1 c\n-1.2 </s>\n\n\\2-grams:\n-0.6 <s> a\n-0.1 a b 0.1\n-0.4 b c\n\n"
+                             "\\3-grams:\n-0.05 a b c\n\n\\end\\\n";
+    const auto hand = parse_with_floor(text);
+    const auto kn3 = load(kn3_path);
+    const auto ln = [](double log10) { return static_cast<float>(log10 * std::numbers::ln10); };
+    CHECK(hand.max_log_prob(hand.word_id("a")) == doctest::Approx(ln(-0.6 + 0.3)).epsilon(exact));
+    CHECK(hand.max_log_prob(hand.word_id("b")) == doctest::Approx(ln(-0.1 + 0.3)).epsilon(exact));
+    CHECK(hand.max_log_prob(hand.word_id("c")) == doctest::Approx(ln(-0.05 + 0.3)).epsilon(exact));
+    CHECK(hand.max_log_prob(hand.word_id("</s>")) == doctest::Approx(ln(-1.2 + 0.3)).epsilon(exact));
+    CHECK(hand.max_log_prob(-1) == doctest::Approx(ln(-7)).epsilon(exact));
+    // Every history reachable from the empty one and <s> by up to three words, every word and an
+    // unknown one: no answer above the word's bound (compared as floats, as the decoder does).
+    const arpa_lm* const models[] = {&hand, &kn3};
+    for (const arpa_lm* lm : models) {
+      std::vector<int32_t> states{lm->null_state(), lm->begin_state()};
+      for (std::size_t depth = 0, from = 0; depth < 3; ++depth) {
+        const std::size_t to = states.size();
+        for (std::size_t i = from; i < to; ++i)
+          for (int32_t w = -1; w < lm->vocab_size(); ++w) {
+            const int32_t next = lm->score(states[i], w).next;
+            if (std::find(states.begin(), states.end(), next) == states.end()) states.push_back(next);
+          }
+        from = to;
+      }
+      int64_t checked = 0, within_a_tenth = 0;
+      for (int32_t w = -1; w < lm->vocab_size(); ++w) {
+        float best = -std::numeric_limits<float>::infinity();
+        for (int32_t s : states) {
+          const float got = lm->score(s, w).log_prob;
+          CHECK(got <= lm->max_log_prob(w));
+          best = std::max(best, got);
+          ++checked;
+        }
+        within_a_tenth += best >= lm->max_log_prob(w) - 0.1f;
+      }
+      MESSAGE(states.size() << " histories, " << checked << " answers checked, " << within_a_tenth
+                            << " words reach within 0.1 of their bound");
+      CHECK(states.size() >= 6);
+      // Not a bound that says nothing: in kn3 (backoffs <= 1) most words reach it in some history.
+      if (lm == &kn3) CHECK(within_a_tenth * 2 > lm->vocab_size());
     }
   }
 

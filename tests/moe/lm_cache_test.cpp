@@ -41,7 +41,9 @@ void check_same_model(const arpa_lm& a, const arpa_lm& b, int32_t stride) {
   for (int32_t w = 0; w < a.vocab_size(); ++w) {
     CHECK(b.word(w) == a.word(w));
     CHECK(b.word_id(a.word(w)) == w);
+    CHECK(b.max_log_prob(w) == a.max_log_prob(w));
   }
+  CHECK(b.max_log_prob(-1) == a.max_log_prob(-1));
   for (int32_t start : {a.begin_state(), a.null_state()})
     for (int32_t w1 = -1; w1 < a.vocab_size(); ++w1) {
       const auto s1 = a.score(start, w1);

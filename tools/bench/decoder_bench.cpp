@@ -55,6 +55,7 @@ struct decode_run {
   stability stab;
   std::size_t peak_bytes = 0;
   int64_t skipped = 0;  // lexicon: extensions not made (lexicon_decoder::skipped_extensions)
+  int64_t lm_questions = 0;  // lexicon: questions sent to the LM (lexicon_decoder::lm_questions)
 };
 
 double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
@@ -107,6 +108,7 @@ decode_run run_segments(const std::vector<segment_logits>& segs, std::size_t voc
     for (std::size_t i = 0; i + 1 < partials.size(); ++i) count_changes(partials[i], partials[i + 1], out.stab);
     if (!final_result.text.empty()) out.text += (out.text.empty() ? "" : " ") + final_result.text;
     if constexpr (requires { dec->skipped_extensions(); }) out.skipped += dec->skipped_extensions();
+    if constexpr (requires { dec->lm_questions(); }) out.lm_questions += dec->lm_questions();
   }
   out.seconds = seconds_since(t0);
   return out;
@@ -245,8 +247,10 @@ int main(int argc, char** argv) {
   }
   if (!only.empty()) return 0;
   const auto& lex = rows[2].run;
-  std::printf("\nlexicon: %lld extensions skipped per pass; lex-full (no skipping) gives the same text: %s\n",
-              static_cast<long long>(lex.skipped), lex.text == rows[3].run.text ? "yes" : "NO");
+  std::printf("\nlexicon: %lld extensions skipped, %lld LM questions asked per pass (lex-full: %lld); lex-full (no "
+              "skipping) gives the same text: %s\n",
+              static_cast<long long>(lex.skipped), static_cast<long long>(lex.lm_questions),
+              static_cast<long long>(rows[3].run.lm_questions), lex.text == rows[3].run.text ? "yes" : "NO");
   if (lex.text != rows[3].run.text) return 1;
   std::vector<decode_run> last = {rows[0].run, rows[1].run, rows[2].run};
   last.back().peak_bytes = peak_bytes(**res, segs, true);
