@@ -116,27 +116,40 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
     return;
   }
   start_floor();
+  // The frame's tokens within reach by id (-inf: not), for the own continuations.
+  if (token_lp_.size() != static_cast<std::size_t>(vocab_))
+    token_lp_.assign(static_cast<std::size_t>(vocab_), -std::numeric_limits<float>::infinity());
+  for (const token_log_prob& c : frame) {
+    if (c.log_prob < token_floor) break;
+    token_lp_[static_cast<std::size_t>(c.token)] = c.log_prob;
+  }
+  const auto lp_of = [&](int32_t token) {
+    return token < 0 ? -std::numeric_limits<float>::infinity() : token_lp_[static_cast<std::size_t>(token)];
+  };
+  const int32_t space = tokens_->space_id();
+  const float blank_lp = lp_of(blank);
   // First every kept hypothesis' own continuation (same labels): the blank, and a <space>
-  // between words, after any of its paths; its last token again after a path ending in it.
+  // between words, after any of its paths; its last token again after a path ending in it
+  // (route_of(): the tokens read as_blank or as a repeat; a log-add of two terms is the same in
+  // either order, so the order the frame lists them in does not matter).
   for (const hypothesis& h : beams_) {
     const double any = h.ac;
-    std::size_t own = next_.size();
-    for (const token_log_prob& c : frame) {
-      if (c.log_prob < token_floor) break;
-      const route r = route_of(c.token, h);
-      if (r == route::as_blank) {
-        own = same(h);
-        next_[own].log_blank = log_add(next_[own].log_blank, any + c.log_prob);
-      } else if (r == route::repeat) {
-        own = same(h);
-        next_[own].log_token = log_add(next_[own].log_token, h.log_token + c.log_prob);
-      }
-    }
-    if (own == next_.size()) continue;
+    const float space_lp = h.where == place::boundary && space != blank ? lp_of(space) : -std::numeric_limits<float>::infinity();
+    const float repeat_lp = h.token != space ? lp_of(h.token) : -std::numeric_limits<float>::infinity();
+    const float none = -std::numeric_limits<float>::infinity();
+    if (blank_lp == none && space_lp == none && repeat_lp == none) continue;
+    const std::size_t own = same(h);
     hypothesis& o = next_[own];
+    if (blank_lp != none) o.log_blank = log_add(o.log_blank, any + blank_lp);
+    if (space_lp != none) o.log_blank = log_add(o.log_blank, any + space_lp);
+    if (repeat_lp != none) o.log_token = log_add(o.log_token, h.log_token + repeat_lp);
     o.ac = o.acoustic();
     // Later mass only adds to it (from h's parent's extension, when the parent is kept too).
     if (tracking_) count_future(h.future, o.total());
+  }
+  for (const token_log_prob& c : frame) {
+    if (c.log_prob < token_floor) break;
+    token_lp_[static_cast<std::size_t>(c.token)] = -std::numeric_limits<float>::infinity();
   }
   // Then the extensions: a new token after the blank end of a path of h ending in its last
   // token, after any path of h for another token.

@@ -195,6 +195,7 @@ class lexicon_decoder {
   ranked_candidates ranked_;
   std::vector<float> row_;
   std::vector<token_log_prob> candidates_;
+  std::vector<float> token_lp_;  ///< advance(): the frame's tokens within reach by id, -inf between frames
   flat_u64_map<lm_step> lm_cache_;  ///< (history, word + 1) -> LM step
   /// A frame's word ends whose LM term is not in the memo: next_[index] waits for the answer
   /// to lm_queries_ at the same position; bonus is its bonus before the word, hotword_delta

@@ -102,6 +102,12 @@ void word_lexicon::freeze() {
     const node_entry& c = nodes_[static_cast<std::size_t>(child)];
     edges_.push_back({static_cast<int32_t>(key & 0xffffffffu), child, c.lm_word, c.lookahead, c.is_word, c.has_children});
   }
+  root_edge_.clear();
+  for (int32_t i = nodes_[root].first_edge; i < nodes_[root].end_edge; ++i) {
+    const auto t = static_cast<std::size_t>(edges_[static_cast<std::size_t>(i)].token);
+    if (t >= root_edge_.size()) root_edge_.resize(t + 1, -1);
+    root_edge_[t] = i;
+  }
   building_ = {};
 }
 
@@ -118,7 +124,8 @@ bool word_lexicon::contains(std::span<const int32_t> word) const {
 }
 
 std::size_t word_lexicon::memory_bytes() const {
-  return nodes_.capacity() * sizeof(node_entry) + building_.memory_bytes() + edges_.capacity() * sizeof(edge);
+  return nodes_.capacity() * sizeof(node_entry) + building_.memory_bytes() + edges_.capacity() * sizeof(edge) +
+         root_edge_.capacity() * sizeof(int32_t);
 }
 
 lexicon_cursor lexicon_view::step(lexicon_cursor c, int32_t token) const {

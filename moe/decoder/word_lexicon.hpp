@@ -57,6 +57,10 @@ class word_lexicon {
   };
   /// The edge from `node` by `token`, or nullptr.
   const edge* find_edge(int32_t node, int32_t token) const {
+    if (node == root) {  // every word's first step: by the token's index
+      const auto t = static_cast<std::size_t>(token);
+      return t < root_edge_.size() && root_edge_[t] >= 0 ? &edges_[static_cast<std::size_t>(root_edge_[t])] : nullptr;
+    }
     const node_entry& n = nodes_[static_cast<std::size_t>(node)];
     const edge* e = edges_.data() + n.first_edge;
     const edge* end = edges_.data() + n.end_edge;
@@ -108,6 +112,7 @@ class word_lexicon {
   // every frame, and a step then reads the node and its few edges (one or two cache lines,
   // searched by halving above 16) but not each child's node.
   std::vector<edge> edges_;
+  std::vector<int32_t> root_edge_;  ///< token -> the root's edge by it (-1: none), up to its largest token
   int32_t n_words_ = 0;
   int32_t n_skipped_ = 0;
 };
