@@ -277,7 +277,8 @@ void arpa_lm::index_word_bounds() {
   }
   for (std::size_t w = 0; w < word_bound_.size(); ++w) {
     float& b = word_bound_[w];
-    if (unigram_step_[w].next < 0) b = std::max(b, oov_log_prob_);  // unigram() answers it so
+    // unigram() answers a word it does not list so (a copy may list fewer words than it names).
+    if (w >= unigram_step_.size() || unigram_step_[w].next < 0) b = std::max(b, oov_log_prob_);
     b = backoffs + b;
   }
 }

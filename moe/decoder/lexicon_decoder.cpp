@@ -30,7 +30,9 @@ float lm_log_prob(const lm_step& step) { return std::min(0.0f, step.log_prob); }
 // The most the LM term of ending `lm_word` can add (weight >= 0): weight * ln P at most the LM's
 // bound for the word (arpa_lm::max_log_prob) and at most ln 1 (lm_log_prob).
 double lm_term_bound(const arpa_lm* lm, double weight, int32_t lm_word) {
-  return lm ? weight * std::min(0.0f, lm->max_log_prob(lm_word)) : 0.0;
+  // An id this LM does not have (a lexicon built with another LM) gets ln 1.
+  if (!lm || lm_word >= lm->vocab_size()) return 0.0;
+  return weight * std::min(0.0f, lm->max_log_prob(lm_word));
 }
 
 double log_add(double a, double b) {
