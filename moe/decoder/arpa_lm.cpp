@@ -260,21 +260,16 @@ void arpa_lm::index_word_bounds() {
   // in the same order, so in float too (rounding is monotonic) every answer is at most the
   // bound.
   std::vector<float> most_backoff(static_cast<std::size_t>(order_) + 1, 0.0f);
-  for (std::size_t i = 1; i < entries_.size(); ++i) {
-    const entry& e = entries_[i];
-    if (e.order < order_) {
-      float& m = most_backoff[static_cast<std::size_t>(e.order)];
-      m = std::max(m, e.log_backoff);
-    }
-  }
-  float backoffs = 0;
-  for (int32_t o = order_ - 1; o >= 1; --o) backoffs += most_backoff[static_cast<std::size_t>(o)];
   word_bound_.assign(words_.size(), -std::numeric_limits<float>::infinity());
   for (std::size_t i = 1; i < entries_.size(); ++i) {
     const entry& e = entries_[i];
+    float& m = most_backoff[static_cast<std::size_t>(e.order)];  // the top order's stays 0
+    if (e.order < order_) m = std::max(m, e.log_backoff);
     float& b = word_bound_[static_cast<std::size_t>(e.word)];
     b = std::max(b, e.log_prob);
   }
+  float backoffs = 0;
+  for (int32_t o = order_ - 1; o >= 1; --o) backoffs += most_backoff[static_cast<std::size_t>(o)];
   for (std::size_t w = 0; w < word_bound_.size(); ++w) {
     float& b = word_bound_[w];
     // unigram() answers a word it does not list so (a copy may list fewer words than it names).

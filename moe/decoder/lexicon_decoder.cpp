@@ -119,14 +119,14 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   }
   start_floor();
   // The frame's tokens within reach by id (-inf: not), for the own continuations.
-  if (token_lp_.size() != static_cast<std::size_t>(vocab_))
-    token_lp_.assign(static_cast<std::size_t>(vocab_), -std::numeric_limits<float>::infinity());
+  constexpr float none = -std::numeric_limits<float>::infinity();
+  if (token_lp_.size() != static_cast<std::size_t>(vocab_)) token_lp_.assign(static_cast<std::size_t>(vocab_), none);
   for (const token_log_prob& c : frame) {
     if (c.log_prob < token_floor) break;
     token_lp_[static_cast<std::size_t>(c.token)] = c.log_prob;
   }
   const auto lp_of = [&](int32_t token) {
-    return token < 0 ? -std::numeric_limits<float>::infinity() : token_lp_[static_cast<std::size_t>(token)];
+    return token < 0 ? none : token_lp_[static_cast<std::size_t>(token)];
   };
   const int32_t space = tokens_->space_id();
   const float blank_lp = lp_of(blank);
@@ -136,9 +136,8 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   // either order, so the order the frame lists them in does not matter).
   for (const hypothesis& h : beams_) {
     const double any = h.ac;
-    const float space_lp = h.where == place::boundary && space != blank ? lp_of(space) : -std::numeric_limits<float>::infinity();
-    const float repeat_lp = h.token != space ? lp_of(h.token) : -std::numeric_limits<float>::infinity();
-    const float none = -std::numeric_limits<float>::infinity();
+    const float space_lp = h.where == place::boundary && space != blank ? lp_of(space) : none;
+    const float repeat_lp = h.token != space ? lp_of(h.token) : none;
     if (blank_lp == none && space_lp == none && repeat_lp == none) continue;
     const std::size_t own = same(h);
     hypothesis& o = next_[own];
@@ -151,7 +150,7 @@ void lexicon_decoder::advance(std::span<const token_log_prob> frame) {
   }
   for (const token_log_prob& c : frame) {
     if (c.log_prob < token_floor) break;
-    token_lp_[static_cast<std::size_t>(c.token)] = -std::numeric_limits<float>::infinity();
+    token_lp_[static_cast<std::size_t>(c.token)] = none;
   }
   // Then the extensions: a new token after the blank end of a path of h ending in its last
   // token, after any path of h for another token.

@@ -64,7 +64,7 @@ class word_lexicon {
     const node_entry& n = nodes_[static_cast<std::size_t>(node)];
     const edge* e = edges_.data() + n.first_edge;
     const edge* end = edges_.data() + n.end_edge;
-    if (end - e > 16) return find_edge_halving(e, end, token);  // the root of a word-piece vocabulary
+    if (end - e > 16) return find_edge_halving(e, end, token);  // e.g. a word-piece prefix node
     for (; e != end && e->token <= token; ++e)
       if (e->token == token) return e;
     return nullptr;
