@@ -31,13 +31,14 @@ result<beam_search_decoder> beam_search_decoder::create(const token_table& token
 
 beam_search_decoder::beam_search_decoder(const token_table& tokens, const decoder_options& opts, const arpa_lm* lm,
                                          context_graph hotwords)
-    : tokens_(&tokens), opts_(opts), lm_(lm), hotwords_(std::move(hotwords)) {
+    : tokens_(&tokens), opts_(opts), lm_(lm), hotwords_(std::move(hotwords)), aligner_(tokens.blank_id(), tokens.size()) {
   start_utterance();
 }
 
 void beam_search_decoder::start_utterance() {
   trie_.clear();
   frames_.clear();
+  aligner_.reset();
   hypothesis root;
   root.node = prefix_trie::root;
   root.log_blank = 0;  // the empty prefix, certain before any frame
@@ -157,7 +158,7 @@ double beam_search_decoder::end_bonus(const hypothesis& h) const {
 
 decode_result beam_search_decoder::result_of(const hypothesis& h, double score) const {
   const std::vector<int32_t> labels = trie_.labels(h.node);
-  auto alignment = align_labels(frames_, labels, tokens_->blank_id(), tokens_->size());
+  auto alignment = aligner_.align(frames_, labels);
   const frame_timing timing{frame_offset_, opts_.frame_ms};
   if (alignment) return make_result(*alignment, *tokens_, timing, score);
   // Unreachable: a hypothesis only grows by tokens of the stored frames, so a path exists. Should

@@ -34,6 +34,7 @@
 #include "moe/decoder/arpa_lm.hpp"
 #include "moe/decoder/beam_prune.hpp"
 #include "moe/decoder/context_graph.hpp"
+#include "moe/decoder/ctc_alignment.hpp"
 #include "moe/decoder/ctc_frames.hpp"
 #include "moe/decoder/decode_result.hpp"
 #include "moe/decoder/decoder_options.hpp"
@@ -102,6 +103,9 @@ class beam_search_decoder {
 
   prefix_trie trie_;
   frame_store frames_;
+  /// Aligns partial and final results; it keeps the utterance's Viterbi rows between partials
+  /// (result_of is const: the rows are a cache of frames_ and the labels last asked for).
+  mutable ctc_aligner aligner_;
   std::vector<hypothesis> beams_;  ///< survivors of the last frame, best first
   int64_t frame_offset_ = 0;
 

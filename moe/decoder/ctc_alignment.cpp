@@ -14,9 +14,14 @@ constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 // How a Viterbi state was entered, as the number of states stepped over (CTC allows 0, 1 or 2).
 using step_back = uint8_t;
 
-// Back pointers kept per thread between calls, at most (a 60 s utterance of characters at the
-// model's 40 ms frames: 1,500 frames x ~1,500 states).
-constexpr std::size_t max_kept_scratch = std::size_t{4} << 20;
+// Rows kept by reset() for the next utterance, at most.
+constexpr std::size_t max_kept_bytes = std::size_t{4} << 20;
+
+// Every row keeps its back pointers, four to a byte; the values of every checkpoint_rows-th row
+// are kept (and the last row's), so a call that must start again in the middle recomputes at
+// most checkpoint_rows - 1 rows more, and the rows' memory is 1/4 + 8 / checkpoint_rows bytes a
+// state.
+constexpr int32_t checkpoint_rows = 16;
 
 float log_prob_of(std::span<const token_log_prob> frame, int32_t token) {
   for (const token_log_prob& t : frame)
@@ -53,94 +58,173 @@ SLUICE_VITERBI_CLONES void viterbi_step(
 
 result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::span<const int32_t> labels,
                                                 int32_t blank_id, int32_t vocab_size, int32_t blank_alias) {
+  ctc_aligner a(blank_id, vocab_size, blank_alias);
+  return a.align(frames, labels);
+}
+
+ctc_aligner::ctc_aligner(int32_t blank_id, int32_t vocab_size, int32_t blank_alias)
+    : blank_id_(blank_id), vocab_size_(vocab_size), blank_alias_(blank_alias) {}
+
+void ctc_aligner::reset() {
+  labels_.clear();
+  rows_.clear();
+  values_.clear();
+  back_.clear();
+  if (values_.capacity() * sizeof(double) + back_.capacity() > max_kept_bytes) {
+    std::vector<double>().swap(values_);
+    std::vector<step_back>().swap(back_);
+    std::vector<row>().swap(rows_);
+  }
+}
+
+std::size_t ctc_aligner::memory_bytes() const {
+  return labels_.capacity() * sizeof(int32_t) + rows_.capacity() * sizeof(row) + values_.capacity() * sizeof(double) +
+         back_.capacity() + token_of_.capacity() * sizeof(int32_t) +
+         (skip_pen_.capacity() + emit_.capacity() + prev_buf_.capacity() + cur_buf_.capacity()) * sizeof(double) +
+         step_buf_.capacity() + dense_.capacity() * sizeof(float);
+}
+
+// emit_[s] for the states lo..hi: the frame's ln posterior of each state's token (a blank state:
+// blank's, or its alias' where larger).
+void ctc_aligner::load_emissions(std::span<const token_log_prob> frame, int32_t lo, int32_t hi) {
+  for (const token_log_prob& x : frame) dense_[static_cast<std::size_t>(x.token)] = x.log_prob;
+  const auto b = static_cast<std::size_t>(blank_id_);
+  if (blank_alias_ >= 0) dense_[b] = std::max(dense_[b], dense_[static_cast<std::size_t>(blank_alias_)]);
+  double* emit = emit_.data() + 2;
+  for (int32_t st = lo; st <= hi; ++st) emit[st] = dense_[static_cast<std::size_t>(token_of_[static_cast<std::size_t>(st)])];
+  dense_[b] = -std::numeric_limits<float>::infinity();
+  for (const token_log_prob& x : frame) dense_[static_cast<std::size_t>(x.token)] = -std::numeric_limits<float>::infinity();
+}
+
+void ctc_aligner::compute_row(const frame_store& frames, int32_t t) {
+  const auto n_states = static_cast<int32_t>(token_of_.size());
+  double* prev = prev_buf_.data() + 2;
+  double* cur = cur_buf_.data() + 2;
+  int32_t lo = 0, hi = std::min(n_states - 1, 1);  // frame 0: a path starts in state 0 or 1
+  if (t > 0) {
+    const row& p = rows_[static_cast<std::size_t>(t) - 1];
+    // A state is entered from itself or the two before it: none below the lowest finite state,
+    // none above the highest plus two, nor above 2t + 1 (two states a frame at most).
+    lo = p.first;
+    hi = std::min({n_states - 1, 2 * t + 1, p.last + 2});
+    if (p.first > p.last) hi = lo - 1;  // no path goes on
+    // prev_ holds row t - 1 on its finite states only: the states the step reads around them
+    // are unreachable.
+    for (int32_t st = std::max(lo - 2, -2); st < p.first; ++st) prev[st] = neg_inf;
+    for (int32_t st = std::max(p.last + 1, lo); st <= hi; ++st) prev[st] = neg_inf;
+  }
+  // Row t - 1's values are kept only at a checkpoint (its back pointers always).
+  if (t > 0 && t % checkpoint_rows != 0) {
+    row& p = rows_[static_cast<std::size_t>(t) - 1];
+    if (p.has_values) values_.resize(p.values);
+    p.has_values = false;
+  }
+  int32_t first = lo, last = hi;
+  if (lo <= hi) {
+    load_emissions(frames.frame(t), lo, hi);
+    const double* emit = emit_.data() + 2;
+    if (t == 0) {
+      for (int32_t st = lo; st <= hi; ++st) cur[st] = emit[st];
+    } else {
+      viterbi_step(prev, cur, emit, skip_pen_.data() + 2, step_buf_.data(), lo, hi);
+    }
+    while (first <= last && cur[first] == neg_inf) ++first;
+    while (last >= first && cur[last] == neg_inf) --last;
+  }
+  row r;
+  r.back = static_cast<uint32_t>(back_.size());
+  r.values = static_cast<uint32_t>(values_.size());
+  if (first <= last) {
+    r.first = first, r.last = last;
+    values_.insert(values_.end(), cur + first, cur + last + 1);
+    // Four to a byte; the bits past `last` in the last byte are never read (step_buf_ has three
+    // states of room past the last state, each 0, 1 or 2).
+    const auto bytes = static_cast<std::size_t>(last - first + 4) / 4;
+    back_.resize(back_.size() + bytes);
+    uint8_t* packed = back_.data() + r.back;
+    const uint8_t* step = step_buf_.data() + first;
+    for (std::size_t j = 0; j < bytes; ++j, step += 4)
+      packed[j] = static_cast<uint8_t>(step[0] | step[1] << 2 | step[2] << 4 | step[3] << 6);
+  }
+  rows_.push_back(r);
+  ++rows_computed_;
+  std::swap(prev_buf_, cur_buf_);
+}
+
+result<std::vector<aligned_token>> ctc_aligner::align(const frame_store& frames, std::span<const int32_t> labels) {
   std::vector<aligned_token> out;
   const int32_t n_frames = frames.size();
   const auto n_labels = static_cast<int32_t>(labels.size());
   if (n_labels == 0) return out;
   if (n_frames == 0) return fail(errc::invalid_argument, "align: labels but no frames");
   for (int32_t l : labels)
-    if (l < 0 || l >= vocab_size || l == blank_id || l == blank_alias)
+    if (l < 0 || l >= vocab_size_ || l == blank_id_ || l == blank_alias_)
       return fail(errc::invalid_argument, "align: label " + std::to_string(l) + " is not a token");
-  if (blank_alias >= vocab_size) return fail(errc::invalid_argument, "align: blank alias is not a token");
+  if (blank_alias_ >= vocab_size_) return fail(errc::invalid_argument, "align: blank alias is not a token");
+  if (blank_id_ < 0 || blank_id_ >= vocab_size_) return fail(errc::invalid_argument, "align: blank is not a token");
+  if (n_frames < static_cast<int32_t>(rows_.size())) reset();  // another utterance's frames
 
   // Extended sequence: state 2i+1 is labels[i], even states are blanks around them.
   const int32_t n_states = 2 * n_labels + 1;
-  // Scratch kept per thread (decoders call this for every partial result): no allocation once
-  // warm. The arrays of states are offset by 2 so state s reads s - 1 and s - 2 without a test.
-  thread_local std::vector<float> dense;
-  thread_local std::vector<int32_t> token_of;
-  thread_local std::vector<double> skip_pen;  // 0 where a state may be entered from two before, else -inf
-  thread_local std::vector<double> emit, prev_buf, cur_buf;
-  thread_local std::vector<step_back> back;
-  dense.assign(static_cast<std::size_t>(vocab_size), -std::numeric_limits<float>::infinity());
-  token_of.resize(static_cast<std::size_t>(n_states));
-  skip_pen.resize(static_cast<std::size_t>(n_states));
+  // The labels shared with the rows' (p of them): states up to 2p (the blank after them) are the
+  // same states, with the same values at every frame.
+  std::size_t shared = 0;
+  while (shared < labels_.size() && shared < labels.size() && labels_[shared] == labels[shared]) ++shared;
+  const auto p = static_cast<int32_t>(shared);
+  // The first row that may hold a state past 2p: row 0 when p is 0, else the row after the first
+  // that reaches state 2p - 1 (such a state is entered from 2p or 2p - 1). The same labels
+  // throughout: no row changes.
+  auto t0 = static_cast<int32_t>(rows_.size());
+  if (p == 0) t0 = 0;
+  else if (shared != labels_.size() || labels_.size() != labels.size())
+    for (int32_t t = 1; t <= static_cast<int32_t>(rows_.size()); ++t)
+      if (rows_[static_cast<std::size_t>(t) - 1].last >= 2 * p - 1) {
+        t0 = t;
+        break;
+      }
+  // Start from the last row before t0 whose values are kept (row t0 - 1, or a checkpoint up to
+  // checkpoint_rows before it: the rows between hold states up to 2p only, the same again).
+  while (t0 > 0 && !rows_[static_cast<std::size_t>(t0) - 1].has_values) --t0;
+  if (t0 < static_cast<int32_t>(rows_.size())) {
+    const row& from = rows_[static_cast<std::size_t>(t0)];
+    values_.resize(from.values);
+    back_.resize(from.back);
+    rows_.resize(static_cast<std::size_t>(t0));
+  }
+  labels_.assign(labels.begin(), labels.end());
+
+  const auto states = static_cast<std::size_t>(n_states);
+  token_of_.resize(states);
+  skip_pen_.assign(states + 2, neg_inf);
   for (int32_t st = 0; st < n_states; ++st) {
     const auto u = static_cast<std::size_t>(st);
-    token_of[u] = (st % 2 == 0) ? blank_id : labels[static_cast<std::size_t>(st / 2)];
-    skip_pen[u] = st >= 2 && st % 2 == 1 && token_of[u] != token_of[u - 2] ? 0.0 : neg_inf;
+    token_of_[u] = (st % 2 == 0) ? blank_id_ : labels[static_cast<std::size_t>(st / 2)];
+    if (st >= 2 && st % 2 == 1 && token_of_[u] != token_of_[u - 2]) skip_pen_[u + 2] = 0.0;
   }
-  emit.resize(static_cast<std::size_t>(n_states));
-  // emit[s] for the states lo..hi at frame t.
-  auto load_frame = [&](int32_t t, int32_t lo, int32_t hi) {
-    auto f = frames.frame(t);
-    for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = x.log_prob;
-    if (blank_alias >= 0) {
-      const auto b = static_cast<std::size_t>(blank_id);
-      dense[b] = std::max(dense[b], dense[static_cast<std::size_t>(blank_alias)]);
-    }
-    for (int32_t st = lo; st <= hi; ++st)
-      emit[static_cast<std::size_t>(st)] = dense[static_cast<std::size_t>(token_of[static_cast<std::size_t>(st)])];
-    dense[static_cast<std::size_t>(blank_id)] = -std::numeric_limits<float>::infinity();
-    for (const token_log_prob& x : f) dense[static_cast<std::size_t>(x.token)] = -std::numeric_limits<float>::infinity();
-  };
-
-  // Only states that may lie on a complete path are computed (the band): at frame t a path has
-  // reached at most state 2t + 1, and must still be able to reach state n_states - 2 by the last
-  // frame, two states a frame. Within that, only states a path can be in at all: none above the
-  // highest state finite at the previous frame plus two, none below the lowest one (a state is
-  // entered from itself or the two before it). CTC frames are peaky (a frame lists a few
-  // tokens), so this leaves about 40% of the band on real calls. Every state outside is -inf on
-  // every complete path, so the result is the full recursion's. Entries of the arrays outside
-  // the previous frame's range hold stale values: the two the step may read on each side are
-  // set to -inf first.
-  prev_buf.assign(static_cast<std::size_t>(n_states) + 2, neg_inf);
-  cur_buf.assign(prev_buf.size(), neg_inf);
-  double* prev = prev_buf.data() + 2;
-  double* cur = cur_buf.data() + 2;
-  back.resize(static_cast<std::size_t>(n_frames) * static_cast<std::size_t>(n_states));
-  auto band_low = [&](int32_t t) {
-    return std::max<int64_t>(0, int64_t{n_states} - 2 - 2 * (int64_t{n_frames} - 1 - t));
-  };
-  int32_t prev_lo = 0, prev_hi = std::min(n_states - 1, 1);
-  load_frame(0, prev_lo, prev_hi);
-  if (band_low(0) <= 0) prev[0] = emit[0];
-  if (band_low(0) <= 1 && n_states > 1) prev[1] = emit[1];
-  for (int32_t t = 1; t < n_frames; ++t) {
-    int32_t first = prev_lo, last = prev_hi;  // the previous frame's finite states
-    while (first <= last && prev[first] == neg_inf) ++first;
-    while (last >= first && prev[last] == neg_inf) --last;
-    const auto lo = static_cast<int32_t>(std::max<int64_t>(band_low(t), first));
-    const int32_t hi = std::min({n_states - 1, 2 * t + 1, last + 2});
-    if (first > last || lo > hi) {  // no path goes on (or more labels than the frames can read)
-      prev_lo = 0, prev_hi = -1;
-      break;
-    }
-    for (int32_t st = std::max(lo - 2, -2); st < prev_lo; ++st) prev[st] = neg_inf;
-    for (int32_t st = prev_hi + 1; st <= hi; ++st) prev[st] = neg_inf;
-    load_frame(t, lo, hi);
-    viterbi_step(prev, cur, emit.data(), skip_pen.data(),
-                 &back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states)], lo, hi);
-    std::swap(prev, cur);
-    prev_lo = lo, prev_hi = hi;
+  // -inf for every token between frames (load_emissions puts back what it sets).
+  if (dense_.size() != static_cast<std::size_t>(vocab_size_))
+    dense_.assign(static_cast<std::size_t>(vocab_size_), -std::numeric_limits<float>::infinity());
+  emit_.resize(states + 2);
+  prev_buf_.resize(states + 2);
+  cur_buf_.resize(states + 2);
+  step_buf_.resize(states + 3);
+  // The row before the first to compute, dense, on its finite states.
+  if (t0 > 0) {
+    const row& r = rows_[static_cast<std::size_t>(t0) - 1];
+    std::copy(values_.begin() + static_cast<std::ptrdiff_t>(r.values),
+              values_.begin() + static_cast<std::ptrdiff_t>(r.values) + (r.last - r.first + 1),
+              prev_buf_.begin() + 2 + r.first);
   }
-  // The last frame's two end states, -inf where it did not compute them.
-  for (int32_t st : {n_states - 2, n_states - 1})
-    if (st >= 0 && (st < prev_lo || st > prev_hi)) prev[st] = neg_inf;
+  for (int32_t t = t0; t < n_frames; ++t) compute_row(frames, t);
 
+  // The best of the last frame's two end states.
+  const row& end = rows_.back();
+  auto value_at = [&](int32_t st) {
+    return st >= end.first && st <= end.last ? values_[end.values + static_cast<std::size_t>(st - end.first)] : neg_inf;
+  };
   int32_t s = n_states - 1;
-  if (prev[n_states - 2] > prev[s]) s = n_states - 2;
-  if (prev[s] == neg_inf)
+  if (value_at(n_states - 2) > value_at(s)) s = n_states - 2;
+  if (value_at(s) == neg_inf)
     return fail(errc::invalid_argument, "align: no CTC path reads the " + std::to_string(n_labels) +
                                             " labels in " + std::to_string(n_frames) + " frames");
 
@@ -154,14 +238,15 @@ result<std::vector<aligned_token>> align_labels(const frame_store& frames, std::
       aligned_token& a = out[static_cast<std::size_t>(s / 2)];
       if (a.first_frame < 0) a.last_frame = t;
       a.first_frame = t;
-      const float p = posterior_of(log_prob_of(frames.frame(t), a.token));
-      if (p > a.posterior) a.posterior = p;
+      const float lp = posterior_of(log_prob_of(frames.frame(t), a.token));
+      if (lp > a.posterior) a.posterior = lp;
     }
     if (t == 0) break;
-    s -= back[static_cast<std::size_t>(t) * static_cast<std::size_t>(n_states) + static_cast<std::size_t>(s)];
+    // A state on the best path is finite, so within its row.
+    const row& r = rows_[static_cast<std::size_t>(t)];
+    const auto k = static_cast<std::size_t>(s - r.first);
+    s -= (back_[r.back + k / 4] >> (2 * (k % 4))) & 3;
   }
-  // A very long utterance's back pointers are not kept for the thread's life.
-  if (back.capacity() > max_kept_scratch) std::vector<step_back>().swap(back);
   return out;
 }
 

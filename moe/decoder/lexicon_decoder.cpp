@@ -53,7 +53,13 @@ result<lexicon_decoder> lexicon_decoder::create(const token_table& tokens, const
 
 lexicon_decoder::lexicon_decoder(const token_table& tokens, const decoder_options& opts, lexicon_view lexicon,
                                  const arpa_lm* lm, context_graph hotwords)
-    : tokens_(&tokens), opts_(opts), lexicon_(lexicon), lm_(lm), hotwords_(std::move(hotwords)), vocab_(tokens.size()) {
+    : tokens_(&tokens),
+      opts_(opts),
+      lexicon_(lexicon),
+      lm_(lm),
+      hotwords_(std::move(hotwords)),
+      vocab_(tokens.size()),
+      aligner_(tokens.blank_id(), tokens.size(), tokens.space_id()) {
   // For reach(): the most a first letter's look-ahead can be.
   root_lookahead_ = opts_.lexicon_lm_weight * lexicon_.lookahead(lexicon_cursor{});
   start_utterance();
@@ -62,6 +68,7 @@ lexicon_decoder::lexicon_decoder(const token_table& tokens, const decoder_option
 void lexicon_decoder::start_utterance() {
   trie_.clear();
   frames_.clear();
+  aligner_.reset();
   hypothesis root;
   root.node = prefix_trie::root;
   root.log_blank = 0;
@@ -507,7 +514,7 @@ decode_result lexicon_decoder::result_of(const hypothesis& h, double score) cons
   }
   const std::span<const bool> ends_word(ends.get(), labels.size());
   const frame_timing timing{frame_offset_, opts_.frame_ms};
-  auto alignment = align_labels(frames_, tokens, tokens_->blank_id(), vocab_, tokens_->space_id());
+  auto alignment = aligner_.align(frames_, tokens);
   if (alignment) return make_result(*alignment, *tokens_, timing, score, ends_word);
   // Unreachable: a hypothesis only grows by tokens of the stored frames, so a path exists.
   std::vector<aligned_token> untimed;
@@ -544,7 +551,7 @@ std::size_t lexicon_decoder::memory_bytes() const {
          row_.capacity() * sizeof(float) + candidates_.capacity() * sizeof(token_log_prob) + lm_cache_.memory_bytes() +
          pending_lm_.capacity() * sizeof(pending_word) + lm_queries_.capacity() * sizeof(arpa_lm::query) +
          lm_scratch_.capacity() * sizeof(uint32_t) + is_parent_.memory_bytes() + child_token_.memory_bytes() + counted_.memory_bytes() +
-         floor_heap_.capacity() * sizeof(double);
+         floor_heap_.capacity() * sizeof(double) + aligner_.memory_bytes();
 }
 
 }  // namespace sluice::moe

@@ -59,6 +59,7 @@
 #include "moe/decoder/arpa_lm.hpp"
 #include "moe/decoder/beam_prune.hpp"
 #include "moe/decoder/context_graph.hpp"
+#include "moe/decoder/ctc_alignment.hpp"
 #include "moe/decoder/ctc_frames.hpp"
 #include "moe/decoder/decode_result.hpp"
 #include "moe/decoder/decoder_options.hpp"
@@ -101,6 +102,9 @@ class lexicon_decoder {
   int64_t skipped_extensions() const { return skipped_; }
   /// Questions sent to the word LM so far, memo misses only (not reset by finalize()).
   int64_t lm_questions() const { return lm_questions_; }
+  /// Frames the alignment of results computed so far (not reset by finalize()): the partials
+  /// reuse the rows of the frames before (ctc_aligner).
+  int64_t aligned_rows() const { return aligner_.rows_computed(); }
   /// The kept hypotheses, best first: each one's labels (token + vocab * how it was read) and
   /// total score. For tests that compare two searches frame by frame.
   std::vector<std::pair<std::vector<int32_t>, double>> kept() const;
@@ -183,6 +187,9 @@ class lexicon_decoder {
 
   prefix_trie trie_;
   frame_store frames_;
+  /// Aligns partial and final results; it keeps the utterance's Viterbi rows between partials
+  /// (result_of is const: the rows are a cache of frames_ and the labels last asked for).
+  mutable ctc_aligner aligner_;
   std::vector<hypothesis> beams_;  ///< survivors of the last frame, best first
   int64_t frame_offset_ = 0;
 

@@ -1,6 +1,7 @@
 // The decoders' own fast-path pieces against independent references: flat_u64_map against
-// std::unordered_map under random operations, align_labels (banded Viterbi with per-thread
-// scratch) against an exhaustive search over every CTC path of small random cases, and
+// std::unordered_map under random operations, align_labels (Viterbi over the reachable states)
+// against an exhaustive search over every CTC path of small random cases, ctc_aligner (which
+// keeps its rows between calls) against a fresh alignment at every call, and
 // select_tokens (sorts only the tokens above the floor) against sorting every token.
 #include <doctest/doctest.h>
 
@@ -201,6 +202,133 @@ TEST_CASE("decoder/align_labels: a blank alias stands in for blank where the fra
   const std::vector<int32_t> with_alias{1, 3, 2};
   CHECK_FALSE(align_labels(frames, with_alias, blank, vocab, alias).has_value());
   CHECK_FALSE(align_labels(frames, labels, blank, vocab, vocab).has_value());
+}
+
+namespace {
+
+bool same_alignment(const sluice::result<std::vector<aligned_token>>& a, const sluice::result<std::vector<aligned_token>>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  if (a->size() != b->size()) return false;
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    const aligned_token &x = (*a)[i], &y = (*b)[i];
+    if (x.token != y.token || x.first_frame != y.first_frame || x.last_frame != y.last_frame || x.posterior != y.posterior)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("decoder/ctc_aligner: one aligner over a growing utterance, its labels grown, changed and cut, answers as a fresh alignment does at every call") {
+  // Frames come a few at a time, as a decoder's chunks; after each, the labels change the way a
+  // decoder's best hypothesis does: mostly grown at the end, sometimes one of the last labels
+  // changed or any label (another hypothesis wins), cut back, left as they were, or emptied. Tokens: 0 blank, 1..4 letters, 5 the alias.
+  std::mt19937 rng(17);
+  constexpr int32_t vocab = 6, blank = 0;
+  int64_t calls = 0, with_path = 0, computed_fresh = 0, mismatches = 0;
+  int64_t computed_reused = 0;
+  for (int utterance = 0; utterance < 300; ++utterance) {
+    const int32_t alias = utterance % 2 == 0 ? 5 : -1;
+    ctc_aligner reused(blank, vocab, alias);
+    frame_store frames;
+    std::vector<int32_t> labels;
+    const int32_t n_frames = 20 + static_cast<int32_t>(rng() % 100);
+    // A spoken sequence the frames follow (spikes of its letters between blanks), so that the
+    // labels near it have paths; other tokens listed at random.
+    std::vector<int32_t> spoken;
+    int32_t at = 0;
+    while (static_cast<int32_t>(frames.size()) < n_frames) {
+      const int32_t chunk = 1 + static_cast<int32_t>(rng() % 8);
+      for (int32_t k = 0; k < chunk; ++k, ++at) {
+        std::vector<token_log_prob> f;
+        const bool spike = rng() % 3 == 0;
+        if (spike) spoken.push_back(1 + static_cast<int32_t>(rng() % 4));
+        if (spike) f.push_back({spoken.back(), -static_cast<float>(rng() % 50) / 100.0f});
+        for (int32_t tok = 0; tok < vocab; ++tok) {
+          if (spike && tok == spoken.back()) continue;
+          // Blank listed in most frames (a long run of finite blank states), others rarely.
+          if (rng() % (tok == blank ? 6 : 3) != 0 || (tok == blank && !spike))
+            f.push_back({tok, -static_cast<float>(rng() % 800) / 100.0f});
+        }
+        // Coarse values: equally good paths are common, and ties must fall the same way.
+        for (auto& x : f) x.log_prob = std::round(x.log_prob * 2.0f) / 2.0f;
+        frames.append(f);
+      }
+      // Then 1-3 label edits.
+      for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
+        const unsigned what = rng() % 32;
+        const auto n = static_cast<uint32_t>(labels.size());
+        if (what < 18) {  // grow at the end, towards what was said
+          labels.push_back(n < spoken.size() && rng() % 4 != 0 ? spoken[n] : 1 + static_cast<int32_t>(rng() % 4));
+        } else if (what < 23 && n > 0) {  // change one of the last three labels
+          labels[n - 1 - rng() % std::min(n, 3u)] = 1 + static_cast<int32_t>(rng() % 4);
+        } else if (what < 25 && n > 0) {  // change any label
+          labels[rng() % n] = 1 + static_cast<int32_t>(rng() % 4);
+        } else if (what < 28 && n > 0) {  // cut back by 1-3
+          labels.resize(n - std::min(n, 1 + static_cast<uint32_t>(rng() % 3)));
+        } else if (what == 28 && rng() % 4 == 0) {
+          labels.clear();
+        }  // else: the same labels again
+      }
+      const int64_t before = reused.rows_computed();
+      auto got = reused.align(frames, labels);
+      computed_reused += reused.rows_computed() - before;
+      ctc_aligner fresh(blank, vocab, alias);
+      auto want = fresh.align(frames, labels);
+      computed_fresh += fresh.rows_computed();
+      ++calls;
+      with_path += want.has_value() && !labels.empty();
+      if (!same_alignment(got, want)) {
+        ++mismatches;
+        MESSAGE("utterance " << utterance << ", " << frames.size() << " frames, " << labels.size() << " labels");
+      }
+    }
+  }
+  CHECK(mismatches == 0);
+  // Both outcomes, and reuse: the reused aligner computed fewer rows.
+  MESSAGE(calls << " calls, " << with_path << " with a path; rows computed: " << computed_reused << " reused, "
+                << computed_fresh << " fresh");
+  CHECK(with_path > calls / 4);
+  CHECK(calls - with_path > calls / 10);
+  CHECK(computed_reused < computed_fresh);
+}
+
+TEST_CASE("decoder/ctc_aligner: the same labels over new frames compute only the new rows, a new utterance all of its own") {
+  constexpr int32_t vocab = 3, blank = 0;
+  frame_store frames;
+  const std::vector<std::vector<token_log_prob>> spec{
+      {{0, -0.1f}}, {{1, -0.1f}, {0, -3.0f}}, {{0, -0.2f}, {1, -2.0f}}, {{2, -0.1f}, {0, -3.0f}},
+      {{0, -0.1f}}, {{0, -0.1f}, {2, -1.0f}}};
+  ctc_aligner a(blank, vocab);
+  const std::vector<int32_t> labels{1, 2};
+  for (std::size_t i = 0; i < 4; ++i) frames.append(spec[i]);
+  REQUIRE(a.align(frames, labels).has_value());
+  CHECK(a.rows_computed() == 4);
+  // Asked again: nothing to compute.
+  REQUIRE(a.align(frames, labels).has_value());
+  CHECK(a.rows_computed() == 4);
+  frames.append(spec[4]);
+  frames.append(spec[5]);
+  auto r = a.align(frames, labels);
+  REQUIRE(r.has_value());
+  CHECK(a.rows_computed() == 6);
+  CHECK((*r)[0].first_frame == 1);
+  CHECK((*r)[1].first_frame == 3);
+  // An empty store is another utterance: every row of it is computed.
+  a.reset();
+  frame_store next;
+  next.append(spec[1]);
+  next.append(spec[4]);
+  REQUIRE(a.align(next, std::vector<int32_t>{1}).has_value());
+  CHECK(a.rows_computed() == 8);
+  // Fewer frames than the last call's without a reset: taken as another utterance too.
+  frame_store shorter;
+  shorter.append(spec[1]);
+  auto s = a.align(shorter, std::vector<int32_t>{1});
+  REQUIRE(s.has_value());
+  CHECK((*s)[0].first_frame == 0);
+  CHECK(a.rows_computed() == 9);
 }
 
 TEST_CASE("decoder/select_tokens: the same list as sorting every token best first (ties: lower id) and cutting at the floor, the best kept") {

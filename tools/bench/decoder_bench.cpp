@@ -56,6 +56,8 @@ struct decode_run {
   std::size_t peak_bytes = 0;
   int64_t skipped = 0;  // lexicon: extensions not made (lexicon_decoder::skipped_extensions)
   int64_t lm_questions = 0;  // lexicon: questions sent to the LM (lexicon_decoder::lm_questions)
+  int64_t aligned_rows = 0;  // lexicon: alignment rows computed (lexicon_decoder::aligned_rows)
+  int64_t aligned_frames = 0;  // the frames of every result aligned: the rows if each were aligned afresh
 };
 
 double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
@@ -102,20 +104,23 @@ decode_run run_segments(const std::vector<segment_logits>& segs, std::size_t voc
       const int32_t k = std::min(chunk, s.n_frames - f);
       (void)dec->accept(std::span<const float>(s.logits).subspan(f * vocab, k * vocab), k);
       partials.push_back(words_of(dec->partial()));
+      out.aligned_frames += dec->frames();
     }
+    out.aligned_frames += dec->frames();
     const auto final_result = dec->finalize();
     partials.push_back(words_of(final_result));
     for (std::size_t i = 0; i + 1 < partials.size(); ++i) count_changes(partials[i], partials[i + 1], out.stab);
     if (!final_result.text.empty()) out.text += (out.text.empty() ? "" : " ") + final_result.text;
     if constexpr (requires { dec->skipped_extensions(); }) out.skipped += dec->skipped_extensions();
     if constexpr (requires { dec->lm_questions(); }) out.lm_questions += dec->lm_questions();
+    if constexpr (requires { dec->aligned_rows(); }) out.aligned_rows += dec->aligned_rows();
   }
   out.seconds = seconds_since(t0);
   return out;
 }
 
 // The lexicon decoder's memory, outside any timing: its size at each utterance's end (its largest
-// point: frames and label trie grow until finalize()), largest over the utterances.
+// point: frames, label trie and alignment rows grow until finalize()), largest over the utterances.
 std::size_t peak_bytes(const actors::engine_resources& res, const std::vector<segment_logits>& segs, bool skip) {
   const moe::lexicon_view view(res.lexicon.get(), nullptr);
   std::size_t peak = 0;
@@ -123,6 +128,7 @@ std::size_t peak_bytes(const actors::engine_resources& res, const std::vector<se
     auto dec = moe::lexicon_decoder::create(res.model->tokens(), res.decoder, view, res.lm.get());
     dec->set_skip_hopeless(skip);
     (void)dec->accept(s.logits, s.n_frames);
+    (void)dec->partial();  // the alignment's rows, as a live stream holds them before its final
     peak = std::max(peak, dec->memory_bytes());
   }
   return peak;
@@ -252,11 +258,13 @@ int main(int argc, char** argv) {
               static_cast<long long>(lex.skipped), static_cast<long long>(lex.lm_questions),
               static_cast<long long>(rows[3].run.lm_questions), lex.text == rows[3].run.text ? "yes" : "NO");
   if (lex.text != rows[3].run.text) return 1;
+  std::printf("lexicon: the results' alignment computed %lld frame rows per pass (%lld if each were aligned afresh)\n",
+              static_cast<long long>(lex.aligned_rows), static_cast<long long>(lex.aligned_frames));
   std::vector<decode_run> last = {rows[0].run, rows[1].run, rows[2].run};
   last.back().peak_bytes = peak_bytes(**res, segs, true);
   const std::size_t full_bytes = peak_bytes(**res, segs, false);
   std::printf("\nlexicon decoder, per stream: at most %.1f KiB (largest utterance end; frames + label trie + "
-              "hypotheses; %.1f KiB without skipping), plus the request's hotword lexicon\n",
+              "hypotheses + alignment rows; %.1f KiB without skipping), plus the request's hotword lexicon\n",
               static_cast<double>(last.back().peak_bytes) / 1024, static_cast<double>(full_bytes) / 1024);
   std::printf("partial words shown %lld (changed %lld), %lld not last (changed %lld) [lexicon]\n",
               static_cast<long long>(last.back().stab.shown), static_cast<long long>(last.back().stab.changed),
