@@ -55,6 +55,7 @@ class beam_search_decoder {
   result<void> accept(std::span<const float> logits, int32_t n_frames);
 
   /// The best hypothesis so far, by its running score.
+  /// Const, yet it updates the alignment rows it reuses (aligner_): one caller at a time.
   decode_result partial() const;
 
   /// The best hypothesis once the utterance's end is scored; then starts the next utterance.
