@@ -14,8 +14,9 @@ constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 // How a Viterbi state was entered, as the number of states stepped over (CTC allows 0, 1 or 2).
 using step_back = uint8_t;
 
-// Rows kept by reset() for the next utterance, at most.
-constexpr std::size_t max_kept_bytes = std::size_t{4} << 20;
+// Row memory a stream keeps through reset() for its next utterance, at most (a few times what a
+// 10 s utterance's rows take): a long utterance's is given back.
+constexpr std::size_t max_kept_bytes = std::size_t{256} << 10;
 
 // Every row keeps its back pointers, four to a byte; the values of every checkpoint_rows-th row
 // are kept (and the last row's), so a call that must start again in the middle recomputes at
@@ -70,7 +71,7 @@ void ctc_aligner::reset() {
   rows_.clear();
   values_.clear();
   back_.clear();
-  if (values_.capacity() * sizeof(double) + back_.capacity() > max_kept_bytes) {
+  if (values_.capacity() * sizeof(double) + back_.capacity() + rows_.capacity() * sizeof(row) > max_kept_bytes) {
     std::vector<double>().swap(values_);
     std::vector<step_back>().swap(back_);
     std::vector<row>().swap(rows_);

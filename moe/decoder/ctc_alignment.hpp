@@ -47,7 +47,7 @@ class ctc_aligner {
  public:
   ctc_aligner(int32_t blank_id, int32_t vocab_size, int32_t blank_alias = -1);
   result<std::vector<aligned_token>> align(const frame_store& frames, std::span<const int32_t> labels);
-  /// A new utterance: forgets the rows (keeps their memory unless it is above 4 MiB).
+  /// A new utterance: forgets the rows (keeps their memory for the next unless above 256 KiB).
   void reset();
   /// Heap bytes held.
   std::size_t memory_bytes() const;

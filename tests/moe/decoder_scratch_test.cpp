@@ -206,6 +206,60 @@ TEST_CASE("decoder/align_labels: a blank alias stands in for blank where the fra
 
 namespace {
 
+// The textbook CTC Viterbi over every frame and every state (no pruning, no reuse), written
+// here as an independent reference: ties keep the nearer state (stay, then one back, then two),
+// the end state is the last label unless the blank after it is strictly better, and a token's
+// confidence is its best posterior over the frames of its spike.
+sluice::result<std::vector<aligned_token>> textbook_viterbi(const frame_store& frames, const std::vector<int32_t>& labels,
+                                                            int32_t blank, int32_t alias) {
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const int32_t n_states = 2 * static_cast<int32_t>(labels.size()) + 1, n_frames = frames.size();
+  if (labels.empty()) return std::vector<aligned_token>{};
+  if (n_frames == 0) return sluice::fail(sluice::errc::invalid_argument, "no frames");
+  auto lp = [&](int32_t t, int32_t tok) {
+    double v = ninf;
+    for (const auto& x : frames.frame(t))
+      if (x.token == tok || (tok == blank && x.token == alias && alias >= 0)) v = std::max(v, static_cast<double>(x.log_prob));
+    return v;
+  };
+  auto token_of = [&](int32_t st) { return st % 2 == 0 ? blank : labels[static_cast<std::size_t>(st / 2)]; };
+  std::vector<std::vector<double>> v(static_cast<std::size_t>(n_frames), std::vector<double>(static_cast<std::size_t>(n_states), ninf));
+  std::vector<std::vector<int>> from(v.size(), std::vector<int>(static_cast<std::size_t>(n_states), 0));
+  v[0][0] = lp(0, blank);
+  v[0][1] = lp(0, token_of(1));
+  for (int32_t t = 1; t < n_frames; ++t)
+    for (int32_t st = 0; st < n_states; ++st) {
+      const auto& pv = v[static_cast<std::size_t>(t) - 1];
+      double best = pv[static_cast<std::size_t>(st)];
+      int back = 0;
+      if (st >= 1 && pv[static_cast<std::size_t>(st) - 1] > best) best = pv[static_cast<std::size_t>(st) - 1], back = 1;
+      if (st >= 2 && st % 2 == 1 && token_of(st) != token_of(st - 2) && pv[static_cast<std::size_t>(st) - 2] > best)
+        best = pv[static_cast<std::size_t>(st) - 2], back = 2;
+      v[static_cast<std::size_t>(t)][static_cast<std::size_t>(st)] = best + lp(t, token_of(st));
+      from[static_cast<std::size_t>(t)][static_cast<std::size_t>(st)] = back;
+    }
+  const auto& last = v.back();
+  int32_t s = n_states - 1;
+  if (last[static_cast<std::size_t>(n_states) - 2] > last[static_cast<std::size_t>(s)]) s = n_states - 2;
+  if (last[static_cast<std::size_t>(s)] == ninf) return sluice::fail(sluice::errc::invalid_argument, "no path");
+  std::vector<aligned_token> out(labels.size());
+  for (auto& a : out) a.first_frame = -1;
+  for (int32_t t = n_frames - 1; t >= 0; --t) {
+    if (s % 2 == 1) {
+      aligned_token& a = out[static_cast<std::size_t>(s / 2)];
+      a.token = labels[static_cast<std::size_t>(s / 2)];
+      if (a.first_frame < 0) a.last_frame = t;
+      a.first_frame = t;
+      float own = -std::numeric_limits<float>::infinity();
+      for (const auto& x : frames.frame(t))
+        if (x.token == a.token) own = x.log_prob;
+      a.posterior = std::max(a.posterior, posterior_of(own));
+    }
+    if (t > 0) s -= from[static_cast<std::size_t>(t)][static_cast<std::size_t>(s)];
+  }
+  return out;
+}
+
 bool same_alignment(const sluice::result<std::vector<aligned_token>>& a, const sluice::result<std::vector<aligned_token>>& b) {
   if (a.has_value() != b.has_value()) return false;
   if (!a) return true;
@@ -220,7 +274,7 @@ bool same_alignment(const sluice::result<std::vector<aligned_token>>& a, const s
 
 }  // namespace
 
-TEST_CASE("decoder/ctc_aligner: one aligner over a growing utterance, its labels grown, changed and cut, answers as a fresh alignment does at every call") {
+TEST_CASE("decoder/ctc_aligner: one aligner over a growing utterance, its labels grown, changed and cut, answers as a fresh alignment and the textbook Viterbi do at every call") {
   // Frames come a few at a time, as a decoder's chunks; after each, the labels change the way a
   // decoder's best hypothesis does: mostly grown at the end, sometimes one of the last labels
   // changed or any label (another hypothesis wins), cut back, left as they were, or emptied. Tokens: 0 blank, 1..4 letters, 5 the alias.
@@ -279,7 +333,7 @@ TEST_CASE("decoder/ctc_aligner: one aligner over a growing utterance, its labels
       computed_fresh += fresh.rows_computed();
       ++calls;
       with_path += want.has_value() && !labels.empty();
-      if (!same_alignment(got, want)) {
+      if (!same_alignment(got, want) || !same_alignment(want, textbook_viterbi(frames, labels, blank, alias))) {
         ++mismatches;
         MESSAGE("utterance " << utterance << ", " << frames.size() << " frames, " << labels.size() << " labels");
       }
@@ -329,6 +383,31 @@ TEST_CASE("decoder/ctc_aligner: the same labels over new frames compute only the
   REQUIRE(s.has_value());
   CHECK((*s)[0].first_frame == 0);
   CHECK(a.rows_computed() == 9);
+}
+
+TEST_CASE("decoder/ctc_aligner: labels grown at their end recompute from the kept row before the old last label's first reachable frame") {
+  // 40 frames: blank alone, but for token 1 listed from frame 30 on and token 2 from frame 35.
+  // Labels {1}, then {1, 2}: state 1 (the old last label) is first reachable at frame 30, so
+  // rows up to 30 hold the same states for both; the kept values before row 31 are row 15's
+  // (every 16th row keeps them), so the second call computes rows 16-39: 24 rows, not 40.
+  constexpr int32_t vocab = 3, blank = 0, n = 40;
+  frame_store frames;
+  for (int32_t t = 0; t < n; ++t) {
+    std::vector<token_log_prob> f{{blank, -0.5f}};
+    if (t >= 30) f.push_back({1, -1.0f});
+    if (t >= 35) f.push_back({2, -1.0f});
+    frames.append(f);
+  }
+  ctc_aligner a(blank, vocab);
+  REQUIRE(a.align(frames, std::vector<int32_t>{1}).has_value());
+  CHECK(a.rows_computed() == n);
+  auto r = a.align(frames, std::vector<int32_t>{1, 2});
+  REQUIRE(r.has_value());
+  CHECK(a.rows_computed() == n + 24);
+  CHECK(same_alignment(r, textbook_viterbi(frames, {1, 2}, blank, -1)));
+  // A label changed at the start: everything again.
+  REQUIRE(a.align(frames, std::vector<int32_t>{2, 2}).has_value());
+  CHECK(a.rows_computed() == n + 24 + n);
 }
 
 TEST_CASE("decoder/select_tokens: the same list as sorting every token best first (ties: lower id) and cutting at the floor, the best kept") {
