@@ -14,8 +14,8 @@ constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 // How a Viterbi state was entered, as the number of states stepped over (CTC allows 0, 1 or 2).
 using step_back = uint8_t;
 
-// Row memory a stream keeps through reset() for its next utterance, at most (a few times what a
-// 10 s utterance's rows take): a long utterance's is given back.
+// Row memory a stream keeps through reset() for its next utterance, at most; a longer
+// utterance's is given back.
 constexpr std::size_t max_kept_bytes = std::size_t{256} << 10;
 
 // Every row keeps its back pointers, four to a byte; the values of every checkpoint_rows-th row
