@@ -261,15 +261,7 @@ sluice::result<std::vector<aligned_token>> textbook_viterbi(const frame_store& f
 }
 
 bool same_alignment(const sluice::result<std::vector<aligned_token>>& a, const sluice::result<std::vector<aligned_token>>& b) {
-  if (a.has_value() != b.has_value()) return false;
-  if (!a) return true;
-  if (a->size() != b->size()) return false;
-  for (std::size_t i = 0; i < a->size(); ++i) {
-    const aligned_token &x = (*a)[i], &y = (*b)[i];
-    if (x.token != y.token || x.first_frame != y.first_frame || x.last_frame != y.last_frame || x.posterior != y.posterior)
-      return false;
-  }
-  return true;
+  return a.has_value() == b.has_value() && (!a || *a == *b);  // aligned_token's == compares every field
 }
 
 }  // namespace
