@@ -47,6 +47,11 @@ class resampler {
   /// Ends the stream and returns the samples still inside the filter.
   result<std::vector<float>> flush();
 
+  /// A whole stream at once: process(samples) then flush(), written into `out` (replaced), which
+  /// is sized once for the whole output. Same samples as process + flush. Only on a new or reset
+  /// resampler (errc::invalid_argument otherwise); it is flushed afterwards.
+  result<void> resample_all(std::span<const float> samples, std::vector<float>& out);
+
   /// Clears all state for a new stream at the same rates.
   void reset();
 
@@ -60,6 +65,9 @@ class resampler {
 
   resampler(int input_rate, int output_rate, std::unique_ptr<::soxr, soxr_deleter> soxr);
   result<std::vector<float>> run(const float* in, std::size_t n);
+  result<void> run_into(const float* in, std::size_t n, std::vector<float>& out);
+  result<void> drain(const float* in, std::size_t n, std::vector<float>& out);
+  std::size_t expected_output(std::size_t n) const;
 
   int input_rate_ = 0;
   int output_rate_ = 0;

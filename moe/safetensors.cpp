@@ -125,17 +125,26 @@ std::string tensor_view::shape_string() const {
 }
 
 result<safetensors_file> safetensors_file::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return fail(errc::io, "cannot open " + path);
-  const auto size = static_cast<std::streamoff>(in.tellg());
-  if (size < 0) return fail(errc::io, "cannot read the size of " + path);
-  std::vector<std::byte> bytes(static_cast<std::size_t>(size));
-  in.seekg(0);
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) return fail(errc::io, "cannot read " + path);
-  return parse(std::move(bytes), path);
+  // Mapped, not read into a zeroed buffer: the loader copies (packs) every tensor it uses, so
+  // the file's bytes are read once, from the page cache.
+  auto file = config::mapped_file::open(path);
+  if (!file) return tl::unexpected(file.error());
+  safetensors_file f;
+  f.source_ = path;
+  f.file_ = std::move(*file);
+  return parse_held(std::move(f));
 }
 
 result<safetensors_file> safetensors_file::parse(std::vector<std::byte> bytes, std::string source) {
+  safetensors_file f;
+  f.source_ = std::move(source);
+  f.bytes_ = std::move(bytes);
+  return parse_held(std::move(f));
+}
+
+result<safetensors_file> safetensors_file::parse_held(safetensors_file f) {
+  const std::span<const std::byte> bytes = f.all();
+  const std::string& source = f.source_;
   if (bytes.size() < length_prefix_bytes)
     return fail(errc::truncated, source + ": " + std::to_string(bytes.size()) +
                                      " bytes, too short for the 8-byte header length");
@@ -158,8 +167,6 @@ result<safetensors_file> safetensors_file::parse(std::vector<std::byte> bytes, s
   }
   if (!header.is_object()) return fail(errc::corrupt, source + ": the header is not a JSON object");
 
-  safetensors_file f;
-  f.source_ = std::move(source);
   const uint64_t data_size = rest - header_len;
   std::vector<entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
@@ -191,8 +198,7 @@ result<safetensors_file> safetensors_file::parse(std::vector<std::byte> bytes, s
                                      ", " + std::to_string(b.end) + ") overlap");
   }
 
-  f.bytes_ = std::move(bytes);
-  const std::byte* data = f.bytes_.data() + length_prefix_bytes + header_len;
+  const std::byte* data = bytes.data() + length_prefix_bytes + header_len;
   for (auto& e : entries) {
     e.view.data = data + e.begin;
     f.tensors_.push_back(std::move(e.view));

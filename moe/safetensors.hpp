@@ -3,18 +3,21 @@
 /// {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}, then
 /// the raw little-endian tensor bytes (offsets are relative to the end of the header).
 ///
-/// The whole file is read into one buffer that the safetensors_file owns; tensors are views
-/// into it and stay valid as long as the file object (moving it keeps them valid). Everything
+/// The whole file is mapped (or, from parse(), held in the buffer given) by the safetensors_file;
+/// tensors are views into it and stay valid as long as the file object (moving it keeps them
+/// valid). Everything
 /// is bounds-checked on load; errors name the file, the tensor and the problem.
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "config/error.hpp"
+#include "config/mapped_file.hpp"
 
 namespace sluice::moe {
 
@@ -64,8 +67,12 @@ class safetensors_file {
   result<std::vector<int32_t>> read_i32(std::string_view name) const;
 
  private:
+  static result<safetensors_file> parse_held(safetensors_file f);
+  std::span<const std::byte> all() const { return file_.size() ? file_.bytes() : std::span<const std::byte>(bytes_); }
+
   std::string source_;
-  std::vector<std::byte> bytes_;  // the whole file; views point into it
+  config::mapped_file file_;      // the whole file, from load(); views point into it
+  std::vector<std::byte> bytes_;  // or the whole file, from parse()
   std::vector<tensor_view> tensors_;
   std::map<std::string, std::string> metadata_;
 };

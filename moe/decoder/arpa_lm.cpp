@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "config/cache_dir.hpp"
+#include "config/mapped_file.hpp"
 
 namespace sluice::moe {
 
@@ -73,24 +74,6 @@ struct byte_reader {
 
 uint64_t bytes_hash(std::string_view s) { return std::hash<std::string_view>{}(s); }
 
-// A file's text: a regular file in one read (a stringstream copy of rdbuf() reads in 8 KiB
-// pieces and copies twice), anything else (a FIFO) streamed to its end.
-result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(errc::io, "cannot open " + path);
-  std::error_code ec;
-  const auto size = std::filesystem::is_regular_file(path, ec) ? std::filesystem::file_size(path, ec) : 0;
-  if (!ec && size > 0) {
-    std::string out(static_cast<std::size_t>(size), '\0');
-    if (!in.read(out.data(), static_cast<std::streamsize>(size))) return fail(errc::io, "cannot read " + path);
-    return out;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return fail(errc::io, "cannot read " + path);
-  return ss.str();
-}
-
 // Copies of other texts (earlier versions of a model's LM) not read for copy_max_age are
 // removed when a new copy is written, so the cache does not grow with every model update.
 void prune_copies(const std::string& dir, const std::string& keep) {
@@ -109,9 +92,9 @@ void prune_copies(const std::string& dir, const std::string& keep) {
 }  // namespace
 
 result<arpa_lm> arpa_lm::load(const std::string& path, const arpa_options& opts) {
-  auto text = read_text(path);
+  auto text = config::mapped_file::open(path);
   if (!text) return tl::unexpected(text.error());
-  return parse(*text, path, opts);
+  return parse(text->text(), path, opts);
 }
 
 uint64_t arpa_lm::text_hash(std::string_view text) {
@@ -205,20 +188,21 @@ result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string&
                                      cache_info* info) {
   if (info) *info = {};
   if (cache_dir.empty()) return load(path, opts);
-  auto text = read_text(path);
+  // Mapped, not read: the text is only hashed when its parsed copy is kept.
+  auto text = config::mapped_file::open(path);
   if (!text) return tl::unexpected(text.error());
-  const uint64_t h = text_hash(*text);
+  const uint64_t h = text_hash(text->text());
   const std::string file = config::cache_file(cache_dir, "lm", h, ".bin");
   if (info) info->file = file;
-  if (auto bytes = read_text(file)) {
-    if (auto lm = from_binary(*bytes, h, file, opts)) {
+  if (auto bytes = config::mapped_file::open(file)) {
+    if (auto lm = from_binary(bytes->text(), h, file, opts)) {
       if (info) info->hit = true;
       std::error_code ec;  // in use: its age for prune_copies starts again
       std::filesystem::last_write_time(file, std::filesystem::file_time_type::clock::now(), ec);
       return lm;
     }
   }
-  auto lm = parse(*text, path, opts);
+  auto lm = parse(text->text(), path, opts);
   if (lm && config::write_cache_file(file, lm->to_binary(h))) prune_copies(cache_dir, file);
   return lm;
 }

@@ -190,6 +190,38 @@ TEST_SUITE("resampler") {
     CHECK(q.error().code == sluice::errc::invalid_config);
   }
 
+  TEST_CASE("a whole stream at once equals the stream fed one sample at a time") {
+    // resample_all and process() of a long span hand soxr the input in blocks of their own;
+    // one sample per call never exceeds a block, so it is the reference for any blocking.
+    std::mt19937 rng(11);
+    std::normal_distribution<float> noise(0.0f, 0.1f);
+    for (int rate : {8000, 44100}) {
+      CAPTURE(rate);
+      std::vector<float> in = sine(rate, 440.0, 2.1);
+      for (float& v : in) v += noise(rng);
+      const std::vector<float> reference = resample_all(rate, in, 1);
+      auto r = resampler::create(rate, target_rate);
+      REQUIRE(r);
+      std::vector<float> out(3, 1.0f);  // replaced, not appended to
+      REQUIRE(r->resample_all(in, out));
+      CHECK(out == reference);
+      CHECK(r->num_samples_in() == in.size());
+      CHECK(r->num_samples_out() == out.size());
+      CHECK(resample_all(rate, in, in.size()) == reference);
+      // Used: refused until reset.
+      CHECK_FALSE(r->resample_all(in, out));
+      r->reset();
+      REQUIRE(r->resample_all(in, out));
+      CHECK(out == reference);
+      sluice::dsp::audio mono;
+      mono.sample_rate = rate;
+      mono.channels = {in};
+      auto whole = sluice::dsp::resample(mono);
+      REQUIRE(whole);
+      CHECK(whole->channels[0] == reference);
+    }
+  }
+
   TEST_CASE("whole-file resample handles every channel") {
     sluice::dsp::audio stereo;
     stereo.sample_rate = 44100;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "actors/allocator.hpp"
+#include "actors/cpu_affinity.hpp"
 #include "tools/sluice/cli.hpp"
 
 namespace {
@@ -117,6 +119,9 @@ int main(int argc, char** argv) {
   // Logs go to stderr: stdout carries the command's output (JSON, transcripts).
   spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
   spdlog::set_level(spdlog::level::from_str(inv.cfg.log.level));
+  // Before any thread starts (see actors/allocator.hpp).
+  if (auto how = actors::tune_allocator(static_cast<int>(actors::allowed_cpus().size())); !how.empty())
+    spdlog::debug("allocator: {}", how);
 
   for (const auto& c : commands)
     if (command_name == c.name) return c.run(inv);
