@@ -136,8 +136,10 @@ result<std::vector<std::vector<float>>> deinterleave(std::span<const uint8_t> by
                     std::to_string(sample_bytes) + " bytes); " +
                     std::to_string(bytes.size() % frame_bytes) + " bytes left over");
   const std::size_t frames = bytes.size() / frame_bytes;
-  std::vector<std::vector<float>> out(static_cast<std::size_t>(channels),
-                                      std::vector<float>(frames));
+  // Each channel sized on its own (not copies of one zeroed prototype: that copied megabytes
+  // of zeros per file).
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(channels));
+  for (auto& ch : out) ch.resize(frames);
   switch (encoding) {
     case sample_encoding::pcm_u8:
       split<sample_u8>(bytes, sample_bytes, out);

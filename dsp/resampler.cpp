@@ -121,6 +121,9 @@ result<void> resampler::drain(const float* in, std::size_t n, std::vector<float>
   std::size_t next_n = n;
   for (;;) {
     const std::size_t have = out.size();
+    // Within the room already reserved when there is enough of it, so a buffer sized for the
+    // whole output (resample_all) is never reallocated and copied near its end.
+    if (const std::size_t room = out.capacity() - have; room >= output_slack && room < want) want = room;
     out.resize(have + want);
     std::size_t done = 0;
     soxr_error_t err = soxr_process(soxr_.get(), next_in, next_n, nullptr, out.data() + have, want, &done);

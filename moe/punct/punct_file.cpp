@@ -6,6 +6,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "config/mapped_file.hpp"
+
 namespace sluice::moe::punct {
 namespace {
 
@@ -54,12 +56,11 @@ bool all_finite(const std::vector<float>& v) {
   return true;
 }
 
-result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(errc::io, "punct: cannot open " + path);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return fail(errc::io, "punct: cannot read " + path);
-  return data;
+result<config::mapped_file> read_file(const std::string& path) {
+  // Mapped: a character-by-character stream read was 13% of a start's instructions.
+  auto f = config::mapped_file::open(path);
+  if (!f) return fail(errc::io, "punct: " + f.error().message);
+  return f;
 }
 
 result<std::vector<std::string>> parse_vocab(std::string_view text, uint32_t expected,
@@ -134,7 +135,7 @@ result<punct_weights> load_punct(const std::string& dir) {
   if (!bin) return tl::unexpected(bin.error());
   auto vocab = read_file(dir + "/vocab.txt");
   if (!vocab) return tl::unexpected(vocab.error());
-  return parse_punct(*bin, *vocab, dir);
+  return parse_punct(bin->text(), vocab->text(), dir);
 }
 
 }  // namespace sluice::moe::punct
