@@ -26,6 +26,7 @@ int64_t subsampled_length(int64_t n_frames) { return conv_out(conv_out(n_frames)
 frontend::frontend(const acoustic_model& model) : model_(&model), n_mels_(model.arch().n_mels) {}
 
 void frontend::reset() {
+  head_ = 0;
   rows_ = 0;
   running_min_ = std::numeric_limits<float>::infinity();
 }
@@ -95,13 +96,22 @@ void conv_patches(const float* in, int64_t rows_out, int64_t bins, int64_t chann
 
 void frontend::accept(const compute_ctx& ctx, const float* fbank, int64_t n_frames) {
   const int64_t m = n_mels_;
+  // The rows taken are dropped by moving head_ (take); they are reclaimed here, by moving the
+  // live rows to the front, only when the buffer would have to grow or holds more dead rows than
+  // live ones. Until 2026-12-06 every take() moved the rest to the front: a 10 s segment handed
+  // over whole was copied once per step, quadratic in its length.
+  if (head_ > 0 && (head_ >= rows_ || static_cast<std::size_t>((head_ + rows_ + n_frames) * m) > frames_.size())) {
+    std::copy(frames_.begin() + head_ * m, frames_.begin() + (head_ + rows_) * m, frames_.begin());
+    std::copy(desc_.begin() + head_ * n_descriptors, desc_.begin() + (head_ + rows_) * n_descriptors, desc_.begin());
+    head_ = 0;
+  }
   // The buffers only grow (doubling): a stream stops allocating after its first calls.
   for (auto [buf, width] : {std::pair{&frames_, m}, std::pair{&desc_, int64_t{n_descriptors}}}) {
-    const auto need = static_cast<std::size_t>((rows_ + n_frames) * width);
+    const auto need = static_cast<std::size_t>((head_ + rows_ + n_frames) * width);
     if (buf->size() < need) buf->resize(std::max(need, 2 * buf->size()));
   }
-  normalise_frames(ctx, model_->weights().frontend, m, fbank, n_frames, frames_.data() + rows_ * m,
-                   desc_.data() + rows_ * n_descriptors, running_min_, powers_, peak_);
+  normalise_frames(ctx, model_->weights().frontend, m, fbank, n_frames, frames_.data() + (head_ + rows_) * m,
+                   desc_.data() + (head_ + rows_) * n_descriptors, running_min_, powers_, peak_);
   rows_ += n_frames;
 }
 
@@ -120,12 +130,12 @@ void frontend::take(const compute_ctx& ctx, int64_t n, float* x, float* acoustic
   const int64_t d = model_->arch().d_model;
   constexpr int64_t nd = n_descriptors;
   for (int64_t t0 = 0; t0 < n; t0 += block_frames) conv_block(ctx, t0, std::min(block_frames, n - t0), x + t0 * d, ws);
-  average_descriptors(desc_.data(), n, acoustic);
+  average_descriptors(desc_.data() + head_ * nd, n, acoustic);
   // Frame n (the next to make) starts at input row 4n; everything before it is done with.
   const int64_t drop = std::min(rows_, factor * n);
-  std::copy(frames_.begin() + drop * n_mels_, frames_.begin() + rows_ * n_mels_, frames_.begin());
-  std::copy(desc_.begin() + drop * nd, desc_.begin() + rows_ * nd, desc_.begin());
+  head_ += drop;
   rows_ -= drop;
+  if (rows_ == 0) head_ = 0;
 }
 
 // Subsampled frames [t0, t0 + n) of the buffer: conv1 rows 2 t0 .. 2 (t0 + n) in a
@@ -135,7 +145,7 @@ void frontend::conv_block(const compute_ctx& ctx, int64_t t0, int64_t n, float* 
   const auto& w = model_->weights().frontend;
   const int64_t c = a.conv_channels, f1 = a.conv1_bins(), f2 = a.conv2_bins();
   const int64_t rows1 = stride * n + 1;
-  const float* in = frames_.data() + factor * t0 * n_mels_;
+  const float* in = frames_.data() + (head_ + factor * t0) * n_mels_;
 
   float* im2col = ws.scratch(ws.im2col, std::max(rows1 * f1 * taps, n * f2 * taps * c));
   conv_patches(in, rows1, n_mels_, 1, im2col);

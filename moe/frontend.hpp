@@ -67,11 +67,12 @@ class frontend {
 
   const acoustic_model* model_;
   int64_t n_mels_;
-  std::vector<float> frames_;  // f32 [>= rows_, n_mels], CMVN applied; row 0 = input frame 4 * (frames taken)
-  std::vector<float> desc_;    // f32 [>= rows_, 4], descriptors of the same frames
+  std::vector<float> frames_;  // f32 [>= head_ + rows_, n_mels], CMVN applied; row head_ = input frame 4 * (frames taken)
+  std::vector<float> desc_;    // f32 [>= head_ + rows_, 4], descriptors of the same frames
   std::vector<float> powers_;  // scratch f32 [n_frames, n_mels]: e^(x - max of the frame)
   std::vector<float> peak_;    // scratch f32 [n_frames]: max of each frame
-  int64_t rows_ = 0;
+  int64_t head_ = 0;  // rows before it are taken (dropped); reclaimed by accept()
+  int64_t rows_ = 0;   // live rows from head_
   float running_min_ = std::numeric_limits<float>::infinity();
 };
 
