@@ -1,0 +1,44 @@
+// actors::tune_allocator: after it, blocks below 32 MiB come from the heap (glibc counts its
+// mmapped blocks in mallinfo2().hblks), and an operator's GLIBC_TUNABLES malloc setting wins.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "actors/allocator.hpp"
+
+#if defined(__GLIBC__)
+TEST_CASE("tune_allocator: a 24 MiB block comes from the heap afterwards, and GLIBC_TUNABLES wins") {
+  const char* before = std::getenv("GLIBC_TUNABLES");
+  const std::string saved = before ? before : "";
+  ::setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=3", 1);
+  CHECK(sluice::actors::tune_allocator(4).empty());
+  ::unsetenv("GLIBC_TUNABLES");
+  const std::string how = sluice::actors::tune_allocator(4);
+  if (!saved.empty()) ::setenv("GLIBC_TUNABLES", saved.c_str(), 1);
+  CHECK(how.find("4 arenas") != std::string::npos);
+  CHECK(how.find("not all") == std::string::npos);
+
+  // glibc's default threshold is 128 KiB; it rises only after a larger mmapped block is freed,
+  // and this process frees none of 24 MiB or more before this case.
+  const auto mapped_blocks = [] { return mallinfo2().hblks; };
+  const std::size_t n = 24u << 20;
+  const auto h0 = mapped_blocks();
+  auto* p = static_cast<char*>(std::malloc(n));
+  REQUIRE(p != nullptr);
+  volatile char* touch = p;
+  touch[0] = 1;
+  touch[n - 1] = 1;
+  CHECK(mapped_blocks() == h0);
+  std::free(p);
+}
+#else
+TEST_CASE("tune_allocator: not glibc") {
+  MESSAGE("SKIPPED: not glibc, tune_allocator does nothing");
+  CHECK(sluice::actors::tune_allocator(4).empty());
+}
+#endif
