@@ -11,9 +11,9 @@
 ///  - blocks up to 32 MiB come from the heap (M_MMAP_THRESHOLD; glibc raises its threshold only
 ///    after such a block is freed, which made the speed depend on what start-up happened to
 ///    free: the weights' 20 MB read buffer, until weights were mapped instead);
-///  - up to 64 MiB of free heap is kept rather than returned to the OS (M_TRIM_THRESHOLD);
-///  - at most max(2, cores) arenas (M_ARENA_MAX).
-/// Measured: page faults of that run 120-130k -> 56-60k, system CPU time halved.
+///  - up to 64 MiB of free heap is kept rather than returned to the OS (M_TRIM_THRESHOLD).
+/// The arenas stay glibc's: capping them (M_ARENA_MAX = max(2, cores)) cut the faults further
+/// but cost live channels (see allocator.cpp).
 ///
 /// An operator's GLIBC_TUNABLES naming any glibc.malloc setting wins: then nothing is changed.
 
@@ -21,8 +21,8 @@
 
 namespace sluice::actors {
 
-/// Applies the settings above for a process that may run on `cores` cores; says what it did
-/// ("" when nothing).
+/// Applies the settings above for a process that may run on `cores` cores (unused while the
+/// arena count is left alone); says what it did ("" when nothing).
 std::string tune_allocator(int cores);
 
 }  // namespace sluice::actors
