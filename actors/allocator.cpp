@@ -9,7 +9,7 @@
 
 namespace sluice::actors {
 
-std::string tune_allocator(int cores) {
+std::string tune_allocator() {
 #if defined(__GLIBC__)
   if (const char* t = std::getenv("GLIBC_TUNABLES"); t && std::strstr(t, "glibc.malloc.")) return "";
   constexpr int mmap_threshold = 32 << 20;  // glibc's largest allowed value on 64-bit
@@ -18,11 +18,9 @@ std::string tune_allocator(int cores) {
   // page faults of a file transcription but lost live channels to allocator lock contention
   // (engine_bench live on 2 cores: 704 and 768 channels fell behind, p99 final 5 s, where the
   // default arenas kept real time with p99 0.5-0.8 s).
-  (void)cores;
   const bool ok = mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1 && mallopt(M_TRIM_THRESHOLD, trim_threshold) == 1;
   return std::string(ok ? "" : "not all of: ") + "malloc blocks < 32 MiB from the heap, 64 MiB kept free";
 #else
-  (void)cores;
   return "";
 #endif
 }

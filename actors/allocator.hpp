@@ -21,8 +21,7 @@
 
 namespace sluice::actors {
 
-/// Applies the settings above for a process that may run on `cores` cores (unused while the
-/// arena count is left alone); says what it did ("" when nothing).
-std::string tune_allocator(int cores);
+/// Applies the settings above; says what it did ("" when nothing).
+std::string tune_allocator();
 
 }  // namespace sluice::actors

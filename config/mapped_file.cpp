@@ -37,7 +37,6 @@ result<mapped_file> mapped_file::open(const std::string& path) {
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, f.fd, 0);
     if (p != MAP_FAILED) {
       out.map_ = p;
-      out.data_ = static_cast<const std::byte*>(p);
       out.size_ = size;
       return out;
     }
@@ -57,8 +56,6 @@ result<mapped_file> mapped_file::open(const std::string& path) {
     bytes.insert(bytes.end(), chunk, chunk + n);
   }
   out.copy_ = std::move(bytes);
-  out.data_ = out.copy_.data();
-  out.size_ = out.copy_.size();
   return out;
 }
 
@@ -71,8 +68,6 @@ mapped_file& mapped_file::operator=(mapped_file&& o) noexcept {
   size_ = std::exchange(o.size_, 0);
   copy_ = std::move(o.copy_);
   o.copy_.clear();
-  data_ = map_ ? static_cast<const std::byte*>(map_) : copy_.data();
-  o.data_ = nullptr;
   return *this;
 }
 
@@ -81,7 +76,6 @@ mapped_file::~mapped_file() { release(); }
 void mapped_file::release() {
   if (map_) ::munmap(map_, size_);
   map_ = nullptr;
-  data_ = nullptr;
   size_ = 0;
   copy_.clear();
 }

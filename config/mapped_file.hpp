@@ -34,19 +34,20 @@ class mapped_file {
   mapped_file& operator=(const mapped_file&) = delete;
   ~mapped_file();
 
-  std::span<const std::byte> bytes() const { return {data_, size_}; }
-  std::string_view text() const { return {reinterpret_cast<const char*>(data_), size_}; }
-  std::size_t size() const { return size_; }
+  std::span<const std::byte> bytes() const {
+    return map_ ? std::span<const std::byte>(static_cast<const std::byte*>(map_), size_) : std::span<const std::byte>(copy_);
+  }
+  std::string_view text() const { return {reinterpret_cast<const char*>(bytes().data()), size()}; }
+  std::size_t size() const { return map_ ? size_ : copy_.size(); }
   /// Whether the bytes are a mapping of the file (false: read into memory).
   bool mapped() const { return map_ != nullptr; }
 
  private:
   void release();
 
-  const std::byte* data_ = nullptr;
-  std::size_t size_ = 0;
-  void* map_ = nullptr;            // the mapping, when mapped
-  std::vector<std::byte> copy_;    // the bytes, when read
+  void* map_ = nullptr;          // the mapping, when mapped
+  std::size_t size_ = 0;         // its length
+  std::vector<std::byte> copy_;  // the bytes, when read
 };
 
 }  // namespace sluice::config

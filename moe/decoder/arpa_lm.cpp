@@ -4,10 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <numbers>
-#include <sstream>
 #include <type_traits>
 
 #include "config/cache_dir.hpp"

@@ -2,9 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 
 #include "config/mapped_file.hpp"
 

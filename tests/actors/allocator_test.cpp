@@ -16,9 +16,9 @@ TEST_CASE("tune_allocator: a 24 MiB block comes from the heap afterwards, and GL
   const char* before = std::getenv("GLIBC_TUNABLES");
   const std::string saved = before ? before : "";
   ::setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=3", 1);
-  CHECK(sluice::actors::tune_allocator(4).empty());
+  CHECK(sluice::actors::tune_allocator().empty());
   ::unsetenv("GLIBC_TUNABLES");
-  const std::string how = sluice::actors::tune_allocator(4);
+  const std::string how = sluice::actors::tune_allocator();
   if (!saved.empty()) ::setenv("GLIBC_TUNABLES", saved.c_str(), 1);
   CHECK(how.find("32 MiB") != std::string::npos);
   CHECK(how.find("not all") == std::string::npos);
@@ -39,6 +39,6 @@ TEST_CASE("tune_allocator: a 24 MiB block comes from the heap afterwards, and GL
 #else
 TEST_CASE("tune_allocator: not glibc") {
   MESSAGE("SKIPPED: not glibc, tune_allocator does nothing");
-  CHECK(sluice::actors::tune_allocator(4).empty());
+  CHECK(sluice::actors::tune_allocator().empty());
 }
 #endif

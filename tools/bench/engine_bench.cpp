@@ -47,7 +47,6 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/allocator.hpp"
-#include "actors/cpu_affinity.hpp"
 #include "actors/engine.hpp"
 #include "dsp/audio_file.hpp"
 #include "dsp/file_speech.hpp"
@@ -262,7 +261,7 @@ std::vector<int> parse_list(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  actors::tune_allocator(static_cast<int>(actors::allowed_cpus().size()));  // as `sluice` does
+  actors::tune_allocator();  // as `sluice` does
   std::string model_dir = "models/default", audio = "tests/data/sample_call_8k_mulaw_stereo.wav", json_out;
   std::vector<int> live_channels = {16, 64, 128};
   int repeats = 3, copies = 8;

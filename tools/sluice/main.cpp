@@ -10,7 +10,6 @@
 #include <string>
 
 #include "actors/allocator.hpp"
-#include "actors/cpu_affinity.hpp"
 #include "tools/sluice/cli.hpp"
 
 namespace {
@@ -120,7 +119,7 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("sluice"));
   spdlog::set_level(spdlog::level::from_str(inv.cfg.log.level));
   // Before any thread starts (see actors/allocator.hpp).
-  if (auto how = actors::tune_allocator(static_cast<int>(actors::allowed_cpus().size())); !how.empty())
+  if (auto how = actors::tune_allocator(); !how.empty())
     spdlog::debug("allocator: {}", how);
 
   for (const auto& c : commands)
