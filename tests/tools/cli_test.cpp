@@ -188,6 +188,68 @@ TEST_SUITE("cli-transcribe") {
     CHECK(docs == 40);
   }
 
+  TEST_CASE("files open a few channels at a time: four per lane by default, a stereo file whole, the same text as all at once") {
+    // Each open file holds its audio and two threads (config/engine_config.hpp, offline_channels).
+    sluice::test::temp_dir tmp;
+    const std::string wav = tmp.file("hello.wav");
+    REQUIRE(sluice::test::espeak("hello there how are you", wav));
+    std::string files;
+    for (int i = 0; i < 6; ++i) files += " " + wav;
+    // The channels open after each file opened, from the debug line cmd_transcribe writes then.
+    const auto open_counts = [](const std::string& err) {
+      std::vector<int> counts;
+      const std::string tag = "channels open";
+      for (std::size_t at = err.find(tag); at != std::string::npos; at = err.find(tag, at + 1)) {
+        std::size_t b = err.rfind(", ", at);
+        REQUIRE(b != std::string::npos);
+        counts.push_back(std::stoi(err.substr(b + 2, at - b - 3)));
+      }
+      return counts;
+    };
+    const std::string common = "transcribe " + tiny + "--engine.max_queue_wait_ms=600000 --decoder.mode=greedy "
+                               "--log.level=debug --format json ";
+    // One lane, offline_channels 0: four channels at a time.
+    auto a = sluice_cli(common + "--engine.lanes=1 --engine.offline_channels=0" + files + " " + sample_call, tmp);
+    REQUIRE_MESSAGE(a.status == 0, a.err);
+    const auto ca = open_counts(a.err);
+    REQUIRE(ca.size() == 7);
+    for (int n : ca) CHECK(n <= 4);
+    // One channel at a time: the stereo call still opens whole (2), alone, and nothing is refused.
+    auto b = sluice_cli(common + "--engine.lanes=1 --engine.offline_channels=1" + files + " " + sample_call, tmp);
+    REQUIRE_MESSAGE(b.status == 0, b.err);
+    const auto cb = open_counts(b.err);
+    REQUIRE(cb.size() == 7);
+    for (std::size_t i = 0; i < 6; ++i) CHECK(cb[i] == 1);
+    CHECK(cb[6] == 2);
+    // Every file at once (as before offline_channels): the same documents, in the same order.
+    auto c = sluice_cli(common + "--engine.lanes=1 --engine.offline_channels=64" + files + " " + sample_call, tmp);
+    REQUIRE_MESSAGE(c.status == 0, c.err);
+    const auto cc = open_counts(c.err);
+    REQUIRE(cc.size() == 7);
+    CHECK(cc[5] == 6);
+    CHECK(cc[6] == 8);
+    CHECK(a.out == c.out);
+    CHECK(b.out == c.out);
+    CHECK(c.out.find("\"text\"") != std::string::npos);
+  }
+
+  TEST_CASE("stereo files with room for three channels: each waits until both its channels fit, none is refused") {
+    // engine.max_channels 3: after one stereo call (2 open) the next does not fit; it used to be
+    // opened anyway and its second channel was refused ("engine full") and went missing.
+    sluice::test::temp_dir tmp;
+    auto r = sluice_cli("transcribe " + tiny +
+                            "--engine.max_channels=3 --engine.offline_channels=8 --engine.max_queue_wait_ms=600000 "
+                            "--decoder.mode=greedy --format json " + sample_call + " " + sample_call + " " + sample_call,
+                        tmp);
+    CHECK_MESSAGE(r.status == 0, r.err);
+    CHECK(r.err.find("engine full") == std::string::npos);
+    std::size_t docs = 0, channels = 0;
+    for (std::size_t at = r.out.find("\"file\""); at != std::string::npos; at = r.out.find("\"file\"", at + 1)) ++docs;
+    for (std::size_t at = r.out.find("\"customer\""); at != std::string::npos; at = r.out.find("\"customer\"", at + 1)) ++channels;
+    CHECK(docs == 3);
+    CHECK(channels == 3);  // every call's second channel is there
+  }
+
   TEST_CASE("the default model with its word LM: stdout holds only the JSON, logs go to stderr") {
     sluice::test::temp_dir tmp;
     auto r = sluice_cli("transcribe --model.dir=" SLUICE_SOURCE_DIR "/models/default --format json " + sample_call, tmp);

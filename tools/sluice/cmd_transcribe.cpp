@@ -127,9 +127,9 @@ result<transcribe_args> parse_args(std::vector<std::string> args) {
 
 
 // The files of one run, each channel a channel of the actor engine: all files' channels go
-// through the same batcher, so an archive is batched as live calls are. At most
-// [engine] max_channels channels are open at once; the next file's channels open as others
-// drain.
+// through the same lanes, so an archive is batched as live calls are. A file opens when its
+// channels fit beside those open within [engine] offline_channels (and max_channels), or when
+// none are open; the next files' channels open as others drain.
 struct file_job {
   std::string path;
   dsp::file_speech speech;
@@ -174,16 +174,29 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
       }));
     }
   };
-  const std::size_t max_open = static_cast<std::size_t>(cfg.engine.max_channels);
+  // Files are opened a few channels at a time (engine.offline_channels), not all at once: each
+  // open file holds its decoded audio, a channel thread and a feeder thread, and many of them
+  // together cost CPU time as well as memory (see engine_config.hpp).
+  const int window = cfg.engine.offline_channels > 0 ? cfg.engine.offline_channels : 4 * std::max(1, eng->lanes());
+  const std::size_t max_open = static_cast<std::size_t>(std::min(window, cfg.engine.max_channels));
+  spdlog::info("files: opened while their channels fit in {} open at once", max_open);
 
-  // Opens the next files' channels while there is room.
+  // The next file, prepared but not opened yet (it did not fit beside the open channels).
+  std::optional<result<dsp::file_speech>> next_speech;
+  // Opens the next files' channels while they fit: a file is opened whole or not yet, so no
+  // channel of it is refused for want of room (one larger than the limit opens alone).
   auto open_more = [&]() {
-    while (next_file < args.files.size() && slots.size() < max_open) {
+    while (next_file < args.files.size()) {
+      if (!next_speech) {
+        prepare_ahead();
+        next_speech.emplace(preparing.front().get());
+        preparing.pop_front();
+        prepare_ahead();
+      }
+      if (*next_speech && !slots.empty() && slots.size() + (*next_speech)->channels.size() > max_open) return;
       const auto& path = args.files[next_file++];
-      prepare_ahead();
-      auto speech = preparing.front().get();
-      preparing.pop_front();
-      prepare_ahead();
+      auto speech = std::move(*next_speech);
+      next_speech.reset();
       if (!speech) {
         std::fprintf(stderr, "sluice transcribe: %s: %s (%s)\n", path.c_str(), speech.error().message.c_str(),
                      to_string(speech.error().code));
@@ -226,6 +239,7 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
         }
       }
       if (job.open_channels == 0) ++finished;
+      spdlog::debug("{}: opened, {} channels open", path, slots.size());
     }
   };
 

@@ -16,13 +16,17 @@
 //   4. A lane killed while it holds a channel's utterance (utterances are placed per utterance;
 //      a's went to lane 0, b's to lane 1): the supervisor gets the lane's down message, restarts
 //      it and tells every channel which actor died; a reports its utterance lost to its
-//      subscriber, b (nothing on the dead actor) reports nothing, and both go on to finish.
+//      subscriber, b (nothing on the dead actor) reports nothing, and both go on to finish
+//      (offline_gather: their segments wait in the window, so lane 0 holds a's when killed).
 //   5. Lane decoding: a lane handed an utterance's decoder with its features answers with
 //      decoded results and no logits; its final equals decoding the offline forward's logits.
 //   6. Chunks of an utterance already reported lost are ignored (no stream is made for them);
 //      the channel's next utterance runs as usual.
 //   7. [engine] live_priority: when a step's budget holds one stream, a live stream goes before
 //      an offline one that was ready earlier; with it off, the older one goes first.
+//   8. Offline features on a lane with no live stream are stepped at once (no window, no timer);
+//      on a lane where a live stream is, they wait for the window as live ones do (7), and with
+//      [engine] offline_gather always (4).
 #define CAF_SUITE actors_protocol
 #include <caf/test/unit_test_impl.hpp>
 
@@ -368,6 +372,7 @@ CAF_TEST(a step given up while an expert holds a block reports the utterance los
 
 CAF_TEST(a lane killed while it holds an utterance is restarted and only the channel with an utterance on it loses one) {
   conf.engine.lanes = 2;
+  conf.engine.offline_gather = true;
   auto r = engine_resources::create(conf, res->model);
   CAF_REQUIRE(r.has_value());
   res = *r;
@@ -390,7 +395,7 @@ CAF_TEST(a lane killed while it holds an utterance is restarted and only the cha
   sched.run();
   CAF_REQUIRE(lane0 != nullptr);
 
-  // One utterance on each channel; no timer fires, so both lanes only gather.
+  // One utterance on each channel; no timer fires, so both lanes only gather (offline_gather).
   CAF_REQUIRE(speech.channels[0].regions.size() >= 2);
   anon_send(a.handle, segment_atom::value, region(0, 0), speech.channels[0].regions[0].start_sample);
   anon_send(b.handle, segment_atom::value, region(1, 0), speech.channels[1].regions[0].start_sample);
@@ -545,11 +550,20 @@ CAF_TEST(with live priority a live stream goes into a full step before an older 
     sched.run();
     for (const auto& f : feats) CAF_REQUIRE_GREATER(static_cast<int64_t>(f.size()) / n_mels / 4, 16);  // > budget
 
+    // b's first frames (too few for a chunk: nothing is ready) put a live stream on the lane,
+    // so a's offline features wait for the window instead of being stepped at once (8).
+    const auto split = static_cast<std::ptrdiff_t>(4 * n_mels);
+    const std::vector<float> b_head(feats[1].begin(), feats[1].begin() + split);
+    const std::vector<float> b_rest(feats[1].begin() + split, feats[1].end());
+    caf::send_as(chan_b, lane, features_atom::value, feature_chunk{2, 0, b_head, false});
+    expect((features_atom, feature_chunk), from(chan_b).to(lane));
+    CAF_CHECK(!sched.has_job());
     feature_chunk offline{1, 0, feats[0], true};
     offline.offline = true;
     caf::send_as(chan_a, lane, features_atom::value, offline);
     expect((features_atom, feature_chunk), from(chan_a).to(lane));
-    caf::send_as(chan_b, lane, features_atom::value, feature_chunk{2, 0, feats[1], true});
+    CAF_CHECK(!sched.has_job());
+    caf::send_as(chan_b, lane, features_atom::value, feature_chunk{2, 0, b_rest, true});
     expect((features_atom, feature_chunk), from(chan_b).to(lane));
     CAF_CHECK(!sched.has_job());
 
@@ -573,6 +587,41 @@ CAF_TEST(with live priority a live stream goes into a full step before an older 
     for (const auto& a : {caf::actor_cast<caf::actor>(lane), chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     sched.run();
   }
+}
+
+CAF_TEST(offline features on a lane with no live stream are stepped at once without waiting for the window) {
+  auto r = engine_resources::create(conf, res->model);
+  CAF_REQUIRE(r.has_value());
+  auto lane = sys.spawn(lane_actor, *r, metrics_actor_type{}, supervisor_actor_type{}, 0, -1);
+  auto got_a = std::make_shared<std::vector<logits_chunk>>();
+  auto got_b = std::make_shared<std::vector<logits_chunk>>();
+  auto chan_a = sys.spawn(recorder, got_a);
+  auto chan_b = sys.spawn(recorder, got_b);
+  sched.run();
+  const auto timers_before = sched.clock().schedule().size();
+  feature_chunk offline{1, 0, feats[0], true};
+  offline.offline = true;
+  caf::send_as(chan_a, lane, features_atom::value, offline);
+  expect((features_atom, feature_chunk), from(chan_a).to(lane));
+  // No window: the logits come without any timer firing, and no flush was scheduled for it.
+  expect((logits_atom, logits_chunk), from(lane).to(chan_a));
+  CAF_CHECK_EQUAL(sched.clock().schedule().size(), timers_before);
+  CAF_REQUIRE_EQUAL(got_a->size(), 1u);
+  CAF_CHECK_LESS(max_abs_diff(got_a->front().logits, offline_logits(0)), 1e-3);
+  sched.run();  // the lane's own bookkeeping after the step; nothing more for a
+  CAF_CHECK_EQUAL(got_a->size(), 1u);
+  // A live utterance on the same lane still waits for its window.
+  caf::send_as(chan_b, lane, features_atom::value, feature_chunk{2, 0, feats[1], true});
+  expect((features_atom, feature_chunk), from(chan_b).to(lane));
+  CAF_CHECK(!sched.has_job());
+  CAF_CHECK(got_b->empty());
+  while (!has_mail(lane)) CAF_REQUIRE(sched.trigger_timeout());
+  expect((flush_atom), from(lane).to(lane));
+  expect((logits_atom, logits_chunk), from(lane).to(chan_b));
+  CAF_REQUIRE_EQUAL(got_b->size(), 1u);
+  CAF_CHECK_LESS(max_abs_diff(got_b->front().logits, offline_logits(1)), 1e-3);
+  for (const auto& a : {caf::actor_cast<caf::actor>(lane), chan_a, chan_b}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  sched.run();
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
