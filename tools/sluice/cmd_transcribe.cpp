@@ -175,8 +175,8 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
     }
   };
   // Files are opened a few channels at a time (engine.offline_channels), not all at once: each
-  // open file holds its decoded audio, a channel thread and a feeder thread, and many of them
-  // together cost CPU time as well as memory (see engine_config.hpp).
+  // open file holds its decoded audio, a channel thread and a feeder thread (measured: see
+  // engine_config.hpp).
   const int window = cfg.engine.offline_channels > 0 ? cfg.engine.offline_channels : 4 * std::max(1, eng->lanes());
   const std::size_t max_open = static_cast<std::size_t>(std::min(window, cfg.engine.max_channels));
   spdlog::info("files: opened while their channels fit in {} open at once", max_open);

@@ -189,6 +189,23 @@ struct fixture : test_coordinator_fixture<engine_system_config> {
     return fwd->logits;
   }
 
+  // A lane of `conf` (no supervisor, no metrics) and two recording channels, all started.
+  struct lane_and_recorders {
+    compute_actor_type lane;
+    caf::actor chan_a, chan_b;
+    std::shared_ptr<std::vector<logits_chunk>> got_a, got_b;
+  };
+  lane_and_recorders lane_with_two_recorders() {
+    auto r = engine_resources::create(conf, res->model);
+    CAF_REQUIRE(r.has_value());
+    lane_and_recorders t{sys.spawn(lane_actor, *r, metrics_actor_type{}, supervisor_actor_type{}, 0, -1), {}, {},
+                         std::make_shared<std::vector<logits_chunk>>(), std::make_shared<std::vector<logits_chunk>>()};
+    t.chan_a = sys.spawn(recorder, t.got_a);
+    t.chan_b = sys.spawn(recorder, t.got_b);
+    sched.run();
+    return t;
+  }
+
   // One step's exchange with real experts, every layer: the blocks waiting at the experts (from
   // the batcher, all of this layer), then each reply at the batcher; no expert is sent anything
   // until the layer's last reply is in, and while another layer's blocks are out no logits go to
@@ -540,14 +557,7 @@ CAF_TEST(with live priority a live stream goes into a full step before an older 
   for (const bool priority : {true, false}) {
     CAF_MESSAGE("live_priority = " << priority);
     conf.engine.live_priority = priority;
-    auto r = engine_resources::create(conf, res->model);
-    CAF_REQUIRE(r.has_value());
-    auto lane = sys.spawn(lane_actor, *r, metrics_actor_type{}, supervisor_actor_type{}, 0, -1);
-    auto got_a = std::make_shared<std::vector<logits_chunk>>();
-    auto got_b = std::make_shared<std::vector<logits_chunk>>();
-    auto chan_a = sys.spawn(recorder, got_a);
-    auto chan_b = sys.spawn(recorder, got_b);
-    sched.run();
+    auto [lane, chan_a, chan_b, got_a, got_b] = lane_with_two_recorders();
     for (const auto& f : feats) CAF_REQUIRE_GREATER(static_cast<int64_t>(f.size()) / n_mels / 4, 16);  // > budget
 
     // b's first frames (too few for a chunk: nothing is ready) put a live stream on the lane,
@@ -590,14 +600,7 @@ CAF_TEST(with live priority a live stream goes into a full step before an older 
 }
 
 CAF_TEST(offline features on a lane with no live stream are stepped at once without waiting for the window) {
-  auto r = engine_resources::create(conf, res->model);
-  CAF_REQUIRE(r.has_value());
-  auto lane = sys.spawn(lane_actor, *r, metrics_actor_type{}, supervisor_actor_type{}, 0, -1);
-  auto got_a = std::make_shared<std::vector<logits_chunk>>();
-  auto got_b = std::make_shared<std::vector<logits_chunk>>();
-  auto chan_a = sys.spawn(recorder, got_a);
-  auto chan_b = sys.spawn(recorder, got_b);
-  sched.run();
+  auto [lane, chan_a, chan_b, got_a, got_b] = lane_with_two_recorders();
   const auto timers_before = sched.clock().schedule().size();
   feature_chunk offline{1, 0, feats[0], true};
   offline.offline = true;
