@@ -47,7 +47,8 @@ result<void> take_features(const state_ptr& st, stream_entry& e, const float* fr
     // one-core `sluice transcribe` of one file at a time ran at 83% CPU). Where a live stream
     // is on the lane, offline arrivals wait their window as live ones do, so a live stream
     // arriving in it still goes first (live_priority). [engine] offline_gather: always wait.
-    if (e.offline && !st->res->cfg.engine.offline_gather && std::none_of(st->streams.begin(), st->streams.end(), [](const auto& kv) { return !kv.second.offline; }))
+    const auto live = [](const auto& kv) { return !kv.second.offline; };
+    if (e.offline && !st->res->cfg.engine.offline_gather && std::none_of(st->streams.begin(), st->streams.end(), live))
       e.ready_since -= std::chrono::milliseconds(st->res->cfg.engine.batch_window_ms);
   }
   return {};
