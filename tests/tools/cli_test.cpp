@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 #include <sys/wait.h>
@@ -164,6 +165,36 @@ TEST_SUITE("cli-transcribe") {
         }
       }
     CHECK(words > 0);
+  }
+
+  TEST_CASE("transcribe: corrupt files among good ones are an error for each, the rest get documents in order") {
+    // The files are decoded ahead on a few preparing threads; a file that fails there must
+    // still be reported by name, and not hold up or drop the files around it.
+    sluice::test::temp_dir tmp;
+    const std::string wav = tmp.file("hello.wav");
+    REQUIRE(sluice::test::espeak("hello there", wav));
+    sluice::test::write_bytes(tmp.file("junk.wav"), std::vector<uint8_t>(1000, 0x5a));
+    auto cut = sluice::test::read_bytes(sample_call);
+    cut.resize(30);  // cut inside the fmt chunk
+    sluice::test::write_bytes(tmp.file("cut.wav"), cut);
+    std::vector<std::string> good;
+    for (const char* n : {"a.wav", "b.wav", "c.wav", "d.wav"}) {
+      good.push_back(tmp.file(n));
+      std::filesystem::copy_file(wav, good.back());
+    }
+    const std::vector<std::string> names = {good[0], tmp.file("junk.wav"), good[1], good[2], tmp.file("cut.wav"), good[3]};
+    std::string files;
+    for (const auto& n : names) files += " " + n;
+    auto r = sluice_cli("transcribe " + tiny + "--decoder.mode=greedy --format json" + files, tmp);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("junk.wav") != std::string::npos);
+    CHECK(r.err.find("cut.wav") != std::string::npos);
+    std::vector<std::string> docs;
+    for (std::size_t at = r.out.find("\"file\""); at != std::string::npos; at = r.out.find("\"file\"", at + 1)) {
+      const auto open = r.out.find('"', r.out.find(':', at) + 1);
+      docs.push_back(r.out.substr(open + 1, r.out.find('"', open + 1) - open - 1));
+    }
+    CHECK(docs == good);
   }
 
   TEST_CASE("more files than engine.max_channels: each opens as another drains and none is refused") {

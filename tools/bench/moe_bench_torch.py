@@ -6,6 +6,9 @@ PyTorch eager (tools/train/model.py), on random fbank of the same length; --batc
   /usr/bin/python3 tools/bench/moe_bench_torch.py --model DIR [--seconds 60] [--runs 5]
       [--batch 1] [--threads 1] [--best-batch] [--json] [--device cpu|cuda] [--dtype f32|bf16]
 
+--forward-batch B: the --batch streams are run in forwards of B streams each (what an earlier
+--best-batch chose; scaling_bench.py searches once and then times PyTorch beside each of its runs).
+
 --best-batch: the --batch streams are run in forwards of b streams each, b the batch size at
 which PyTorch is fastest per stream: 1, 2, 4, ... up to --batch and --batch itself are each timed
 twice (after a warm-up; the faster counts), the sweep stopping once a size is 3x slower per stream than the best so
@@ -47,6 +50,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--best-batch", action="store_true")
+    ap.add_argument("--forward-batch", type=int, default=0,
+                    help="run the --batch streams in forwards of this many (the size an earlier --best-batch chose); "
+                         "no search")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
@@ -83,7 +89,11 @@ def main() -> None:
         return sorted(times)
 
     batch, tried = args.batch, {}
-    if args.best_batch:
+    if args.forward_batch > 0:
+        if args.best_batch:
+            sys.exit("--forward-batch and --best-batch: give one")
+        batch = min(args.forward_batch, args.batch)
+    elif args.best_batch:
         sizes, b = [], 1
         while b < args.batch:
             sizes.append(b)

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """`sluice transcribe` of many files on 1..N cores, its CPU use, and PyTorch eager's batched
-forward of the same model on the same audio and cores, in one run (issue 11's targets).
+forward of the same model on the same audio and cores, in one run (issue 11's targets), PyTorch timed right after each
+sluice run and the ratio taken per pair.
 
   /usr/bin/python3 tools/bench/scaling_bench.py --sluice build/release/tools/sluice \
       [--model models/default] [--audio tests/data/sample_call_8k_mulaw_stereo.wav] \
@@ -24,7 +25,11 @@ each of the segments' mean length, run in batches of the size at which PyTorch i
 makes the time per stream grow several-fold with the batch (on one core of this 2-core machine
 2.4-2.7 ms per second of audio at batch 1-2, 11 at 16, 19 at 192), so the ratios printed before
 then flattered sluice. Its x real time counts the same call seconds, so `sluice / torch` is end
-to end against the forward alone.
+to end against the forward alone. Since 2026-12-06 PyTorch's batch size is searched once per
+core count and PyTorch is then timed (median of 3 forwards) right after each sluice run: on a
+shared machine whose speed drifts by 10-50% within minutes, a ratio of two medians taken minutes
+apart moved more with the drift than with the code; `sluice/torch` is now min / median over those
+pairs.
 """
 from __future__ import annotations
 
@@ -93,59 +98,92 @@ def main() -> None:
     print(f"{args.copies} copies of {args.audio} ({call_s:.1f} s each, {len(segs)} segments, "
           f"{sum(segs):.1f} s of them); min/median of {args.runs} runs")
     print(f"{'cores':>5} {'sluice xRT min':>15} {'median':>8} {'CPU % med':>10} {'torch fwd xRT (batch)':>22} "
-          f"{'sluice/torch':>13}")
+          f"{'sluice/torch min/med of pairs':>30}")
+    dtypes = [] if args.no_torch else [d for d in args.torch_dtype.split(",") if d]
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
     with tempfile.TemporaryDirectory() as tmp:
         files = []
         for i in range(args.copies):
             f = os.path.join(tmp, f"call{i:03d}.wav")
             os.symlink(os.path.abspath(args.audio), f)
             files.append(f)
+
+        def pin(c: int) -> list[str]:
+            return ["taskset", "-c", f"0-{c - 1}"]
+
+        def sluice_cmd(c: int) -> list[str]:
+            return pin(c) + [args.sluice, f"--model.dir={args.model}", f"--engine.lanes={c}",
+                             f"--engine.scheduler_threads={c}"] + [f"--{kv}" for kv in args.set] + \
+                ["transcribe", "--format", "json"] + files
+
+        def torch_cmd(c: int, dtype: str, extra: list[str]) -> list[str]:
+            return pin(c) + [sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
+                             args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
+                             f"{statistics.mean(segs):.3f}", "--dtype", dtype] + extra
+
+        # PyTorch's best batch size is searched once per core count and reference.
+        searched, failed = {}, {}
         for c in cores:
-            pin = ["taskset", "-c", f"0-{c - 1}"]
-            cmd = pin + [args.sluice, f"--model.dir={args.model}", f"--engine.lanes={c}",
-                         f"--engine.scheduler_threads={c}"] + [f"--{kv}" for kv in args.set] + \
-                  ["transcribe", "--format", "json"] + files
-            runs = [timed(cmd) for _ in range(args.runs)]
-            walls = [w for w, _ in runs]
-            cpu_share = statistics.median([cpu / w for w, cpu in runs])
+            for dtype in dtypes:
+                run = subprocess.run(torch_cmd(c, dtype, ["--best-batch", "--runs", "1"]), capture_output=True,
+                                     text=True, env=env)
+                if run.returncode != 0:
+                    # Debian's PyTorch 1.13 cannot run this model under CPU bf16 autocast
+                    # (LayerNorm: "expected scalar type BFloat16 but found Float"): say so.
+                    failed[(c, dtype)] = (run.stderr.strip().splitlines() or ["failed"])[-1]
+                    print(f"PyTorch {dtype} reference failed: {failed[(c, dtype)]}", file=sys.stderr)
+                    continue
+                searched[(c, dtype)] = json.loads(run.stdout.strip().splitlines()[-1])
+        # Then rounds: in each, every core count's sluice run, each followed at once by PyTorch
+        # (median of 3 forwards at the batch found), so a pair -- and a round's core counts --
+        # see the same state of a shared machine whose speed drifts within minutes; ratios and
+        # scaling are taken per pair / per round, then min and median over them.
+        runs = {c: [] for c in cores}
+        torch_s = {key: [] for key in searched}
+        for _ in range(args.runs):
+            for c in cores:
+                runs[c].append(timed(sluice_cmd(c)))
+                for dtype in dtypes:
+                    if (c, dtype) not in searched:
+                        continue
+                    extra = ["--forward-batch", str(searched[(c, dtype)]["batch"]), "--runs", "3"]
+                    run = subprocess.run(torch_cmd(c, dtype, extra), capture_output=True, text=True, env=env, check=True)
+                    torch_s[(c, dtype)].append(json.loads(run.stdout.strip().splitlines()[-1])["median_ms"] / 1000.0)
+        for c in cores:
+            walls = [w for w, _ in runs[c]]
+            cpu_share = statistics.median([cpu / w for w, cpu in runs[c]])
             row = {"wall_s_min": min(walls), "wall_s_median": statistics.median(walls),
                    "x_real_time_min_wall": audio_s / min(walls), "x_real_time_median": audio_s / statistics.median(walls),
-                   "cpu_percent_median": 100.0 * cpu_share}
-            torch_txt, ratio_txt = "-", "-"
-            if not args.no_torch:
-                texts, ratios = [], []
-                for dtype in [d for d in args.torch_dtype.split(",") if d]:
-                    tcmd = pin + [sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
-                                  args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
-                                  f"{statistics.mean(segs):.3f}", "--runs", str(args.runs), "--best-batch",
-                                  "--dtype", dtype]
-                    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
-                    suffix = "" if dtype == "f32" else "_" + dtype
-                    run = subprocess.run(tcmd, capture_output=True, text=True, env=env)
-                    if run.returncode != 0:
-                        # Debian's PyTorch 1.13 cannot run this model under CPU bf16 autocast
-                        # (LayerNorm: "expected scalar type BFloat16 but found Float"): say so.
-                        why = (run.stderr.strip().splitlines() or ["failed"])[-1]
-                        row["torch" + suffix] = {"error": why}
-                        texts.append(f"{dtype}: failed")
-                        ratios.append("-")
-                        print(f"PyTorch {dtype} reference failed: {why}", file=sys.stderr)
-                        continue
-                    t = json.loads(run.stdout.strip().splitlines()[-1])
-                    row["torch" + suffix] = t
-                    row["torch_x_real_time_median" + suffix] = audio_s / (t["median_ms"] / 1000.0)
-                    row["sluice_over_torch_median" + suffix] = row["x_real_time_median"] / row["torch_x_real_time_median" + suffix]
-                    texts.append(f"{row['torch_x_real_time_median' + suffix]:.1f} (b{t['batch']}{suffix})")
-                    ratios.append(f"{row['sluice_over_torch_median' + suffix]:.2f}")
-                torch_txt, ratio_txt = " / ".join(texts), " / ".join(ratios)
+                   "cpu_percent_median": 100.0 * cpu_share, "walls_s": walls}
+            texts, ratio_texts = [], []
+            for dtype in dtypes:
+                suffix = "" if dtype == "f32" else "_" + dtype
+                if (c, dtype) in failed:
+                    row["torch" + suffix] = {"error": failed[(c, dtype)]}
+                    texts.append(f"{dtype}: failed")
+                    ratio_texts.append("-")
+                    continue
+                found, ts = searched[(c, dtype)], torch_s[(c, dtype)]
+                pair = [t / w for t, w in zip(ts, walls)]  # (audio / wall) / (audio / torch's time)
+                row["torch" + suffix] = {"batch": found["batch"], "tried": found["tried"], "torch": found["torch"],
+                                         "seconds_per_run": ts}
+                row["torch_x_real_time_median" + suffix] = audio_s / statistics.median(ts)
+                row["sluice_over_torch_pairs" + suffix] = pair
+                row["sluice_over_torch_min" + suffix] = min(pair)
+                row["sluice_over_torch_median" + suffix] = statistics.median(pair)
+                texts.append(f"{row['torch_x_real_time_median' + suffix]:.1f} (b{found['batch']}{suffix})")
+                ratio_texts.append(f"{min(pair):.2f} / {statistics.median(pair):.2f}")
             report["cores"][str(c)] = row
             print(f"{c:>5} {row['x_real_time_min_wall']:>15.1f} {row['x_real_time_median']:>8.1f} "
-                  f"{row['cpu_percent_median']:>10.0f} {torch_txt:>22} {ratio_txt:>13}")
+                  f"{row['cpu_percent_median']:>10.0f} {' / '.join(texts) or '-':>22} {' / '.join(ratio_texts) or '-':>30}")
     if len(cores) > 1:
-        lo, hi = str(min(cores)), str(max(cores))
-        s = report["cores"][hi]["x_real_time_median"] / report["cores"][lo]["x_real_time_median"]
+        lo, hi = min(cores), max(cores)
+        per_round = [w_lo / w_hi for (w_lo, _), (w_hi, _) in zip(runs[lo], runs[hi])]
+        s = report["cores"][str(hi)]["x_real_time_median"] / report["cores"][str(lo)]["x_real_time_median"]
         report["scaling_median"] = s
-        print(f"scaling {lo} -> {hi} cores (median x real time): {s:.2f}x")
+        report["scaling_per_round"] = per_round
+        print(f"scaling {lo} -> {hi} cores: {s:.2f}x (medians); per round min {min(per_round):.2f}x, "
+              f"median {statistics.median(per_round):.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
