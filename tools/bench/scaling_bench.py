@@ -29,7 +29,11 @@ to end against the forward alone. Since 2026-12-06 PyTorch's batch size is searc
 core count and PyTorch is then timed (median of 3 forwards) right after each sluice run: on a
 shared machine whose speed drifts by 10-50% within minutes, a ratio of two medians taken minutes
 apart moved more with the drift than with the code; `sluice/torch` is now min / median over those
-pairs.
+pairs. For C > 1 cores a second reference runs beside it: C PyTorch processes of one thread
+each, pinned to one core each, each with its share of the streams, at the same time (their
+slowest median counts). On the 2-core host of session 38 PyTorch with 2 threads was slower than
+with one (167x against 227x in one run), so against the 2-thread reference alone sluice looked
+better than it is; the ratio is now taken against whichever of the two was faster in that pair.
 """
 from __future__ import annotations
 
@@ -97,8 +101,8 @@ def main() -> None:
               "segment_s_mean": statistics.mean(segs), "runs": args.runs, "cores": {}}
     print(f"{args.copies} copies of {args.audio} ({call_s:.1f} s each, {len(segs)} segments, "
           f"{sum(segs):.1f} s of them); min/median of {args.runs} runs")
-    print(f"{'cores':>5} {'sluice xRT min':>15} {'median':>8} {'CPU % med':>10} {'torch fwd xRT (batch)':>22} "
-          f"{'sluice/torch min/med of pairs':>30}")
+    print(f"{'cores':>5} {'sluice xRT min':>15} {'median':>8} {'CPU % med':>10} {'torch fwd xRT median':>30} "
+          f"{'sluice/best torch min/med':>24}")
     dtypes = [] if args.no_torch else [d for d in args.torch_dtype.split(",") if d]
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,9 +125,15 @@ def main() -> None:
                              args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
                              f"{statistics.mean(segs):.3f}", "--dtype", dtype] + extra
 
-        # PyTorch's best batch size is searched once per core count and reference.
+        def torch_procs_cmd(core: int, streams: int, dtype: str, batch: int) -> list[str]:
+            return ["taskset", "-c", str(core), sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json",
+                    "--model", args.model, "--threads", "1", "--batch", str(streams), "--seconds",
+                    f"{statistics.mean(segs):.3f}", "--dtype", dtype, "--forward-batch", str(batch), "--runs", "3"]
+
+        # PyTorch's best batch size is searched once per core count and reference (and for one
+        # thread, which the C-process reference uses).
         searched, failed = {}, {}
-        for c in cores:
+        for c in sorted(set(cores) | ({1} if max(cores) > 1 else set())):
             for dtype in dtypes:
                 run = subprocess.run(torch_cmd(c, dtype, ["--best-batch", "--runs", "1"]), capture_output=True,
                                      text=True, env=env)
@@ -134,21 +144,42 @@ def main() -> None:
                     print(f"PyTorch {dtype} reference failed: {failed[(c, dtype)]}", file=sys.stderr)
                     continue
                 searched[(c, dtype)] = json.loads(run.stdout.strip().splitlines()[-1])
+
+        def torch_in_procs(c: int, dtype: str) -> float:
+            """Seconds for all the streams as c one-thread PyTorch processes, each pinned to its own
+            core with its share of the streams, run at the same time: the slowest one's median."""
+            n = len(segs) * args.copies
+            shares = [n // c + (1 if i < n % c else 0) for i in range(c)]
+            procs = [subprocess.Popen(torch_procs_cmd(i, shares[i], dtype, searched[(1, dtype)]["batch"]),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                     for i in range(c)]
+            outs = [p.communicate() for p in procs]
+            for p, (_, err) in zip(procs, outs):
+                if p.returncode != 0:
+                    sys.exit(f"PyTorch process failed: {err[-2000:]}")
+            return max(json.loads(out.strip().splitlines()[-1])["median_ms"] for out, _ in outs) / 1000.0
+
         # Then rounds: in each, every core count's sluice run, each followed at once by PyTorch
-        # (median of 3 forwards at the batch found), so a pair -- and a round's core counts --
-        # see the same state of a shared machine whose speed drifts within minutes; ratios and
-        # scaling are taken per pair / per round, then min and median over them.
+        # (median of 3 forwards at the batch found): one process of C threads and, for C > 1, C
+        # processes of one thread (PyTorch's own threads barely help this small model here, so
+        # running streams apart is its better use of C cores). A pair -- and a round's core
+        # counts -- see the same state of a shared machine whose speed drifts within minutes;
+        # ratios are taken per pair against the faster of the two references, scaling per round,
+        # then min and median over them.
         runs = {c: [] for c in cores}
-        torch_s = {key: [] for key in searched}
+        torch_s = {(c, d, mode): [] for c in cores for d in dtypes for mode in ("threads", "procs")}
         for _ in range(args.runs):
             for c in cores:
                 runs[c].append(timed(sluice_cmd(c)))
                 for dtype in dtypes:
-                    if (c, dtype) not in searched:
-                        continue
-                    extra = ["--forward-batch", str(searched[(c, dtype)]["batch"]), "--runs", "3"]
-                    run = subprocess.run(torch_cmd(c, dtype, extra), capture_output=True, text=True, env=env, check=True)
-                    torch_s[(c, dtype)].append(json.loads(run.stdout.strip().splitlines()[-1])["median_ms"] / 1000.0)
+                    if (c, dtype) in searched:
+                        extra = ["--forward-batch", str(searched[(c, dtype)]["batch"]), "--runs", "3"]
+                        run = subprocess.run(torch_cmd(c, dtype, extra), capture_output=True, text=True, env=env,
+                                             check=True)
+                        torch_s[(c, dtype, "threads")].append(
+                            json.loads(run.stdout.strip().splitlines()[-1])["median_ms"] / 1000.0)
+                    if c > 1 and (1, dtype) in searched:
+                        torch_s[(c, dtype, "procs")].append(torch_in_procs(c, dtype))
         for c in cores:
             walls = [w for w, _ in runs[c]]
             cpu_share = statistics.median([cpu / w for w, cpu in runs[c]])
@@ -163,19 +194,28 @@ def main() -> None:
                     texts.append(f"{dtype}: failed")
                     ratio_texts.append("-")
                     continue
-                found, ts = searched[(c, dtype)], torch_s[(c, dtype)]
-                pair = [t / w for t, w in zip(ts, walls)]  # (audio / wall) / (audio / torch's time)
+                found, ts = searched[(c, dtype)], torch_s[(c, dtype, "threads")]
                 row["torch" + suffix] = {"batch": found["batch"], "tried": found["tried"], "torch": found["torch"],
                                          "seconds_per_run": ts}
                 row["torch_x_real_time_median" + suffix] = audio_s / statistics.median(ts)
+                text = f"{row['torch_x_real_time_median' + suffix]:.0f} (b{found['batch']}{suffix})"
+                best = list(ts)
+                if torch_s[(c, dtype, "procs")]:
+                    tp = torch_s[(c, dtype, "procs")]
+                    row["torch_procs" + suffix] = {"processes": c, "batch": searched[(1, dtype)]["batch"],
+                                                   "seconds_per_run": tp}
+                    row["torch_procs_x_real_time_median" + suffix] = audio_s / statistics.median(tp)
+                    text += f", {row['torch_procs_x_real_time_median' + suffix]:.0f} ({c} procs)"
+                    best = [min(a, b) for a, b in zip(ts, tp)]
+                pair = [t / w for t, w in zip(best, walls)]  # (audio / wall) / (audio / torch's time)
                 row["sluice_over_torch_pairs" + suffix] = pair
                 row["sluice_over_torch_min" + suffix] = min(pair)
                 row["sluice_over_torch_median" + suffix] = statistics.median(pair)
-                texts.append(f"{row['torch_x_real_time_median' + suffix]:.1f} (b{found['batch']}{suffix})")
+                texts.append(text)
                 ratio_texts.append(f"{min(pair):.2f} / {statistics.median(pair):.2f}")
             report["cores"][str(c)] = row
             print(f"{c:>5} {row['x_real_time_min_wall']:>15.1f} {row['x_real_time_median']:>8.1f} "
-                  f"{row['cpu_percent_median']:>10.0f} {' / '.join(texts) or '-':>22} {' / '.join(ratio_texts) or '-':>30}")
+                  f"{row['cpu_percent_median']:>10.0f} {' / '.join(texts) or '-':>30} {' / '.join(ratio_texts) or '-':>24}")
     if len(cores) > 1:
         lo, hi = min(cores), max(cores)
         per_round = [w_lo / w_hi for (w_lo, _), (w_hi, _) in zip(runs[lo], runs[hi])]

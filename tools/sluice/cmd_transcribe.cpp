@@ -216,6 +216,19 @@ class file_preparer {
 };
 
 int run_files(const config::sluice_config& cfg, const transcribe_args& args, const std::vector<std::string>& hotwords) {
+  // The file front end (decode, resample) of the next files runs on their own threads, one per
+  // core ahead, instead of file after file on this thread: measured (perf, 16 copies of the
+  // bundled call) this thread took 39% of the run's CPU samples, most of it this front end, one
+  // file at a time. The first files are prepared while the model and LM load.
+  const std::size_t lookahead = std::max(1u, std::thread::hardware_concurrency());
+  file_preparer preparer(cfg, std::min(lookahead, args.files.size()));
+  std::deque<std::future<result<dsp::file_speech>>> preparing;
+  std::size_t next_prepare = 0;
+  auto prepare_ahead = [&]() {
+    while (next_prepare < args.files.size() && preparing.size() < lookahead)
+      preparing.push_back(preparer.prepare(args.files[next_prepare++]));
+  };
+  prepare_ahead();
   auto res = actors::engine_resources::load(cfg, args.use_lm);
   if (!res) {
     std::fprintf(stderr, "sluice transcribe: %s\n", res.error().message.c_str());
@@ -230,18 +243,6 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
   std::vector<file_job> jobs;
   std::map<actors::channel_id, channel_slot> slots;
   std::size_t next_file = 0, finished = 0;
-  // The file front end (decode, resample, VAD, slicing) of the next files runs on their own
-  // threads, one per core ahead, instead of file after file on this thread: measured (perf, 16
-  // copies of the bundled call) this thread took 39% of the run's CPU samples, most of it this
-  // front end, one file at a time.
-  const std::size_t lookahead = std::max(1u, std::thread::hardware_concurrency());
-  file_preparer preparer(cfg, std::min(lookahead, args.files.size()));
-  std::deque<std::future<result<dsp::file_speech>>> preparing;
-  std::size_t next_prepare = 0;
-  auto prepare_ahead = [&]() {
-    while (next_prepare < args.files.size() && preparing.size() < lookahead)
-      preparing.push_back(preparer.prepare(args.files[next_prepare++]));
-  };
   // Files are opened a few channels at a time (engine.offline_channels), not all at once: each
   // open file holds its decoded audio, a channel thread and a feeder thread (measured: see
   // engine_config.hpp).
