@@ -1,6 +1,7 @@
 #include "moe/decoder/arpa_lm.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -16,7 +17,10 @@ namespace sluice::moe {
 namespace {
 
 constexpr char binary_magic[8] = {'S', 'L', 'U', 'I', 'C', 'E', 'L', 'M'};
-constexpr uint32_t binary_version = 1;
+// 2 (2026-12-06): the n-gram index's hash table is written too, and entries and index are 8-byte
+// aligned so a mapped copy is used where it lies.
+constexpr uint32_t binary_version = 2;
+constexpr std::size_t binary_alignment = 8;
 
 template <class T>
 void put(std::string& out, const T& v) {
@@ -25,11 +29,14 @@ void put(std::string& out, const T& v) {
 }
 
 template <class T>
-void put_vector(std::string& out, const std::vector<T>& v) {
+void put_vector(std::string& out, std::span<const T> v) {
   static_assert(std::is_trivially_copyable_v<T>);
   put<uint64_t>(out, v.size());
   out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
+
+// Zero bytes up to the next multiple of binary_alignment.
+void pad(std::string& out) { out.append((binary_alignment - out.size() % binary_alignment) % binary_alignment, '\0'); }
 
 // Reads what put/put_vector wrote; `ok` turns false at the first read past the end.
 struct byte_reader {
@@ -58,6 +65,28 @@ struct byte_reader {
     v.resize(static_cast<std::size_t>(n));
     std::memcpy(v.data(), bytes.data() + pos, static_cast<std::size_t>(n) * sizeof(T));
     pos += static_cast<std::size_t>(n) * sizeof(T);
+  }
+  // A count and that many T where they lie (`bytes` starts 8-byte aligned, and the writer
+  // aligned these).
+  template <class T>
+  std::span<const T> get_span() {
+    static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= binary_alignment);
+    const auto n = get<uint64_t>();
+    if (!ok || n > (bytes.size() - pos) / sizeof(T) || pos % alignof(T) != 0) {
+      ok = false;
+      return {};
+    }
+    const auto* first = reinterpret_cast<const T*>(bytes.data() + pos);
+    pos += static_cast<std::size_t>(n) * sizeof(T);
+    return {first, static_cast<std::size_t>(n)};
+  }
+  void skip_padding() {
+    const std::size_t to = (pos + binary_alignment - 1) / binary_alignment * binary_alignment;
+    if (!ok || to > bytes.size()) {
+      ok = false;
+      return;
+    }
+    pos = to;
   }
   std::string_view get_bytes(std::size_t n) {
     if (!ok || bytes.size() - pos < n) {
@@ -101,6 +130,7 @@ uint64_t arpa_lm::text_hash(std::string_view text) {
 
 std::string arpa_lm::to_binary(uint64_t source_hash) const {
   static_assert(std::is_trivially_copyable_v<entry> && sizeof(entry) == 24);
+  static_assert(std::is_trivially_copyable_v<flat_u64_slot<ngram_ref>> && sizeof(flat_u64_slot<ngram_ref>) == 24);
   std::string out(binary_magic, sizeof binary_magic);
   put(out, binary_version);
   put(out, source_hash);
@@ -108,20 +138,40 @@ std::string arpa_lm::to_binary(uint64_t source_hash) const {
   put(out, begin_state_);
   put(out, unk_id_);
   put(out, end_id_);
-  put_vector(out, counts_);
+  put_vector(out, std::span<const int64_t>(counts_));
   put<uint64_t>(out, words_.size());
   for (const auto& w : words_) {
     put(out, static_cast<uint32_t>(w.size()));
     out += w;
   }
-  put_vector(out, entries_);
-  put_vector(out, unigram_entry_);
+  pad(out);
+  put_vector(out, entry_table());
+  put_vector(out, std::span<const int32_t>(unigram_entry_));
+  // The index as its table lies, with the stamp of its slots in use; a copy read back looks its
+  // n-grams up there (frozen_u64_map) instead of inserting them again.
+  // (A model read from a copy writes the copy's table: the same slots, in the same places.)
+  pad(out);
+  put(out, keep_ ? kept_index_.stamp() : index_.stamp());
+  pad(out);
+  put_vector(out, keep_ ? kept_index_.table() : index_.table());
   put(out, bytes_hash(out));  // the checksum of everything before it
   return out;
 }
 
 result<arpa_lm> arpa_lm::from_binary(std::string_view bytes, uint64_t source_hash, std::string_view source,
                                      const arpa_options& opts) {
+  auto copy = std::make_shared<std::vector<uint64_t>>((bytes.size() + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+  if (!bytes.empty()) std::memcpy(copy->data(), bytes.data(), bytes.size());
+  const std::span<const std::byte> view(reinterpret_cast<const std::byte*>(copy->data()), bytes.size());
+  return from_binary(std::move(copy), view, source_hash, source, opts);
+}
+
+result<arpa_lm> arpa_lm::from_binary(std::shared_ptr<const void> keep, std::span<const std::byte> span,
+                                     uint64_t source_hash, std::string_view source, const arpa_options& opts) {
+  if (reinterpret_cast<std::uintptr_t>(span.data()) % binary_alignment != 0)
+    return from_binary(std::string_view(reinterpret_cast<const char*>(span.data()), span.size()), source_hash, source,
+                       opts);
+  const std::string_view bytes(reinterpret_cast<const char*>(span.data()), span.size());
   const auto corrupt = [&](const std::string& what) {
     return fail(errc::corrupt, std::string(source) + ": not a usable binary word LM: " + what);
   };
@@ -152,11 +202,16 @@ result<arpa_lm> arpa_lm::from_binary(std::string_view bytes, uint64_t source_has
     lm.words_.emplace_back(w);
     if (!lm.word_ids_.emplace(lm.words_.back(), static_cast<int32_t>(i)).second) return corrupt("a word twice");
   }
-  in.get_vector(lm.entries_);
+  in.skip_padding();
+  const auto entries = in.get_span<entry>();
   in.get_vector(lm.unigram_entry_);
+  in.skip_padding();
+  const auto stamp = in.get<uint32_t>();
+  in.skip_padding();
+  const auto table = in.get_span<flat_u64_slot<ngram_ref>>();
   if (!in.ok || in.pos != body.size()) return corrupt("its sizes do not add up");
   // Every id in range, so no lookup can leave its array whatever the bytes say.
-  const auto n_entries = static_cast<int64_t>(lm.entries_.size());
+  const auto n_entries = static_cast<int64_t>(entries.size());
   const auto nw = static_cast<int32_t>(lm.words_.size());
   if (lm.order_ < 1 || static_cast<int32_t>(lm.counts_.size()) != lm.order_ || n_entries < 1 ||
       lm.begin_state_ < 0 || lm.begin_state_ >= n_entries || lm.unk_id_ < -1 || lm.unk_id_ >= nw || lm.end_id_ < -1 ||
@@ -164,15 +219,37 @@ result<arpa_lm> arpa_lm::from_binary(std::string_view bytes, uint64_t source_has
     return corrupt("a header value out of range");
   for (int32_t e : lm.unigram_entry_)
     if (e < -1 || e >= n_entries) return corrupt("a unigram entry out of range");
-  lm.index_.reserve(static_cast<std::size_t>(n_entries));
+  std::size_t ngrams = 0;
   for (int64_t i = 1; i < n_entries; ++i) {
-    const entry& e = lm.entries_[static_cast<std::size_t>(i)];
+    const entry& e = entries[static_cast<std::size_t>(i)];
     if (e.word < 0 || e.word >= nw || e.context < 0 || e.context >= i || e.suffix < 0 || e.suffix >= n_entries ||
         e.order < 1 || e.order > lm.order_ || (e.context == 0) != (e.order == 1))
       return corrupt("entry " + std::to_string(i) + " out of range");
-    const auto id = static_cast<int32_t>(i);
-    if (e.context > 0 && !lm.index_.try_emplace(key(e.context, e.word), {id, lm.step_of(id)}).second)
-      return corrupt("an n-gram twice");
+    ngrams += e.context > 0;
+  }
+  lm.keep_ = std::move(keep);
+  lm.kept_entries_ = entries;
+  if (!lm.kept_index_.view(table, stamp)) return corrupt("its n-gram table is not a hash table");
+  // The table holds every n-gram of order > 1 once, each with its own entry's answer, and each
+  // where a lookup of its key finds it: walking from the key's home slot, every slot before it
+  // is in use and holds another key (the walks are short and run along the table in order).
+  if (lm.kept_index_.size() != ngrams) return corrupt("its n-gram table does not hold every n-gram");
+  std::vector<bool> seen(static_cast<std::size_t>(n_entries), false);
+  const std::size_t mask = table.size() - 1;
+  const int shift = table.empty() ? 64 : 64 - std::countr_zero(table.size());
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const auto& sl = table[i];
+    if (sl.stamp != stamp) continue;
+    const int32_t id = sl.value.entry;
+    if (id < 1 || id >= n_entries || seen[static_cast<std::size_t>(id)]) return corrupt("a bad n-gram slot");
+    seen[static_cast<std::size_t>(id)] = true;
+    const entry& e = entries[static_cast<std::size_t>(id)];
+    const lm_step want = lm.step_of(id);
+    if (e.context == 0 || sl.key != key(e.context, e.word) || sl.value.step.next != want.next ||
+        std::memcmp(&sl.value.step.log_prob, &want.log_prob, sizeof want.log_prob) != 0)
+      return corrupt("an n-gram slot that does not match its entry");
+    for (std::size_t j = flat_u64_home(sl.key, shift, mask); j != i; j = (j + 1) & mask)
+      if (table[j].stamp != stamp || table[j].key == sl.key) return corrupt("an n-gram its lookup does not find");
   }
   lm.index_unigram_steps();
   if (!std::isfinite(opts.oov_log10_prob) || opts.oov_log10_prob > 0)
@@ -190,10 +267,15 @@ result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string&
   auto text = config::mapped_file::open(path);
   if (!text) return tl::unexpected(text.error());
   const uint64_t h = text_hash(text->text());
-  const std::string file = config::cache_file(cache_dir, "lm", h, ".bin");
+  // The format's version is in the name too, so sluice builds of two formats on one machine
+  // keep a copy each instead of rewriting one another's at every start.
+  const uint64_t name_key = h ^ (uint64_t{binary_version} * 0x9E3779B97F4A7C15ull);
+  const std::string file = config::cache_file(cache_dir, "lm", name_key, ".bin");
   if (info) info->file = file;
-  if (auto bytes = config::mapped_file::open(file)) {
-    if (auto lm = from_binary(bytes->text(), h, file, opts)) {
+  if (auto mapped = config::mapped_file::open(file)) {
+    auto kept = std::make_shared<const config::mapped_file>(std::move(*mapped));
+    const auto bytes = kept->bytes();
+    if (auto lm = from_binary(std::move(kept), bytes, h, file, opts)) {
       if (info) info->hit = true;
       std::error_code ec;  // in use: its age for prune_copies starts again
       std::filesystem::last_write_time(file, std::filesystem::file_time_type::clock::now(), ec);
@@ -221,12 +303,12 @@ int32_t arpa_lm::find(int32_t context, int32_t word) const {
     const auto w = static_cast<std::size_t>(word);
     return word >= 0 && w < unigram_entry_.size() ? unigram_entry_[w] : -1;
   }
-  const ngram_ref* e = index_.find(key(context, word));
+  const ngram_ref* e = find_ref(key(context, word));
   return e ? e->entry : -1;
 }
 
 lm_step arpa_lm::step_of(int32_t id) const {
-  const entry& e = entries_[static_cast<std::size_t>(id)];
+  const entry& e = entry_table()[static_cast<std::size_t>(id)];
   return {e.log_prob, e.order < order_ ? id : e.suffix};
 }
 
@@ -243,8 +325,9 @@ void arpa_lm::index_word_bounds() {
   // bound.
   std::vector<float> most_backoff(static_cast<std::size_t>(order_) + 1, 0.0f);
   word_bound_.assign(words_.size(), -std::numeric_limits<float>::infinity());
-  for (std::size_t i = 1; i < entries_.size(); ++i) {
-    const entry& e = entries_[i];
+  const auto entries = entry_table();
+  for (std::size_t i = 1; i < entries.size(); ++i) {
+    const entry& e = entries[i];
     float& m = most_backoff[static_cast<std::size_t>(e.order)];  // the top order's stays 0
     if (e.order < order_) m = std::max(m, e.log_backoff);
     float& b = word_bound_[static_cast<std::size_t>(e.word)];
@@ -279,9 +362,10 @@ lm_step arpa_lm::score(int32_t state, int32_t word) const {
     word = unk_id_;
   }
   float backoff = 0;
+  const auto entries = entry_table();
   for (int32_t ctx = state; ctx != 0;) {
-    if (const ngram_ref* r = index_.find(key(ctx, word))) return {backoff + r->step.log_prob, r->step.next};
-    const entry& c = entries_[static_cast<std::size_t>(ctx)];
+    if (const ngram_ref* r = find_ref(key(ctx, word))) return {backoff + r->step.log_prob, r->step.next};
+    const entry& c = entries[static_cast<std::size_t>(ctx)];
     backoff += c.log_backoff;
     ctx = c.suffix;
   }
@@ -302,10 +386,11 @@ void arpa_lm::score_all(std::span<query> queries, std::vector<uint32_t>& scratch
     q.answer = {0.0f, q.state};
     scratch.push_back(i);
   }
+  const auto entries = entry_table();
   while (!scratch.empty()) {
     for (uint32_t i : scratch) {
       const query& q = queries[i];
-      if (q.answer.next != 0) index_.prefetch(key(q.answer.next, q.word < 0 ? unk_id_ : q.word));
+      if (q.answer.next != 0) prefetch_ref(key(q.answer.next, q.word < 0 ? unk_id_ : q.word));
     }
     std::size_t open = 0;
     for (uint32_t i : scratch) {
@@ -317,11 +402,11 @@ void arpa_lm::score_all(std::span<query> queries, std::vector<uint32_t>& scratch
         q.answer = unigram(word, backoff);
         continue;
       }
-      if (const ngram_ref* r = index_.find(key(ctx, word))) {
+      if (const ngram_ref* r = find_ref(key(ctx, word))) {
         q.answer = {backoff + r->step.log_prob, r->step.next};
         continue;
       }
-      const entry& c = entries_[static_cast<std::size_t>(ctx)];
+      const entry& c = entries[static_cast<std::size_t>(ctx)];
       q.answer = {backoff + c.log_backoff, c.suffix};
       scratch[open++] = i;
     }

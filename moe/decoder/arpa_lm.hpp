@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -60,6 +61,10 @@ class arpa_lm {
   /// there (written aside and renamed; a write that fails is skipped; see copy_max_age for
   /// what is removed). The text is read and
   /// hashed either way. `cache_dir` "": load(). The same model either way (tests/moe/lm_cache_test.cpp).
+  /// A copy that is read is used where it lies: the model keeps the file mapped and looks its
+  /// n-grams up in the copy's own hash table (format 2, since 2026-12-06), so a start neither
+  /// rebuilds the table (about a fifth of a start's CPU) nor holds a private copy of it, and
+  /// processes that read the same copy share its pages.
   static result<arpa_lm> load_cached(const std::string& path, const std::string& cache_dir,
                                      const arpa_options& opts = {}, cache_info* info = nullptr);
   /// Writing a copy removes the directory's other copies (lm-*.bin) not read for this long;
@@ -68,9 +73,16 @@ class arpa_lm {
   /// The binary form load_cached keeps; `source_hash` identifies the text it was parsed from.
   std::string to_binary(uint64_t source_hash) const;
   /// Reads to_binary's bytes back; errc::corrupt naming `source` when they are not that (or were
-  /// made from another text: `source_hash` differs). `opts` as for parse().
+  /// made from another text: `source_hash` differs). `opts` as for parse(). The model keeps a
+  /// copy of the bytes.
   static result<arpa_lm> from_binary(std::string_view bytes, uint64_t source_hash, std::string_view source,
                                      const arpa_options& opts = {});
+  /// The same from bytes the model may keep and use where they lie (`keep` owns them; a
+  /// mapping of the file, say); copied first when they are not 8-byte aligned.
+  static result<arpa_lm> from_binary(std::shared_ptr<const void> keep, std::span<const std::byte> bytes,
+                                     uint64_t source_hash, std::string_view source, const arpa_options& opts = {});
+  /// Whether the n-gram tables are those of a binary copy, used where they lie.
+  bool uses_binary_in_place() const { return keep_ != nullptr; }
   /// The hash of ARPA text load_cached names copies by.
   static uint64_t text_hash(std::string_view text);
 
@@ -124,6 +136,13 @@ class arpa_lm {
     int32_t suffix = 0;     ///< entry of the longest listed proper suffix (0: the empty one)
     int32_t order = 0;
   };
+  /// A listed n-gram of order > 1: its entry, and what score() returns when it is found, kept
+  /// beside the key so a hit reads one slot instead of the slot and then the entry (score()'s
+  /// random reads in these tables were a quarter of the lexicon decoder's time).
+  struct ngram_ref {
+    int32_t entry = -1;
+    lm_step step;
+  };
   struct string_hash {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -134,6 +153,13 @@ class arpa_lm {
     return (static_cast<uint64_t>(static_cast<uint32_t>(context)) << 32) | static_cast<uint32_t>(word);
   }
   int32_t find(int32_t context, int32_t word) const;
+  /// The n-gram entries and the index: the parsed ones, or a binary copy's where it lies.
+  std::span<const entry> entry_table() const { return keep_ ? kept_entries_ : std::span<const entry>(entries_); }
+  const ngram_ref* find_ref(uint64_t k) const { return keep_ ? kept_index_.find(k) : index_.find(k); }
+  void prefetch_ref(uint64_t k) const {
+    if (keep_) kept_index_.prefetch(k);
+    else index_.prefetch(k);
+  }
   /// What score() returns when it finds entry `id`: its ln p and the state after it.
   lm_step step_of(int32_t id) const;
   /// unigram_step_ from unigram_entry_ (after loading).
@@ -151,14 +177,11 @@ class arpa_lm {
   std::vector<std::string> words_;
   std::unordered_map<std::string, int32_t, string_hash, std::equal_to<>> word_ids_;
   std::vector<entry> entries_{entry{}};          ///< entries_[0] is the empty history
-  /// A listed n-gram of order > 1: its entry, and what score() returns when it is found, kept
-  /// beside the key so a hit reads one slot instead of the slot and then the entry (score()'s
-  /// random reads in these tables were a quarter of the lexicon decoder's time).
-  struct ngram_ref {
-    int32_t entry = -1;
-    lm_step step;
-  };
   flat_u64_map<ngram_ref> index_;                ///< key(context, word) -> n-gram, context > 0
+  /// A binary copy's bytes when the tables below are used where they lie in it (else null).
+  std::shared_ptr<const void> keep_;
+  std::span<const entry> kept_entries_;          ///< entries_, in the copy
+  frozen_u64_map<ngram_ref> kept_index_;         ///< index_, in the copy
   std::vector<int32_t> unigram_entry_;           ///< word -> entry of the unigram (every word has one)
   std::vector<lm_step> unigram_step_;            ///< word -> its unigram's step (next -1: not listed)
   std::vector<float> word_bound_;                ///< word -> max_log_prob(word)

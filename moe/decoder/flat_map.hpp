@@ -15,14 +15,30 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
 namespace sluice::moe {
 
+/// One slot of a flat_u64_map's table, public so a table can be written to a file and looked
+/// up where it lies (frozen_u64_map).
+template <class V>
+struct flat_u64_slot {
+  uint64_t key = 0;
+  uint32_t stamp = 0;  // in use when equal to the table's stamp
+  V value{};
+};
+
+/// Where a lookup of `key` starts in a table of mask + 1 slots (shift = 64 - log2(mask + 1)).
+inline std::size_t flat_u64_home(uint64_t key, int shift, std::size_t mask) {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift) & mask;
+}
+
 template <class V>
 class flat_u64_map {
  public:
+  using slot = flat_u64_slot<V>;
   flat_u64_map() = default;
 
   std::size_t size() const { return size_; }
@@ -83,12 +99,12 @@ class flat_u64_map {
   /// Heap bytes held.
   std::size_t memory_bytes() const { return slots_.capacity() * sizeof(slot); }
 
+  /// The table as it lies (empty before the first insertion) and the stamp of its slots in use:
+  /// what frozen_u64_map looks up, e.g. after a trip through a file.
+  std::span<const slot> table() const { return slots_; }
+  uint32_t stamp() const { return stamp_; }
+
  private:
-  struct slot {
-    uint64_t key = 0;
-    uint32_t stamp = 0;  // in use when equal to the table's stamp_
-    V value{};
-  };
 
   V& fill(slot& s, uint64_t key, const V& value) {
     s.key = key;
@@ -98,9 +114,7 @@ class flat_u64_map {
     return s.value;
   }
 
-  std::size_t home(uint64_t key) const {
-    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_) & mask_;
-  }
+  std::size_t home(uint64_t key) const { return flat_u64_home(key, shift_, mask_); }
 
   // A table of at least `min_slots` (a power of two >= 16), every key re-inserted.
   void grow(std::size_t min_slots) {
@@ -126,6 +140,62 @@ class flat_u64_map {
   int shift_ = 64;
   std::size_t size_ = 0;
   uint32_t stamp_ = 1;
+};
+
+/// A read-only lookup in a table a flat_u64_map laid out (its table() and stamp()), wherever
+/// the table lies now, e.g. in a mapped file: the same find() and prefetch(), no insertion. It
+/// owns nothing; the table must outlive it.
+template <class V>
+class frozen_u64_map {
+ public:
+  using slot = flat_u64_slot<V>;
+  frozen_u64_map() = default;
+
+  /// Views `table`, whose size must be 0 or a power of two with a slot not in use (so every
+  /// lookup ends; view() of anything else is false and leaves the map empty). Whether each key
+  /// lies where its lookup finds it is the writer's affair: a misplaced key is not found, never
+  /// read out of bounds.
+  bool view(std::span<const slot> table, uint32_t stamp) {
+    *this = {};
+    if (table.empty()) return true;
+    if (!std::has_single_bit(table.size()) || table.size() < 2) return false;
+    std::size_t used = 0;
+    for (const slot& s : table) used += s.stamp == stamp;
+    if (used == table.size()) return false;
+    slots_ = table.data();
+    mask_ = table.size() - 1;
+    shift_ = 64 - std::countr_zero(table.size());
+    stamp_ = stamp;
+    size_ = used;
+    return true;
+  }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  /// The table viewed, and the stamp of its slots in use.
+  std::span<const slot> table() const {
+    return slots_ ? std::span<const slot>(slots_, mask_ + 1) : std::span<const slot>();
+  }
+  uint32_t stamp() const { return stamp_; }
+
+  const V* find(uint64_t key) const {
+    if (!slots_) return nullptr;
+    for (std::size_t i = flat_u64_home(key, shift_, mask_);; i = (i + 1) & mask_) {
+      const slot& s = slots_[i];
+      if (s.stamp != stamp_) return nullptr;
+      if (s.key == key) return &s.value;
+    }
+  }
+  void prefetch(uint64_t key) const {
+    if (slots_) __builtin_prefetch(&slots_[flat_u64_home(key, shift_, mask_)]);
+  }
+
+ private:
+  const slot* slots_ = nullptr;
+  std::size_t mask_ = 0;
+  int shift_ = 64;
+  uint32_t stamp_ = 1;
+  std::size_t size_ = 0;
 };
 
 }  // namespace sluice::moe

@@ -2,8 +2,11 @@
 // the ARPA text it was parsed from, score for score, and never trusted when damaged or stale.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstring>
+#include <span>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -83,7 +86,17 @@ TEST_SUITE("decoder") {
       const auto bytes = a.to_binary(h);
       auto b = arpa_lm::from_binary(bytes, h, "copy");
       REQUIRE_MESSAGE(b.has_value(), b.error().message);
+      CHECK_FALSE(a.uses_binary_in_place());
+      CHECK(b->uses_binary_in_place());
       check_same_model(a, *b, stride);
+      // A model read from a copy writes the same copy (its hash table as it lies).
+      CHECK(b->to_binary(h) == bytes);
+      // Bytes that are not 8-byte aligned are copied first, and read the same.
+      std::vector<std::byte> shifted(bytes.size() + 1);
+      std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
+      auto c = arpa_lm::from_binary(nullptr, std::span<const std::byte>(shifted).subspan(1), h, "shifted");
+      REQUIRE_MESSAGE(c.has_value(), c.error().message);
+      CHECK(c->to_binary(h) == bytes);
       // Made from another text: refused.
       auto other = arpa_lm::from_binary(bytes, h ^ 1, "copy");
       REQUIRE_FALSE(other.has_value());
@@ -110,6 +123,84 @@ TEST_SUITE("decoder") {
     }
   }
 
+  TEST_CASE("lm cache: a copy whose n-gram hash table is wrong is refused even with a right checksum") {
+    // The table is used where it lies, so its slots are checked, not trusted: each must hold an
+    // n-gram of order > 1 with its own entry's answer, once, where a lookup of its key finds it.
+    const auto text = sluice::test::read_text(kn3_path);
+    const auto h = arpa_lm::text_hash(text);
+    const auto bytes = parsed(kn3_path).to_binary(h);
+    const std::size_t body = bytes.size() - sizeof(uint64_t);
+    // The table ends the body: a slot count, then that many 24-byte slots {key, stamp, entry,
+    // log_prob, next}. Found from the end; the stamp (u32) comes before the padding before it.
+    constexpr std::size_t slot_bytes = 24;
+    std::size_t count_at = 0, n = 0;
+    for (std::size_t p = 8; p + 8 <= body; p += 8) {
+      uint64_t v = 0;
+      std::memcpy(&v, bytes.data() + p, 8);
+      if (v > 0 && (body - p - 8) % slot_bytes == 0 && v == (body - p - 8) / slot_bytes) {
+        count_at = p;
+        n = static_cast<std::size_t>(v);
+      }
+    }
+    REQUIRE(n >= 16);
+    REQUIRE(std::has_single_bit(n));
+    const std::size_t first = count_at + 8;
+    uint32_t stamp = 0;
+    std::memcpy(&stamp, bytes.data() + count_at - 8, sizeof stamp);  // u32, then 4 bytes of padding
+    auto slot_stamp = [&](const std::string& b, std::size_t i) {
+      uint32_t st = 0;
+      std::memcpy(&st, b.data() + first + i * slot_bytes + 8, 4);
+      return st;
+    };
+    std::vector<std::size_t> used, unused;
+    for (std::size_t i = 0; i < n; ++i) (slot_stamp(bytes, i) == stamp ? used : unused).push_back(i);
+    REQUIRE(used.size() >= 2);
+    REQUIRE(!unused.empty());
+    const auto resealed = [&](std::string b) {
+      const uint64_t sum = std::hash<std::string_view>{}(std::string_view(b).substr(0, body));
+      std::memcpy(b.data() + body, &sum, sizeof sum);
+      return b;
+    };
+    REQUIRE(arpa_lm::from_binary(resealed(bytes), h, "same").has_value());  // resealing alone changes nothing
+    // Each damage is refused for its own reason (checked by the message's words).
+    const auto refused = [&](const std::string& b, const std::string& what, const std::string& why) {
+      CAPTURE(what);
+      auto r = arpa_lm::from_binary(resealed(b), h, "t");
+      REQUIRE_FALSE(r.has_value());
+      CHECK(r.error().code == errc::corrupt);
+      CHECK_MESSAGE(r.error().message.find(why) != std::string::npos, r.error().message);
+    };
+    {  // two slots in use swapped: each is then away from where its lookup goes
+      auto b = bytes;
+      std::swap_ranges(b.begin() + static_cast<std::ptrdiff_t>(first + used[0] * slot_bytes),
+                       b.begin() + static_cast<std::ptrdiff_t>(first + used[0] * slot_bytes + slot_bytes),
+                       b.begin() + static_cast<std::ptrdiff_t>(first + used.back() * slot_bytes));
+      refused(b, "swapped slots", "lookup does not find");
+    }
+    {  // a slot's entry id out of range
+      auto b = bytes;
+      const int32_t bad = 1 << 30;
+      std::memcpy(b.data() + first + used[0] * slot_bytes + 12, &bad, 4);
+      refused(b, "entry out of range", "a bad n-gram slot");
+    }
+    {  // a slot's answer not its entry's
+      auto b = bytes;
+      b[first + used[0] * slot_bytes + 16] ^= 0x01;
+      refused(b, "wrong answer", "does not match its entry");
+    }
+    {  // an empty slot marked in use: one slot more than there are n-grams
+      auto b = bytes;
+      std::memcpy(b.data() + first + unused[0] * slot_bytes + 8, &stamp, 4);
+      refused(b, "an extra slot", "does not hold every n-gram");
+    }
+    {  // a slot in use marked empty: an n-gram missing
+      auto b = bytes;
+      const uint32_t other = stamp + 1;
+      std::memcpy(b.data() + first + used[0] * slot_bytes + 8, &other, 4);
+      refused(b, "a missing slot", "does not hold every n-gram");
+    }
+  }
+
   TEST_CASE("lm cache: load_cached writes a copy, reads it next time, and parses again when the copy is damaged or the text changed") {
     test::temp_dir tmp;
     const std::string dir = tmp.file("cache");
@@ -128,6 +219,7 @@ TEST_SUITE("decoder") {
     auto second = arpa_lm::load_cached(arpa, dir, {}, &info);
     REQUIRE(second.has_value());
     CHECK(info.hit);
+    CHECK(second->uses_binary_in_place());  // the mapped copy's own tables, not rebuilt
     CHECK(info.file == copy);
     check_same_model(reference, *second, 1);
 
