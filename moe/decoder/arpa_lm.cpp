@@ -273,6 +273,9 @@ result<arpa_lm> arpa_lm::load_cached(const std::string& path, const std::string&
   const std::string file = config::cache_file(cache_dir, "lm", name_key, ".bin");
   if (info) info->file = file;
   if (auto mapped = config::mapped_file::open(file)) {
+    // The model keeps the mapping. Copies are only ever replaced by renaming a new file over
+    // them (write_cache_file) or removed (prune_copies), never rewritten in place, so the pages
+    // a model reads stay those it checked.
     auto kept = std::make_shared<const config::mapped_file>(std::move(*mapped));
     const auto bytes = kept->bytes();
     if (auto lm = from_binary(std::move(kept), bytes, h, file, opts)) {
