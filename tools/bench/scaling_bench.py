@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """`sluice transcribe` of many files on 1..N cores, its CPU use, and PyTorch eager's batched
-forward of the same model on the same audio and cores, in one run (issue 11's targets), PyTorch timed right after each
-sluice run and the ratio taken per pair.
+forward of the same model on the same audio and cores, in one run (issue 11's targets), PyTorch
+timed right after each sluice run and the ratio taken per pair.
 
   /usr/bin/python3 tools/bench/scaling_bench.py --sluice build/release/tools/sluice \
       [--model models/default] [--audio tests/data/sample_call_8k_mulaw_stereo.wav] \
@@ -11,7 +11,7 @@ For each core count C: `sluice transcribe` of --copies copies of the call (symli
 scratch folder), pinned to cores 0..C-1 (taskset) with [engine] lanes = C and C scheduler
 threads: the whole job (decode, VAD, fbank, model, lexicon decoding, post-processing). Wall time,
 CPU time (the child's rusage) and so CPU use in % of one core; x real time = call seconds x
-copies / wall. min and median over --runs. Start-up (model, LM and lexicon loading; not the
+copies / wall. min and median over --runs rounds. Start-up (model, LM and lexicon loading; not the
 placement probe, which an explicit lane count skips) is in the wall time: few copies understate
 the steady speed. Lanes are not pinned unless --set engine.pin_lanes=true (one lane per allowed
 core is then pinned to it). --set passes config overrides to sluice (repeatable).
@@ -20,7 +20,8 @@ The reference, unless --no-torch: tools/bench/moe_bench_torch.py (the same weigh
 tools/train/model.py, PyTorch eager, torch.set_num_threads(C), pinned the same way), the model's
 forward alone -- no audio decoding, no fbank, no decoding -- on as many frames as the engine runs
 the model on: one stream per speech segment `sluice segment` cuts from the call, times --copies,
-each of the segments' mean length, run in batches of the size at which PyTorch is fastest (moe_bench_torch.py --best-batch; the chosen size is printed). Until
+each of the segments' mean length, run in batches of the size at which PyTorch is fastest
+(moe_bench_torch.py --best-batch; the chosen size is printed). Until
 2026-12-03 it was one batch of all the streams, PyTorch's slowest way: its masked full attention
 makes the time per stream grow several-fold with the batch (on one core of this 2-core machine
 2.4-2.7 ms per second of audio at batch 1-2, 11 at 16, 19 at 192), so the ratios printed before
