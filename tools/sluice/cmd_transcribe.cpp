@@ -150,9 +150,10 @@ struct channel_slot {
 // The file front end (decode and resample) of the next files, on a few threads that live for the
 // whole run. A thread per file (std::async, until 2026-12-06) made glibc hand each new thread one
 // of its arenas in turn, and each arena grew its own heap to a file's size once: counted with
-// `perf record -e page-faults` on one core and 64 copies of the bundled call, 40% of the run's
-// 43k page faults were the resampler writing its output into such fresh pages (a fault costs
-// several microseconds on a VM). Threads that stay reuse their arena's freed buffers.
+// `perf record -e page-faults` on one core and 64 copies of the bundled call, 40% of the faults
+// it recorded were the resampler writing its output into such fresh pages (a fault costs several
+// microseconds on a VM). Threads that stay reuse their arena's freed buffers: the run's faults
+// fell from 51k to 35k (`/usr/bin/time`), its peak memory from 215 to 150 MB.
 class file_preparer {
  public:
   file_preparer(const config::sluice_config& cfg, std::size_t threads) : cfg_(cfg) {
