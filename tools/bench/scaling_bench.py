@@ -113,31 +113,29 @@ def main() -> None:
             os.symlink(os.path.abspath(args.audio), f)
             files.append(f)
 
-        def pin(c: int) -> list[str]:
-            return ["taskset", "-c", f"0-{c - 1}"]
+        streams = len(segs) * args.copies
+
+        def cpus(c: int) -> str:
+            return f"0-{c - 1}"
 
         def sluice_cmd(c: int) -> list[str]:
-            return pin(c) + [args.sluice, f"--model.dir={args.model}", f"--engine.lanes={c}",
-                             f"--engine.scheduler_threads={c}"] + [f"--{kv}" for kv in args.set] + \
+            return ["taskset", "-c", cpus(c), args.sluice, f"--model.dir={args.model}", f"--engine.lanes={c}",
+                    f"--engine.scheduler_threads={c}"] + [f"--{kv}" for kv in args.set] + \
                 ["transcribe", "--format", "json"] + files
 
-        def torch_cmd(c: int, dtype: str, extra: list[str]) -> list[str]:
-            return pin(c) + [sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json", "--model",
-                             args.model, "--threads", str(c), "--batch", str(len(segs) * args.copies), "--seconds",
-                             f"{statistics.mean(segs):.3f}", "--dtype", dtype] + extra
-
-        def torch_procs_cmd(core: int, streams: int, dtype: str, batch: int) -> list[str]:
-            return ["taskset", "-c", str(core), sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json",
-                    "--model", args.model, "--threads", "1", "--batch", str(streams), "--seconds",
-                    f"{statistics.mean(segs):.3f}", "--dtype", dtype, "--forward-batch", str(batch), "--runs", "3"]
+        def torch_cmd(on: str, threads: int, n: int, dtype: str, extra: list[str]) -> list[str]:
+            """moe_bench_torch.py on CPUs `on` with `threads` threads, for n streams."""
+            return ["taskset", "-c", on, sys.executable, os.path.join(HERE, "moe_bench_torch.py"), "--json",
+                    "--model", args.model, "--threads", str(threads), "--batch", str(n), "--seconds",
+                    f"{statistics.mean(segs):.3f}", "--dtype", dtype] + extra
 
         # PyTorch's best batch size is searched once per core count and reference (and for one
         # thread, which the C-process reference uses).
         searched, failed = {}, {}
         for c in sorted(set(cores) | ({1} if max(cores) > 1 else set())):
             for dtype in dtypes:
-                run = subprocess.run(torch_cmd(c, dtype, ["--best-batch", "--runs", "1"]), capture_output=True,
-                                     text=True, env=env)
+                run = subprocess.run(torch_cmd(cpus(c), c, streams, dtype, ["--best-batch", "--runs", "1"]),
+                                     capture_output=True, text=True, env=env)
                 if run.returncode != 0:
                     # Debian's PyTorch 1.13 cannot run this model under CPU bf16 autocast
                     # (LayerNorm: "expected scalar type BFloat16 but found Float"): say so.
@@ -149,9 +147,9 @@ def main() -> None:
         def torch_in_procs(c: int, dtype: str) -> float:
             """Seconds for all the streams as c one-thread PyTorch processes, each pinned to its own
             core with its share of the streams, run at the same time: the slowest one's median."""
-            n = len(segs) * args.copies
-            shares = [n // c + (1 if i < n % c else 0) for i in range(c)]
-            procs = [subprocess.Popen(torch_procs_cmd(i, shares[i], dtype, searched[(1, dtype)]["batch"]),
+            shares = [streams // c + (1 if i < streams % c else 0) for i in range(c)]
+            extra = ["--forward-batch", str(searched[(1, dtype)]["batch"]), "--runs", "3"]
+            procs = [subprocess.Popen(torch_cmd(str(i), 1, shares[i], dtype, extra),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
                      for i in range(c)]
             outs = [p.communicate() for p in procs]
@@ -175,8 +173,8 @@ def main() -> None:
                 for dtype in dtypes:
                     if (c, dtype) in searched:
                         extra = ["--forward-batch", str(searched[(c, dtype)]["batch"]), "--runs", "3"]
-                        run = subprocess.run(torch_cmd(c, dtype, extra), capture_output=True, text=True, env=env,
-                                             check=True)
+                        run = subprocess.run(torch_cmd(cpus(c), c, streams, dtype, extra), capture_output=True,
+                                             text=True, env=env, check=True)
                         torch_s[(c, dtype, "threads")].append(
                             json.loads(run.stdout.strip().splitlines()[-1])["median_ms"] / 1000.0)
                     if c > 1 and (1, dtype) in searched:
