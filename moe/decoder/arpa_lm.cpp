@@ -1,7 +1,6 @@
 #include "moe/decoder/arpa_lm.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -231,12 +230,9 @@ result<arpa_lm> arpa_lm::from_binary(std::shared_ptr<const void> keep, std::span
   lm.kept_entries_ = entries;
   if (!lm.kept_index_.view(table, stamp)) return corrupt("its n-gram table is not a hash table");
   // The table holds every n-gram of order > 1 once, each with its own entry's answer, and each
-  // where a lookup of its key finds it: walking from the key's home slot, every slot before it
-  // is in use and holds another key (the walks are short and run along the table in order).
+  // where a lookup of its key finds it (the lookups are short walks along the table in order).
   if (lm.kept_index_.size() != ngrams) return corrupt("its n-gram table does not hold every n-gram");
   std::vector<bool> seen(static_cast<std::size_t>(n_entries), false);
-  const std::size_t mask = table.size() - 1;
-  const int shift = table.empty() ? 64 : 64 - std::countr_zero(table.size());
   for (std::size_t i = 0; i < table.size(); ++i) {
     const auto& sl = table[i];
     if (sl.stamp != stamp) continue;
@@ -248,8 +244,7 @@ result<arpa_lm> arpa_lm::from_binary(std::shared_ptr<const void> keep, std::span
     if (e.context == 0 || sl.key != key(e.context, e.word) || sl.value.step.next != want.next ||
         std::memcmp(&sl.value.step.log_prob, &want.log_prob, sizeof want.log_prob) != 0)
       return corrupt("an n-gram slot that does not match its entry");
-    for (std::size_t j = flat_u64_home(sl.key, shift, mask); j != i; j = (j + 1) & mask)
-      if (table[j].stamp != stamp || table[j].key == sl.key) return corrupt("an n-gram its lookup does not find");
+    if (lm.kept_index_.find(sl.key) != &sl.value) return corrupt("an n-gram its lookup does not find");
   }
   lm.index_unigram_steps();
   if (!std::isfinite(opts.oov_log10_prob) || opts.oov_log10_prob > 0)
