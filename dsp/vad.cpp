@@ -86,7 +86,13 @@ vad_output vad::accept(std::span<const float> samples) {
   std::size_t used = 0;
   for (;;) {
     const std::size_t take = std::min(window - pending_.size(), samples.size() - used);
-    for (float s : samples.subspan(used, take)) pending_.push_back(std::isfinite(s) ? s : 0.0f);
+    // Copied whole, then any NaN or infinity zeroed (a branch per sample in a push_back loop
+    // was a fifth of the VAD's own time).
+    const std::size_t at = pending_.size();
+    pending_.insert(pending_.end(), samples.begin() + static_cast<std::ptrdiff_t>(used),
+                    samples.begin() + static_cast<std::ptrdiff_t>(used + take));
+    float* const fresh = pending_.data() + at;
+    for (std::size_t i = 0; i < take; ++i) fresh[i] = std::isfinite(fresh[i]) ? fresh[i] : 0.0f;
     used += take;
     if (pending_.size() < window) break;
     measure_frame(pending_, out);
