@@ -214,11 +214,10 @@ void fbank_computer::compute_frame(std::span<const float> frame, std::span<float
   fft_.forward(x, ws.spectrum);
 
   // Neighbouring triangles overlap by half, so most bins feed two banks: each bin's power is
-  // taken once, into the frame buffer (free after the transform: fft_size >= the bins used),
-  // instead of once per bank. The same products in the same order: the same bits.
-  const std::size_t first = mel_banks_.front().first_bin;
-  const std::size_t last = mel_banks_.back().first_bin + mel_banks_.back().weights.size();
-  for (std::size_t k = first; k < last; ++k) x[k] = std::norm(ws.spectrum[k]);
+  // taken once, into the frame buffer (free after the transform; fft_size >= its bins), instead
+  // of once per bank. Every bin, so no bank can read one not computed (the banks span nearly
+  // all of them anyway). The same products in the same order: the same bits.
+  for (std::size_t k = 0; k < ws.spectrum.size(); ++k) x[k] = std::norm(ws.spectrum[k]);
   for (std::size_t b = 0; b < mel_banks_.size(); ++b) {
     const mel_bank& bank = mel_banks_[b];
     const double* power = x.data() + bank.first_bin;
