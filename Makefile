@@ -112,6 +112,7 @@ ci:
 MODEL ?= models/default
 bench: build
 	$(BUILD)/tools/bench/moe_bench --model $(MODEL) --all
+	$(BUILD)/tools/bench/frontend_bench --model $(MODEL) --audio $(SAMPLE) --repeats 15
 	/usr/bin/python3 tools/bench/moe_bench_torch.py --model $(MODEL)
 	/usr/bin/python3 tools/bench/transcribe_bench.py --sluice $(BUILD)/tools/sluice --model $(MODEL) --runs 3 $(SAMPLE)
 	tools/bench/serve_bench.sh $(BUILD) $(SAMPLE) 16 64 128

@@ -8,7 +8,7 @@
 //   vad              dsp::analyze_speech on every 16 kHz channel (the VAD over the whole call)
 //   fbank            the model's fbank (model.json's features) over every VAD segment of every
 //                    channel, as the channel actors compute it
-// Printed per stage: seconds, CPU microseconds per second of call audio (all channels together)
+// Printed per stage: wall seconds, microseconds per second of call audio (all channels together)
 // and times real time. A checksum of each stage's output is printed too, so two builds can be
 // seen to compute the same thing (sums in double: of the 16 kHz samples; of the VAD's frame count,
 // region edges and each frame's energy and flatness in dB; of the fbank's features).
