@@ -8,6 +8,8 @@
 #include <numbers>
 #include <string>
 
+#include "dsp/lane_sum.hpp"
+
 namespace sluice::dsp {
 namespace {
 
@@ -185,22 +187,12 @@ void fbank_computer::compute_frame(std::span<const float> frame, std::span<float
 
   // Double precision throughout: the reference runs in float32, and staying well below its
   // rounding error keeps our side out of the parity budget.
-  // The mean in four running sums: one sum's chain of dependent additions was a third of this
-  // function's time. The order of the additions differs from one sum's by rounding at the 1e-16
-  // level, far below the float32 output's resolution (and the float32 reference's own rounding).
-  double sums[4] = {0.0, 0.0, 0.0, 0.0};
+  // The mean in four running sums (lane_sum: one sum's chain of dependent additions was a third
+  // of this function's time; the order's rounding is at the 1e-16 level, far below the float32
+  // output's resolution and the float32 reference's own rounding).
   std::size_t i = 0;
-  for (; i + 4 <= len; i += 4) {
-    for (std::size_t j = 0; j < 4; ++j) {
-      x[i + j] = static_cast<double>(frame[i + j]) * pcm16_scale;
-      sums[j] += x[i + j];
-    }
-  }
-  for (; i < len; ++i) {
-    x[i] = static_cast<double>(frame[i]) * pcm16_scale;
-    sums[0] += x[i];
-  }
-  const double mean = ((sums[0] + sums[1]) + (sums[2] + sums[3])) / static_cast<double>(len);
+  for (; i < len; ++i) x[i] = static_cast<double>(frame[i]) * pcm16_scale;
+  const double mean = lane_sum(std::span<const double>(x).first(len)) / static_cast<double>(len);
   for (i = 0; i < len; ++i) x[i] -= mean;
 
   // Pre-emphasis from the back so each step still sees the previous raw sample; the first
