@@ -18,9 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <span>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,6 +26,7 @@
 #include "dsp/fbank.hpp"
 #include "dsp/file_speech.hpp"
 #include "dsp/vad.hpp"
+#include "moe/acoustic_model.hpp"
 #include "moe/model_manifest.hpp"
 
 using namespace sluice;
@@ -84,13 +83,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::ifstream manifest_file(model_dir + "/model.json");
-  if (!manifest_file) return failed("cannot read " + model_dir + "/model.json");
-  std::stringstream manifest_text;
-  manifest_text << manifest_file.rdbuf();
-  auto manifest = moe::parse_model_manifest(manifest_text.str(), model_dir + "/model.json");
-  if (!manifest) return failed(manifest.error().message);
-  auto fbank = dsp::fbank_computer::create(moe::fbank_config_of(manifest->features), dsp::model_sample_rate);
+  auto model = moe::load_model(model_dir);
+  if (!model) return failed(model.error().message);
+  auto fbank = dsp::fbank_computer::create(moe::fbank_config_of((*model)->manifest().features), dsp::model_sample_rate);
   if (!fbank) return failed(fbank.error().message);
 
   const config::sluice_config cfg;
