@@ -24,8 +24,16 @@ struct calls_config {
   std::string store_file = "calls.sqlite";
   /// Writes queued for the store's thread; past it a write is dropped and counted.
   int store_queue = 65536;
-  /// http://host[:port]/path POSTed the whole call as JSON when it ends; empty: no webhook.
+  /// http[s]://host[:port]/path POSTed the whole call as JSON when it ends; empty: no webhook.
   std::string webhook_url;
+  /// https: a PEM file of the CAs trusted to sign the webhook server's certificate; empty: the
+  /// system's (ca-certificates).
+  std::string webhook_ca_file;
+  /// A file whose content (trailing whitespace removed) is the HMAC-SHA256 key of each POST's
+  /// X-Sluice-Signature header; empty: no signature.
+  std::string webhook_secret_file;
+  /// At stop, calls still queued for the webhook are posted for up to this long (ms); 0: not.
+  int webhook_drain_ms = 5000;
   /// Each webhook attempt (connect, send, answer) must finish within this (ms).
   int webhook_timeout_ms = 5000;
   /// Attempts after the first failed one (a non-2xx answer, a refused or timed-out connection).
@@ -46,15 +54,22 @@ struct calls_config {
     v("data_dir", data_dir, non_empty{}, "directory of the engine's files");
     v("store_file", store_file, non_empty{}, "SQLite file of the calls (relative to data_dir unless absolute)");
     v("store_queue", store_queue, range{1, 100000000}, "writes queued for the store before one is dropped");
-    v("webhook_url", webhook_url, any_string{}, "http:// URL POSTed each call when it ends; empty: none");
+    v("webhook_url", webhook_url, any_string{}, "http:// or https:// URL POSTed each call when it ends; empty: none");
+    v("webhook_ca_file", webhook_ca_file, any_string{}, "PEM file of the CAs trusted for an https webhook; empty: the system's");
+    v("webhook_secret_file", webhook_secret_file, any_string{},
+      "file holding the HMAC-SHA256 key of the X-Sluice-Signature header; empty: unsigned");
+    v("webhook_drain_ms", webhook_drain_ms, range{0, 600000}, "at stop, how long queued calls are still posted (ms)");
     v("webhook_timeout_ms", webhook_timeout_ms, range{1, 600000}, "time limit of one webhook attempt (ms)");
     v("webhook_retries", webhook_retries, range{0, 100}, "webhook attempts after the first failed one");
     v("webhook_backoff_ms", webhook_backoff_ms, range{0, 3600000}, "wait before the first retry (ms), doubled each retry");
     v("webhook_queue", webhook_queue, range{1, 10000000}, "ended calls waiting for the webhook");
   }
   std::string check() const {
-    if (!webhook_url.empty() && webhook_url.rfind("http://", 0) != 0)
-      return "webhook_url must start with http:// (got \"" + webhook_url + "\")";
+    const bool https = webhook_url.rfind("https://", 0) == 0;
+    if (!webhook_url.empty() && webhook_url.rfind("http://", 0) != 0 && !https)
+      return "webhook_url must start with http:// or https:// (got \"" + webhook_url + "\")";
+    if (!webhook_ca_file.empty() && !https) return "webhook_ca_file is set but webhook_url is not https://";
+    if (!webhook_secret_file.empty() && webhook_url.empty()) return "webhook_secret_file is set but webhook_url is empty";
     return {};
   }
 };

@@ -157,6 +157,12 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
     o.retries = calls.webhook_retries;
     o.backoff = std::chrono::milliseconds(calls.webhook_backoff_ms);
     o.max_queued = static_cast<std::size_t>(calls.webhook_queue);
+    o.ca_file = calls.webhook_ca_file;
+    if (!calls.webhook_secret_file.empty()) {
+      auto secret = calls::read_webhook_secret(calls.webhook_secret_file);
+      if (!secret) return tl::unexpected(secret.error());
+      o.secret = std::move(*secret);
+    }
     auto hook = calls::webhook::start(*s->state_->calls, std::move(o));
     if (!hook) return tl::unexpected(hook.error());
     s->state_->webhook = std::move(*hook);
@@ -242,7 +248,7 @@ void server::stop() {
     state_->io->open = false;
   }
   if (state_->call_store) state_->call_store->stop();
-  if (state_->webhook) state_->webhook->stop();
+  if (state_->webhook) state_->webhook->stop(std::chrono::milliseconds(state_->calls_cfg.webhook_drain_ms));
 }
 
 std::optional<auth::principal> server::authenticate_key(std::string_view key) const {

@@ -125,7 +125,7 @@ class server {
   /// `audiosocket`: the AudioSocket listener's config when it is enabled (its errors likewise);
   /// nullopt or disabled: none.
   /// `calls` ([calls]): with store = true, the calls stored in its SQLite file are loaded back
-  /// first (errc::io when the file cannot be used); a webhook_url that is not http:// is
+  /// first (errc::io when the file cannot be used); a webhook_url that is neither http:// nor https:// is
   /// errc::invalid_config.
   static result<std::unique_ptr<server>> start(actors::engine& engine, const config::server_config& cfg,
                                                const config::auth_config& auth = {},
@@ -182,8 +182,8 @@ class server {
   const calls::call_store* call_store() const { return state_->call_store.get(); }
   const calls::webhook* webhook() const { return state_->webhook.get(); }
   /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads, then
-  /// writes the calls store's queue and stops it, and stops the webhook (calls not yet posted
-  /// are not).
+  /// writes the calls store's queue and stops it, and stops the webhook (calls still queued are
+  /// posted for up to [calls] webhook_drain_ms, the rest are not).
   void stop();
 
  private:

@@ -2,7 +2,8 @@
 // POSTs: a server that fails once and then answers 200 gets the call twice (retried) with the
 // whole call document; a server that never answers is timed out and given up; while the webhook
 // waits on such a server the registry's ingest goes on, and calls past the queue bound are
-// counted, not waited for.
+// counted, not waited for. stop(drain) posts what is queued within the drain, then abandons and
+// counts the rest.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -217,20 +218,141 @@ TEST_SUITE("calls webhook") {
     CHECK((*hook)->stats().delivered == 0);
   }
 
-  TEST_CASE("webhook urls: http only, host required, port checked") {
+  TEST_CASE("webhook urls: http and https, host required, port checked, IPv6 in brackets") {
     auto u = parse_http_url("http://hooks.example:8080/a/b?x=1");
     REQUIRE(u.has_value());
     CHECK(u->host == "hooks.example");
     CHECK(u->port == "8080");
     CHECK(u->target == "/a/b?x=1");
+    CHECK_FALSE(u->tls);
     auto d = parse_http_url("http://10.0.0.1");
     REQUIRE(d.has_value());
     CHECK(d->port == "80");
     CHECK(d->target == "/");
-    CHECK_FALSE(parse_http_url("https://x/").has_value());
+    auto s = parse_http_url("https://hooks.example/in");
+    REQUIRE(s.has_value());
+    CHECK(s->tls);
+    CHECK(s->port == "443");
+    CHECK(s->target == "/in");
+    auto v6 = parse_http_url("https://[::1]:8443/x");
+    REQUIRE(v6.has_value());
+    CHECK(v6->host == "::1");
+    CHECK(v6->port == "8443");
+    auto v6d = parse_http_url("http://[fe80::1]");
+    REQUIRE(v6d.has_value());
+    CHECK(v6d->host == "fe80::1");
+    CHECK(v6d->port == "80");
+    CHECK_FALSE(parse_http_url("ftp://x/").has_value());
+    CHECK_FALSE(parse_http_url("hooks.example/x").has_value());
     CHECK_FALSE(parse_http_url("http:///path").has_value());
+    CHECK_FALSE(parse_http_url("https://:8443/path").has_value());
     CHECK_FALSE(parse_http_url("http://x:0/").has_value());
     CHECK_FALSE(parse_http_url("http://x:99999/").has_value());
     CHECK_FALSE(parse_http_url("http://x:8a/").has_value());
+    CHECK_FALSE(parse_http_url("http://x:/").has_value());
+    CHECK_FALSE(parse_http_url("http://[::1/").has_value());
+    CHECK_FALSE(parse_http_url("http://[::1]x/").has_value());
+    CHECK_FALSE(parse_http_url("https://user:pw@hooks.example/").has_value());
+  }
+
+  TEST_CASE("stop with a drain posts the call in flight and the calls still queued, in order") {
+    std::promise<void> got_first, release;
+    auto released = release.get_future().share();
+    capture_server server([&](int n) {
+      if (n == 0) {
+        got_first.set_value();
+        released.wait();
+      }
+      return 200;
+    });
+    call_registry reg;
+    std::promise<void> draining;
+    webhook::options o;
+    o.url = server.url();
+    o.timeout = std::chrono::seconds(60);
+    o.retries = 0;
+    o.on_drain = [&] { draining.set_value(); };
+    auto hook = webhook::start(reg, o);
+    REQUIRE(hook.has_value());
+    std::vector<std::string> ids;
+    ids.push_back(reg.begin(start_of("acme")));
+    reg.end(ids[0], "hangup");
+    got_first.get_future().wait();  // the webhook waits on the server's answer to the first call
+    for (int i = 0; i < 2; ++i) {
+      ids.push_back(reg.begin(start_of("acme")));
+      reg.end(ids.back(), "hangup");
+    }
+    std::thread stopper([&] { (*hook)->stop(std::chrono::seconds(60)); });
+    draining.get_future().wait();  // stop() has begun and is draining
+    release.set_value();           // the server answers; the queued calls follow
+    stopper.join();
+    const auto st = (*hook)->stats();
+    CHECK(st.delivered == 3);
+    CHECK(st.abandoned == 0);
+    const auto reqs = server.requests();
+    REQUIRE(reqs.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(std::string(reqs[i]["X-Sluice-Call"]) == ids[i]);
+  }
+
+  TEST_CASE("stop without a drain abandons the call in flight and the queued ones, and counts them") {
+    std::promise<void> got_first, release;
+    auto released = release.get_future().share();
+    capture_server server([&](int n) {
+      if (n == 0) {
+        got_first.set_value();
+        released.wait();
+      }
+      return 200;
+    });
+    call_registry reg;
+    webhook::options o;
+    o.url = server.url();
+    o.timeout = std::chrono::seconds(60);
+    o.retries = 0;
+    bool drained_called = false;
+    o.on_drain = [&] { drained_called = true; };
+    auto hook = webhook::start(reg, o);
+    REQUIRE(hook.has_value());
+    const auto first = reg.begin(start_of("acme"));
+    reg.end(first, "hangup");
+    got_first.get_future().wait();
+    for (int i = 0; i < 2; ++i) {
+      const auto id = reg.begin(start_of("acme"));
+      reg.end(id, "hangup");
+    }
+    (*hook)->stop();  // drain 0: returns without waiting for the server
+    release.set_value();
+    const auto st = (*hook)->stats();
+    CHECK(st.delivered == 0);
+    CHECK(st.abandoned == 3);
+    CHECK_FALSE(drained_called);
+    CHECK(server.requests().size() == 1);
+    (*hook)->stop(std::chrono::seconds(5));  // a second stop does nothing
+    CHECK((*hook)->stats().abandoned == 3);
+  }
+
+  TEST_CASE("a drain that runs out abandons what is left: a server that never answers holds stop() for the drain only") {
+    capture_server server([](int) { return 0; });
+    call_registry reg;
+    webhook::options o;
+    o.url = server.url();
+    o.timeout = std::chrono::minutes(5);
+    o.retries = 0;
+    auto hook = webhook::start(reg, o);
+    REQUIRE(hook.has_value());
+    auto held = server.held();
+    const auto first = reg.begin(start_of("acme"));
+    reg.end(first, "hangup");
+    held.wait();
+    const auto second = reg.begin(start_of("acme"));
+    reg.end(second, "hangup");
+    const auto t0 = std::chrono::steady_clock::now();
+    (*hook)->stop(std::chrono::milliseconds(300));
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= std::chrono::milliseconds(300));
+    CHECK(took < std::chrono::minutes(5));  // not the attempt's own time limit
+    const auto st = (*hook)->stats();
+    CHECK(st.delivered == 0);
+    CHECK(st.abandoned == 2);
   }
 }
