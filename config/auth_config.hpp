@@ -25,8 +25,13 @@ struct auth_config {
   int max_tracked_clients = 100000;
   /// Check keys_file's modification time, size and inode this often (s) and reload it when
   /// they change (net/auth/live_key_store.hpp); 0: only on SIGHUP. A reload applies to new
-  /// requests and upgrades; streams already open go on to their end.
+  /// requests and upgrades; open connections follow revoke_open_streams.
   int keys_reload_check_s = 2;
+  /// A reload that removes a key, changes its secret or tenant, or takes away a scope ends the
+  /// connections open with it (WebSocket streams, switch calls and /v1/events: an error
+  /// naming key_revoked where the protocol has one, close 1008; RTSP pushes are not cut);
+  /// false: they go on to their end.
+  bool revoke_open_streams = true;
 
   template <class V>
   void visit(V&& v) {
@@ -40,6 +45,8 @@ struct auth_config {
     v("max_tracked_clients", max_tracked_clients, range{1, 10000000}, "client IPs the back-off remembers at most");
     v("keys_reload_check_s", keys_reload_check_s, range{0, 86400},
       "check keys_file for a change this often (s) and reload it; 0: only on SIGHUP");
+    v("revoke_open_streams", revoke_open_streams, any_bool{},
+      "a reload that revokes a key also ends the streams open with it");
   }
   std::string check() const { return {}; }
 };

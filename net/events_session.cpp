@@ -34,6 +34,34 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
     if (sub_) sub_->cancel();
   }
 
+  /// Registered with the server's key_streams while the session lives.
+  std::shared_ptr<void> enrolment;
+
+  /// The subscriber's key was revoked: no more updates; an error, then close 1008.
+  void key_revoked() {
+    guarded([&] {
+      if (done_) return;
+      spdlog::info("events {}: the API key of this subscription was revoked", id_);
+      done_ = true;
+      if (sub_) sub_->cancel();
+      if (!accepted_ || writing_) return finish();
+      out_ = calls::dump(nlohmann::json{
+          {"type", "error"}, {"code", "key_revoked"}, {"reason", "the API key of this subscription was revoked"}});
+      writing_ = true;
+      ws_.text(true);
+      ws_.async_write(asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+        self->guarded([&] {
+          self->writing_ = false;
+          if (ec) return self->finish();
+          self->ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, "key revoked"),
+                                [self](beast::error_code) {});
+        });
+      });
+    });
+  }
+
+  asio::any_io_executor executor() { return ws_.get_executor(); }
+
   void run(http::request<http::string_body> req) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(max_client_message_bytes);
@@ -164,24 +192,38 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
   bool accepted_ = false, writing_ = false, done_ = false;
 };
 
+
+template <class Stream>
+void start_events(Stream stream, http::request<http::string_body> req, std::shared_ptr<server_state> st,
+                  calls::subscription_filter filter, std::shared_ptr<void> slot, uint64_t id, const auth::principal& who) {
+  beast::get_lowest_layer(stream).expires_never();
+  auto streams = st->key_streams;
+  auto gate = st->io;
+  auto s = std::make_shared<events_session<Stream>>(std::move(stream), std::move(st), std::move(filter), std::move(slot), id);
+  // Posted to the session's strand under the server's I/O gate, holding the session weakly.
+  s->enrolment = streams->enrol(who, auth::scope::read, [w = std::weak_ptr<events_session<Stream>>(s), gate] {
+    std::lock_guard lock(gate->mu);
+    if (!gate->open) return;
+    if (auto alive = w.lock())
+      asio::post(alive->executor(), [w] {
+        if (auto x = w.lock()) x->key_revoked();
+      });
+  });
+  s->run(std::move(req));
+}
+
 }  // namespace
 
 void run_events_session(beast::tcp_stream stream, http::request<http::string_body> req,
                         std::shared_ptr<server_state> st, calls::subscription_filter filter,
-                        std::shared_ptr<void> slot, uint64_t id) {
-  beast::get_lowest_layer(stream).expires_never();
-  std::make_shared<events_session<beast::tcp_stream>>(std::move(stream), std::move(st), std::move(filter),
-                                                      std::move(slot), id)
-      ->run(std::move(req));
+                        std::shared_ptr<void> slot, uint64_t id, const auth::principal& who) {
+  start_events(std::move(stream), std::move(req), std::move(st), std::move(filter), std::move(slot), id, who);
 }
 
 void run_events_session(beast::ssl_stream<beast::tcp_stream> stream, http::request<http::string_body> req,
                         std::shared_ptr<server_state> st, calls::subscription_filter filter,
-                        std::shared_ptr<void> slot, uint64_t id) {
-  beast::get_lowest_layer(stream).expires_never();
-  std::make_shared<events_session<beast::ssl_stream<beast::tcp_stream>>>(std::move(stream), std::move(st),
-                                                                         std::move(filter), std::move(slot), id)
-      ->run(std::move(req));
+                        std::shared_ptr<void> slot, uint64_t id, const auth::principal& who) {
+  start_events(std::move(stream), std::move(req), std::move(st), std::move(filter), std::move(slot), id, who);
 }
 
 }  // namespace sluice::net

@@ -23,14 +23,16 @@
 namespace sluice::net {
 
 /// Takes over an upgraded connection (the filter already checked); `slot` keeps it counted.
+/// `who` (the subscriber's key) is enrolled with the server's key_streams: a reload that
+/// revokes the key (or its read scope) sends {"type":"error","code":"key_revoked"} and closes 1008.
 void run_events_session(boost::beast::tcp_stream stream,
                         boost::beast::http::request<boost::beast::http::string_body> req,
                         std::shared_ptr<server_state> st, calls::subscription_filter filter,
-                        std::shared_ptr<void> slot, uint64_t id);
+                        std::shared_ptr<void> slot, uint64_t id, const auth::principal& who);
 /// The same over TLS.
 void run_events_session(boost::beast::ssl_stream<boost::beast::tcp_stream> stream,
                         boost::beast::http::request<boost::beast::http::string_body> req,
                         std::shared_ptr<server_state> st, calls::subscription_filter filter,
-                        std::shared_ptr<void> slot, uint64_t id);
+                        std::shared_ptr<void> slot, uint64_t id, const auth::principal& who);
 
 }  // namespace sluice::net

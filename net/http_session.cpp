@@ -212,7 +212,7 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
                                                                               : http::status::bad_request,
                                      "application/json", error_body(filter.error().message), req.version(), false));
         lowest().expires_never();
-        run_events_session(std::move(stream_), std::move(req), st_, std::move(*filter), slot_, id_);
+        run_events_session(std::move(stream_), std::move(req), st_, std::move(*filter), slot_, id_, who_);
         return;
       }
       auto proto = kind_ == ws_listener::main ? protocol_for_path(path) : protocol_for_listener(kind_);

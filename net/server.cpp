@@ -213,6 +213,12 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
     w->run();
     s->tls_watch_ = w;
   }
+  // A reload that revokes keys (timed, reload_keys or SIGHUP) ends their open connections.
+  if (const auto& keys = s->state_->gate->keys(); keys && auth.revoke_open_streams)
+    keys->on_revoked([streams = s->state_->key_streams](const std::vector<auth::key_streams::revocation>& revoked) {
+      const auto n = streams->cut(revoked);
+      spdlog::info("auth: {} key(s) revoked, {} open connection(s) with them ended", revoked.size(), n);
+    });
   // The outcome of a timed key reload is logged by the store (a failure keeps the old keys).
   if (const auto& keys = s->state_->gate->keys(); keys && auth.keys_reload_check_s > 0) {
     auto w = std::make_shared<file_watch>(

@@ -58,6 +58,7 @@
 #include "net/auth/gate.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/calls/call_store.hpp"
+#include "net/auth/key_streams.hpp"
 #include "net/calls/webhook.hpp"
 #include "net/tls_context.hpp"
 #include "net/ws_routes.hpp"
@@ -84,6 +85,8 @@ struct server_state {
   std::atomic<bool> draining{false};
   /// Who may make which request (net/auth/gate.hpp); never null once started.
   std::shared_ptr<const auth::gate> gate;
+  /// The connections open with each API key, ended when a reload revokes it; never null.
+  std::shared_ptr<auth::key_streams> key_streams = std::make_shared<auth::key_streams>();
   /// Per-address back-off after failed authentications (net/auth/failure_limiter.hpp); null
   /// without keys or with auth.max_failures = 0.
   std::shared_ptr<auth::failure_limiter> auth_failures;
@@ -181,6 +184,8 @@ class server {
   /// The calls store and webhook (null when not configured): their counters, for tests and tools.
   const calls::call_store* call_store() const { return state_->call_store.get(); }
   const calls::webhook* webhook() const { return state_->webhook.get(); }
+  /// The connections open with each API key ([auth] revoke_open_streams ends them).
+  const auth::key_streams& key_streams() const { return *state_->key_streams; }
   /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads, then
   /// writes the calls store's queue and stops it, and stops the webhook (calls still queued are
   /// posted for up to [calls] webhook_drain_ms, the rest are not).

@@ -255,6 +255,15 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   const server_state& server() const override { return *st_; }
   const std::string& tenant() const override { return tenant_; }
 
+  /// The key this stream was opened with was revoked ([auth] revoke_open_streams): the client
+  /// is told why and the stream ends; audio not yet transcribed is dropped.
+  void key_revoked() {
+    if (closing_) return;
+    fail("key_revoked", "the API key of this stream was revoked", ws_close::policy);
+  }
+  /// Registered with the server's key_streams while the session lives.
+  std::shared_ptr<void> enrolment;
+
  private:
   enum class channel_phase { opening, open, ending, drained };
 
@@ -669,8 +678,13 @@ template <class Stream>
 void start_session(Stream stream, http::request<http::string_body> req, std::shared_ptr<server_state> st,
                    std::unique_ptr<ws_protocol> proto, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
   // auth: the stream's channels carry the admitted tenant
+  auto streams = st->key_streams;
+  auto gate = st->io;
   auto s = std::make_shared<session<Stream>>(std::move(stream), std::move(st), std::move(proto), std::move(slot), id,
-                                             std::move(who.tenant));
+                                             who.tenant);
+  s->enrolment = streams->enrol(who, auth::scope::stream, [w = std::weak_ptr<session<Stream>>(s), gate] {
+    post_to(w, gate, "key revoked", [](session<Stream>& x) { x.key_revoked(); });
+  });
   s->run(std::move(req));
 }
 

@@ -57,14 +57,22 @@ result<live_key_store::reload_outcome> live_key_store::reload_locked() {
   out.keys = next->size();
   for (const auto& [id, r] : next->records()) {
     const auto old = before->records().find(id);
-    if (old == before->records().end()) ++out.added;
-    else if (!same_record(old->second, r)) ++out.changed;
+    if (old == before->records().end()) {
+      ++out.added;
+    } else if (!same_record(old->second, r)) {
+      ++out.changed;
+      const auto& o = old->second;
+      if (o.salt != r.salt || o.hash != r.hash || o.tenant != r.tenant)
+        out.revoked.push_back({id, std::nullopt});
+      else if (o.scopes != r.scopes)
+        out.revoked.push_back({id, r.scopes});
+    }
   }
   for (const auto& [id, r] : before->records())
     if (!next->records().count(id)) {
       ++out.removed;
-      spdlog::info("auth: key {} (tenant {}) revoked: new requests with it are refused, open streams go on", id,
-                   r.tenant);
+      out.revoked.push_back({id, std::nullopt});
+      spdlog::info("auth: key {} (tenant {}) revoked: new requests with it are refused", id, r.tenant);
     }
   {
     std::lock_guard lock(current_mutex_);
@@ -73,7 +81,13 @@ result<live_key_store::reload_outcome> live_key_store::reload_locked() {
   spdlog::info("auth: reloaded {}: {} key(s) ({} added, {} removed, {} changed) for new requests", path_, out.keys,
                out.added, out.removed, out.changed);
   if (out.keys == 0) spdlog::warn("auth: {} now holds no keys: every request that needs a key is refused", path_);
+  if (!out.revoked.empty() && on_revoked_) on_revoked_(out.revoked);
   return out;
+}
+
+void live_key_store::on_revoked(std::function<void(const std::vector<key_streams::revocation>&)> f) {
+  std::lock_guard lock(reload_mutex_);
+  on_revoked_ = std::move(f);
 }
 
 live_key_store::stamp live_key_store::stamp_of(const std::string& path) {

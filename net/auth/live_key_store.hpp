@@ -4,9 +4,9 @@
 ///
 /// current() is the store a NEW request, upgrade or connection is checked against. reload()
 /// reads the file again and, when it parses, swaps the new store in. A request already admitted
-/// is not checked again: a WebSocket stream opened with a key that a reload removes goes on
-/// until it ends (its client, its session limit or the server ends it); the key's next request
-/// or upgrade is refused.
+/// is not checked again here; the reload's outcome lists the keys whose open connections must
+/// end (`revoked`), and on_revoked() hands them to whoever ends them (the server's
+/// key_streams, [auth] revoke_open_streams).
 /// A failed reload (unreadable file, a malformed line, a repeated id) keeps the store in force,
 /// logs why at error level and returns it. A file that parses with no keys is a valid reload
 /// (revoking the last key must take effect): every request that needs a key is then refused.
@@ -21,6 +21,8 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <functional>
+#include <vector>
 #include <ctime>
 #include <memory>
 #include <mutex>
@@ -29,6 +31,7 @@
 
 #include "config/error.hpp"
 #include "net/auth/key_store.hpp"
+#include "net/auth/key_streams.hpp"
 
 namespace sluice::net::auth {
 
@@ -40,7 +43,14 @@ class live_key_store {
     std::size_t added = 0;    ///< ids new in the file
     std::size_t removed = 0;  ///< ids gone from the file (revoked)
     std::size_t changed = 0;  ///< ids still there whose tenant, scopes, salt or hash differ
+    /// Keys whose open connections end: every removed id and every id whose secret (salt or
+    /// hash) or tenant changed (scopes nullopt), and ids that lost a scope (their new scopes).
+    std::vector<key_streams::revocation> revoked;
   };
+
+  /// Called after each reload that revoked something, on the reloading thread, with the
+  /// revocations (outside the store's locks but inside the reload's serialisation).
+  void on_revoked(std::function<void(const std::vector<key_streams::revocation>&)> f);
 
   /// Loads `path` once; fails as key_store::load does.
   static result<std::shared_ptr<live_key_store>> open(std::string path);
@@ -76,6 +86,7 @@ class live_key_store {
   std::shared_ptr<const key_store> current_;
   std::mutex reload_mutex_;  // serialises reloads; guards stamp_
   stamp stamp_;              // of the last attempt
+  std::function<void(const std::vector<key_streams::revocation>&)> on_revoked_;  // guarded by reload_mutex_
 };
 
 }  // namespace sluice::net::auth

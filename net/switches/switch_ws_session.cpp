@@ -47,6 +47,14 @@ class session : public std::enable_shared_from_this<session<Stream>> {
       : ws_(std::move(stream)), st_(std::move(st)), protocol_(std::move(protocol)), slot_(std::move(slot)), id_(id),
         tenant_(std::move(tenant)), session_timer_(ws_.get_executor()), idle_timer_(ws_.get_executor()) {}
 
+  /// Posted to the strand when the call's API key is revoked (see key_revoked).
+  void on_key_revoked() {
+    guarded("key revoked", [&] { key_revoked(); });
+  }
+  asio::any_io_executor executor() { return ws_.get_executor(); }
+  /// Registered with the server's key_streams while the session lives.
+  std::shared_ptr<void> enrolment;
+
   void run(upgrade_request req) {
     ws_.set_option(websocket::stream_base::timeout{handshake_timeout, websocket::stream_base::none(), false});
     ws_.read_message_max(static_cast<std::size_t>(st_->cfg.max_message_bytes));
@@ -213,6 +221,14 @@ class session : public std::enable_shared_from_this<session<Stream>> {
     release_if_done();
   }
 
+  // The key this call was opened with was revoked ([auth] revoke_open_streams): the call stops
+  // at once (audio not yet transcribed is dropped) and the switch is closed with 1008.
+  void key_revoked() {
+    if (closing_) return;
+    spdlog::info("switch {}: the API key of this call was revoked", id_);
+    if (call_ && !call_->ended()) call_->abort("error: key_revoked");
+    close(websocket::close_code::policy_error, "key_revoked: the API key of this call was revoked");
+  }
   // The switch broke the protocol (or the call cannot go on): its error message, then the close.
   void fail(websocket::close_code code, const std::string& reason, const std::string& reply) {
     if (closing_) return;
@@ -295,9 +311,21 @@ template <class Stream>
 void start(Stream stream, upgrade_request req, std::shared_ptr<server_state> st, std::unique_ptr<switch_protocol> p,
            std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
   spdlog::info("switch {}: {} connection", id, p->source());
-  std::make_shared<session<Stream>>(std::move(stream), std::move(st), std::move(p), std::move(slot), id,
-                                    std::move(who.tenant))
-      ->run(std::move(req));
+  auto streams = st->key_streams;
+  auto gate = st->io;
+  auto s = std::make_shared<session<Stream>>(std::move(stream), std::move(st), std::move(p), std::move(slot), id,
+                                             who.tenant);
+  // Posted to the session's strand under the server's I/O gate (the strand must not outlive
+  // its io_context), holding the session weakly.
+  s->enrolment = streams->enrol(who, auth::scope::stream, [w = std::weak_ptr<session<Stream>>(s), gate] {
+    std::lock_guard lock(gate->mu);
+    if (!gate->open) return;
+    if (auto alive = w.lock())
+      asio::post(alive->executor(), [w] {
+        if (auto x = w.lock()) x->on_key_revoked();
+      });
+  });
+  s->run(std::move(req));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // API keys reloaded without a restart: the live key store alone (added, removed and broken
 // files; a timed check sees a change once), then a running server whose keys file is rewritten
 // (its timed check, and its reload entry points as SIGHUP calls them): every port and route
-// that checks keys takes the new file for new requests, a broken file keeps the old keys, and a
-// stream opened with a key that is then revoked goes on to its end.
+// that checks keys takes the new file for new requests, a broken file keeps the old keys, and the
+// connections open with a key a reload revokes end (or go on, with [auth] revoke_open_streams off).
 #include "tests/net/auth_test_util.hpp"
 
 #include <cstdio>
@@ -14,6 +14,7 @@
 
 #include "net/auth/live_key_store.hpp"
 #include "tests/common/audio_tools.hpp"
+#include "tests/net/switch_test_util.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
@@ -296,12 +297,67 @@ TEST_SUITE("auth reload") {
     CHECK(s.server->reload().error().code == errc::invalid_argument);
   }
 
-  TEST_CASE("served: a stream opened with a key that is then revoked goes on to its end - the key's next upgrade is refused") {
+  TEST_CASE("served: revoking a key ends its open stream with key_revoked and close 1008 - another key's stream goes on with the same finals") {
+    temp_dir tmp;
+    const auto path = tmp.file("keys");
+    const auto a = make("acme", "stream,read"), b = make("globex", "stream");
+    write_keys(path, {a.record, b.record});
+    served s(with_keys(path, 0));
+    stepped_stream revoked(s.port), other(s.port);
+    REQUIRE(revoked.open("/v1/stream", bearer(a.key)) == 101);
+    REQUIRE(other.open("/v1/stream", bearer(b.key)) == 101);
+    for (auto* st : {&revoked, &other}) {
+      st->send_text(start_8k);
+      auto ready = st->read_next();
+      REQUIRE(ready.has_value());
+      CHECK((*ready)["type"] == "ready");
+    }
+    revoked.send_binary(std::vector<uint8_t>(1600, 0));  // 100 ms of 8 kHz silence
+    const auto frames = call_pcm16_frames();
+    for (std::size_t i = 0; i < frames.size() / 2; ++i) other.send_binary(frames[i]);
+    CHECK(s.server->key_streams().open(a.record.id) == 1);
+    CHECK(s.server->key_streams().open(b.record.id) == 1);
+
+    write_keys(path, {b.record});
+    REQUIRE(s.server->reload_keys().has_value());
+    CHECK(revoked.read_to_close() == 1008);
+    REQUIRE_FALSE(revoked.messages().empty());
+    CHECK(revoked.messages().back()["type"] == "error");
+    CHECK(revoked.messages().back()["code"] == "key_revoked");
+    CHECK(upgrade_status(s.port, "/v1/stream", a.key) == 401);
+    CHECK(poll_until([&] { return s.server->key_streams().open(a.record.id) == 0; }));
+
+    // The other key's stream lost nothing: the rest of its call, then the same finals as the
+    // whole call streamed again on its own afterwards.
+    for (std::size_t i = frames.size() / 2; i < frames.size(); ++i) other.send_binary(frames[i]);
+    other.send_text(end_msg);
+    CHECK(other.read_to_close() == 1000);
+    stepped_stream again(s.port);
+    REQUIRE(again.open("/v1/stream", bearer(b.key)) == 101);
+    again.send_text(start_8k);
+    for (const auto& f : frames) again.send_binary(f);
+    again.send_text(end_msg);
+    CHECK(again.read_to_close() == 1000);
+    REQUIRE_FALSE(again.finals().empty());
+    CHECK(other.finals() == again.finals());
+    // The revoked stream's call ended with the reason.
+    bool found = false;
+    for (const auto& c : s.server->calls().list())
+      if (c.start.tenant == "acme") {
+        found = true;
+        CHECK(c.end_reason.find("key_revoked") != std::string::npos);
+      }
+    CHECK(found);
+  }
+
+  TEST_CASE("served: with revoke_open_streams off a stream opened with a key that is then revoked goes on to its end") {
     temp_dir tmp;
     const auto path = tmp.file("keys");
     const auto a = make("acme", "stream,read"), b = make("globex", "read");
     write_keys(path, {a.record, b.record});
-    served s(with_keys(path, 0));
+    auto cfg = with_keys(path, 0);
+    cfg.auth.revoke_open_streams = false;
+    served s(cfg);
     stepped_stream open(s.port);
     REQUIRE(open.open("/v1/stream", bearer(a.key)) == 101);
     open.send_text(start_8k);
@@ -315,5 +371,60 @@ TEST_SUITE("auth reload") {
     open.send_binary(std::vector<uint8_t>(1600, 0));  // 100 ms of 8 kHz silence
     open.send_text(end_msg);
     CHECK(open.read_to_close() == 1000);
+  }
+
+  TEST_CASE("served: a key given a scope keeps its connections, one that loses stream loses its stream but keeps /v1/events until removed") {
+    temp_dir tmp;
+    const auto path = tmp.file("keys");
+    auto a = make("acme", "stream,read");
+    write_keys(path, {a.record});
+    served s(with_keys(path, 0));
+    stepped_stream stream(s.port), events(s.port);
+    REQUIRE(stream.open("/v1/stream", bearer(a.key)) == 101);
+    stream.send_text(start_8k);
+    REQUIRE(stream.read_next().has_value());  // ready
+    REQUIRE(events.open("/v1/events", bearer(a.key)) == 101);
+    REQUIRE(poll_until([&] { return s.server->key_streams().open(a.record.id) == 2; }));
+
+    a.record.scopes = *net::auth::scope_set::parse("stream,read,metrics");
+    write_keys(path, {a.record});
+    auto more = s.server->reload_keys();
+    REQUIRE(more.has_value());
+    CHECK(s.server->key_streams().open(a.record.id) == 2);
+
+    a.record.scopes = *net::auth::scope_set::parse("read");
+    write_keys(path, {a.record});
+    REQUIRE(s.server->reload_keys().has_value());
+    CHECK(stream.read_to_close() == 1008);
+    CHECK(stream.messages().back()["code"] == "key_revoked");
+    CHECK(poll_until([&] { return s.server->key_streams().open(a.record.id) == 1; }));
+
+    write_keys(path, {});
+    REQUIRE(s.server->reload_keys().has_value());
+    // The key removed: the subscription ends too.
+    CHECK(events.read_to_close() == 1008);
+    REQUIRE_FALSE(events.messages().empty());
+    CHECK(events.messages().back()["type"] == "error");
+    CHECK(events.messages().back()["code"] == "key_revoked");
+    CHECK(poll_until([&] { return s.server->key_streams().open(a.record.id) == 0; }));
+  }
+
+  TEST_CASE("served: a switch call (jambonz STT) opened with a key that is then revoked is closed 1008 and its call ends key_revoked") {
+    temp_dir tmp;
+    const auto path = tmp.file("keys");
+    const auto a = make("acme", "stream");
+    write_keys(path, {a.record});
+    served s(with_keys(path, 0));
+    const auto frames = pcm16_frames(call_samples(0), 160);
+    stepped_stream stt(s.port);
+    REQUIRE(stt.open("/jambonz/stt", bearer(a.key)) == 101);
+    stt.send_text(R"({"type":"start","language":"en-US","format":"raw","encoding":"LINEAR16","sampleRateHz":8000})");
+    for (std::size_t i = 0; i < 50; ++i) stt.send_binary(frames[i]);
+    REQUIRE(poll_until([&] { return s.server->key_streams().open(a.record.id) == 1; }));
+    write_keys(path, {});
+    REQUIRE(s.server->reload_keys().has_value());
+    CHECK(stt.read_to_close() == 1008);
+    const auto c = wait_ended_call(*s.server, "jambonz_stt");
+    CHECK(c.end_reason.find("key_revoked") != std::string::npos);
   }
 }
