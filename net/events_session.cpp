@@ -41,10 +41,15 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
   void key_revoked() {
     guarded([&] {
       if (done_) return;
+      // Before the handshake is done nothing can be sent: on_accept acts on it.
+      if (!accepted_) {
+        revoked_ = true;
+        return;
+      }
       spdlog::info("events {}: the API key of this subscription was revoked", id_);
       done_ = true;
       if (sub_) sub_->cancel();
-      if (!accepted_ || writing_) return finish();
+      if (writing_) return finish();
       out_ = calls::dump(nlohmann::json{
           {"type", "error"}, {"code", "key_revoked"}, {"reason", "the API key of this subscription was revoked"}});
       writing_ = true;
@@ -114,6 +119,7 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
     spdlog::info("events {}: subscribed (call \"{}\", tenant \"{}\")", id_, filter_.call,
                  filter_.tenant ? *filter_.tenant : std::string("*"));
     accepted_ = true;
+    if (revoked_) return key_revoked();
     pump();
     do_read();
   }
@@ -190,6 +196,7 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
   beast::flat_buffer in_;
   std::string out_;
   bool accepted_ = false, writing_ = false, done_ = false;
+  bool revoked_ = false;  // the key was revoked before the handshake was done
 };
 
 

@@ -259,6 +259,11 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   /// is told why and the stream ends; audio not yet transcribed is dropped.
   void key_revoked() {
     if (closing_) return;
+    // Before the handshake is done nothing can be sent: on_accept acts on it.
+    if (!accepted_) {
+      revoked_ = true;
+      return;
+    }
     fail("key_revoked", "the API key of this stream was revoked", ws_close::policy);
   }
   /// Registered with the server's key_streams while the session lives.
@@ -293,6 +298,8 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
 
   void on_accept(beast::error_code ec) {
     if (ec) return;
+    accepted_ = true;
+    if (revoked_) return key_revoked();
     arm_session_timer();
     proto_->on_start(*this);
     if (!closing_) do_read();
@@ -607,6 +614,7 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   std::string end_reason_;  ///< why the call ended, once known (see close, fail)
   std::shared_ptr<session> keep_alive_;  ///< set while half-closed (see on_readable)
   uint64_t idle_generation_ = 0;         ///< see arm_idle_timer
+  bool accepted_ = false, revoked_ = false;  ///< the handshake is done; the key was revoked before it
   bool paused_ = false;                  ///< no read pending: the backlog is over the mark
   bool peer_finished_ = false;           ///< the client sent its FIN: never paused again
   std::chrono::steady_clock::time_point paused_since_;

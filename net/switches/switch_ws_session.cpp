@@ -66,6 +66,8 @@ class session : public std::enable_shared_from_this<session<Stream>> {
     ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
       self->guarded("accept", [&] {
         if (ec) return;
+        self->accepted_ = true;
+        if (self->revoked_) return self->key_revoked();
         self->arm_session_timer();
         self->do_read();
       });
@@ -225,6 +227,11 @@ class session : public std::enable_shared_from_this<session<Stream>> {
   // at once (audio not yet transcribed is dropped) and the switch is closed with 1008.
   void key_revoked() {
     if (closing_) return;
+    // Before the handshake is done nothing can be sent: the accept acts on it.
+    if (!accepted_) {
+      revoked_ = true;
+      return;
+    }
     spdlog::info("switch {}: the API key of this call was revoked", id_);
     if (call_ && !call_->ended()) call_->abort("error: key_revoked");
     close(websocket::close_code::policy_error, "key_revoked: the API key of this call was revoked");
@@ -305,6 +312,7 @@ class session : public std::enable_shared_from_this<session<Stream>> {
   std::shared_ptr<session> keep_alive_;
   websocket::close_reason close_reason_;
   bool closing_ = false, close_pending_ = false, socket_done_ = false;
+  bool accepted_ = false, revoked_ = false;  // the handshake is done; the key was revoked before it
 };
 
 template <class Stream>

@@ -420,7 +420,13 @@ TEST_SUITE("auth reload") {
     REQUIRE(stt.open("/jambonz/stt", bearer(a.key)) == 101);
     stt.send_text(R"({"type":"start","language":"en-US","format":"raw","encoding":"LINEAR16","sampleRateHz":8000})");
     for (std::size_t i = 0; i < 50; ++i) stt.send_binary(frames[i]);
-    REQUIRE(poll_until([&] { return s.server->key_streams().open(a.record.id) == 1; }));
+    REQUIRE(s.server->key_streams().open(a.record.id) == 1);
+    // The call is open (its start was taken) before the key goes.
+    REQUIRE(poll_until([&] {
+      for (const auto& c : s.server->calls().list())
+        if (c.start.source == "jambonz_stt" && c.live) return true;
+      return false;
+    }));
     write_keys(path, {});
     REQUIRE(s.server->reload_keys().has_value());
     CHECK(stt.read_to_close() == 1008);
