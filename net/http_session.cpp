@@ -266,9 +266,14 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
       }
       if (path == "/v1/placement")  // fixed at start: built from the engine's plan, no actor asked
         return reply(http::status::ok, "application/json", actors::placement_json(st_->engine->placement()));
-      if (path == "/metrics")
-        return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
-                     to_prometheus(st_->engine->snapshot()));
+      if (path == "/metrics") {
+        std::string text = to_prometheus(st_->engine->snapshot());
+        if (st_->webhook) {
+          const auto c = st_->webhook->stats();
+          text += calls::webhook_prometheus(c.delivered, c.given_up, c.dropped, c.abandoned, c.attempts);
+        }
+        return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8", text);
+      }
       if (path == "/" || path == "/index.html") return reply(http::status::ok, "text/html; charset=utf-8", dashboard_html());
       constexpr std::string_view call_prefix = "/v1/calls/";
       if (path == "/v1/calls" || path.rfind(call_prefix, 0) == 0) {

@@ -110,6 +110,21 @@ std::string webhook_signature(const std::string& secret, int64_t t, const std::s
   return out;
 }
 
+std::string webhook_prometheus(uint64_t delivered, uint64_t given_up, uint64_t dropped, uint64_t abandoned,
+                               uint64_t attempts) {
+  std::string o =
+      "# HELP sluice_webhook_calls_total Ended calls by what the calls webhook did with them.\n"
+      "# TYPE sluice_webhook_calls_total counter\n";
+  const std::pair<const char*, uint64_t> rows[] = {
+      {"delivered", delivered}, {"given_up", given_up}, {"dropped", dropped}, {"abandoned", abandoned}};
+  for (const auto& [outcome, n] : rows)
+    o += "sluice_webhook_calls_total{outcome=\"" + std::string(outcome) + "\"} " + std::to_string(n) + "\n";
+  o += "# HELP sluice_webhook_attempts_total POSTs the calls webhook attempted (retries included).\n"
+       "# TYPE sluice_webhook_attempts_total counter\n"
+       "sluice_webhook_attempts_total " + std::to_string(attempts) + "\n";
+  return o;
+}
+
 result<std::string> read_webhook_secret(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(errc::invalid_config, "calls.webhook_secret_file: cannot read " + path);

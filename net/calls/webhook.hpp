@@ -55,6 +55,12 @@ result<http_url> parse_http_url(const std::string& url);
 /// "t=<t>,v1=<lower-case hex of HMAC-SHA256(secret, "<t>.<body>")>".
 std::string webhook_signature(const std::string& secret, int64_t t, const std::string& body);
 
+/// The webhook's counters in Prometheus text format (appended to /metrics when a webhook is
+/// configured, zeros included from the first scrape): sluice_webhook_calls_total{outcome=
+/// "delivered"|"given_up"|"dropped"|"abandoned"} and sluice_webhook_attempts_total.
+std::string webhook_prometheus(uint64_t delivered, uint64_t given_up, uint64_t dropped, uint64_t abandoned,
+                               uint64_t attempts);
+
 /// The key in a secret file: its content without trailing whitespace (a newline an editor
 /// added). errc::invalid_config when it cannot be read or holds no key.
 result<std::string> read_webhook_secret(const std::string& path);

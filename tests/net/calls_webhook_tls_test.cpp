@@ -3,7 +3,8 @@
 // name the client sent). The webhook must verify the certificate's chain and its host name (DNS
 // or IP entry) and send SNI only for names; the signature header must equal the HMAC-SHA256
 // that `openssl dgst -hmac` computes over "<t>.<body>"; a served engine with [calls]
-// webhook_url, webhook_ca_file and webhook_secret_file posts a WebSocket call's document so.
+// webhook_url, webhook_ca_file and webhook_secret_file posts a WebSocket call's document so, and
+// counts it in /metrics (read back with prometheus_client's parser).
 #include "tests/net/tls_test_util.hpp"
 
 #include <openssl/ssl.h>
@@ -270,6 +271,22 @@ TEST_SUITE("calls webhook tls") {
     CHECK(missing.error().message.find(dir.file("none")) != std::string::npos);
   }
 
+  TEST_CASE("a server without a webhook has no webhook metrics, one with a webhook exports zeros before any call") {
+    {
+      served plain;
+      const auto m = http_request(plain.port, http::verb::get, "/metrics");
+      REQUIRE(m.status == 200);
+      CHECK(m.body.find("sluice_webhook") == std::string::npos);
+    }
+    config::sluice_config cfg;
+    cfg.calls.webhook_url = "http://127.0.0.1:9/never";
+    served s(cfg);
+    const auto m = http_request(s.port, http::verb::get, "/metrics");
+    REQUIRE(m.status == 200);
+    CHECK(m.body.find("sluice_webhook_calls_total{outcome=\"delivered\"} 0\n") != std::string::npos);
+    CHECK(m.body.find("sluice_webhook_attempts_total 0\n") != std::string::npos);
+  }
+
   TEST_CASE("webhook settings: a CA file needs an https url, an unreadable CA file is refused at start") {
     config::calls_config c;
     c.webhook_url = "http://hooks.example/x";
@@ -306,6 +323,24 @@ TEST_SUITE("calls webhook tls") {
                           {R"({"type":"start","sample_rate":8000,"encoding":"pcm_s16le","channels":1})"},
                           call_pcm16_frames(), {R"({"type":"end"})"});
       REQUIRE(r.close_code == 1000);
+      // A scrape once it is delivered: the counters as prometheus_client's parser reads them.
+      REQUIRE(poll_until([&] { return s.server->webhook()->stats().delivered == 1; }));
+      const auto metrics = http_request(s.port, http::verb::get, "/metrics");
+      REQUIRE(metrics.status == 200);
+      const auto file = dir.file("metrics.txt");
+      std::ofstream(file) << metrics.body;
+      const auto parsed = run_command(
+          "/usr/bin/python3 -c \"from prometheus_client.parser import text_string_to_metric_families as p\n"
+          "for f in p(open('" + file + "').read()):\n"
+          "  for x in f.samples:\n"
+          "    if x.name.startswith('sluice_webhook'): print(f.type, x.name, x.labels.get('outcome', '-'), int(x.value))\" 2>&1");
+      REQUIRE(parsed.second == 0);
+      CHECK(parsed.first ==
+            "counter sluice_webhook_calls_total delivered 1\n"
+            "counter sluice_webhook_calls_total given_up 0\n"
+            "counter sluice_webhook_calls_total dropped 0\n"
+            "counter sluice_webhook_calls_total abandoned 0\n"
+            "counter sluice_webhook_attempts_total - 1\n");
       // The stop drains the webhook's queue ([calls] webhook_drain_ms, 5 s by default): the
       // call, ended when its stream closed, is posted before the server is gone.
       s.server->stop();
