@@ -29,7 +29,7 @@ struct auth_config {
   int keys_reload_check_s = 2;
   /// A reload that removes a key, changes its secret or tenant, or takes away a scope ends the
   /// connections open with it (WebSocket streams, switch calls and /v1/events: an error
-  /// naming key_revoked where the protocol has one, close 1008; RTSP pushes are not cut);
+  /// naming key_revoked where the protocol has one, close 1008; RTSP pushes disconnected);
   /// false: they go on to their end.
   bool revoke_open_streams = true;
 

@@ -186,6 +186,8 @@ class server {
   const calls::webhook* webhook() const { return state_->webhook.get(); }
   /// The connections open with each API key ([auth] revoke_open_streams ends them).
   const auth::key_streams& key_streams() const { return *state_->key_streams; }
+  /// The same, for services outside the server that enrol their connections (RTSP pushes).
+  std::shared_ptr<auth::key_streams> shared_key_streams() const { return state_->key_streams; }
   /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads, then
   /// writes the calls store's queue and stops it, and stops the webhook (calls still queued are
   /// posted for up to [calls] webhook_drain_ms, the rest are not).

@@ -1,6 +1,6 @@
 #pragma once
 /// The long-lived connections opened with each API key (WebSocket streams of every protocol,
-/// switch calls, /v1/events subscriptions; not RTSP pushes), so that revoking a key ends them too
+/// switch calls, /v1/events subscriptions, RTSP pushes), so that revoking a key ends them too
 /// ([auth] revoke_open_streams): a reload of the keys file that removes a key, changes its
 /// secret or tenant, or takes away the scope the connection needed calls each one's `cut`.
 ///

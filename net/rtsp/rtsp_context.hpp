@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -13,6 +14,7 @@
 #include "actors/engine.hpp"
 #include "config/rtsp_config.hpp"
 #include "net/auth/failure_limiter.hpp"
+#include "net/auth/key_streams.hpp"
 #include "net/auth/principal.hpp"
 #include "net/calls/call_registry.hpp"
 #include "net/rtsp/rtsp_message.hpp"
@@ -33,6 +35,15 @@ struct rtsp_context {
   /// The server's per-address back-off after invalid keys (auth.max_failures), shared with its
   /// HTTP routes; null: invalid keys are only answered 401.
   std::shared_ptr<auth::failure_limiter> auth_failures;
+  /// The server's registry of connections per API key: a push enrols once its key is taken,
+  /// and a reload that revokes the key closes it (call ended "error: key_revoked"). Null: not.
+  std::shared_ptr<auth::key_streams> key_streams;
+  /// Closed by rtsp_service::stop() before its io_context goes: a revocation posts only while open.
+  struct post_gate {
+    std::mutex mu;
+    bool open = true;
+  };
+  std::shared_ptr<post_gate> gate = std::make_shared<post_gate>();
   /// ANNOUNCEd push sessions now (bounded by cfg.max_sessions) and open connections.
   std::atomic<int> sessions{0}, connections{0};
 

@@ -85,7 +85,7 @@ struct rtsp_service::impl {
 result<std::unique_ptr<rtsp_service>> rtsp_service::start(
     actors::engine& engine, std::shared_ptr<calls::call_registry> calls, const config::rtsp_config& cfg,
     std::function<std::optional<auth::principal>(std::string_view key)> authenticate,
-    std::shared_ptr<auth::failure_limiter> failures) {
+    std::shared_ptr<auth::failure_limiter> failures, std::shared_ptr<auth::key_streams> key_streams) {
   boost::system::error_code ec;
   const auto host = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "rtsp.host = \"" + cfg.host + "\" is not an IP address");
@@ -108,6 +108,7 @@ result<std::unique_ptr<rtsp_service>> rtsp_service::start(
   m.ctx->ioc = &m.ioc;
   m.ctx->authenticate = std::move(authenticate);
   if (m.ctx->authenticate && failures && failures->enabled()) m.ctx->auth_failures = std::move(failures);
+  if (m.ctx->authenticate) m.ctx->key_streams = std::move(key_streams);
   if (cfg.enabled) {
     m.acceptor.emplace(m.ioc);
     const tcp::endpoint ep(host, static_cast<uint16_t>(cfg.port));
@@ -159,6 +160,11 @@ void rtsp_service::stop() {
     std::lock_guard lock(m.mu);
     if (m.stopped) return;
     m.stopped = true;
+  }
+  {
+    // No revocation posts to the io_context from here on (it goes when this returns).
+    std::lock_guard lock(m.ctx->gate->mu);
+    m.ctx->gate->open = false;
   }
   asio::post(m.ioc, [&m] {
     boost::system::error_code ignored;

@@ -22,6 +22,7 @@
 #include "config/error.hpp"
 #include "config/rtsp_config.hpp"
 #include "net/auth/failure_limiter.hpp"
+#include "net/auth/key_streams.hpp"
 #include "net/auth/principal.hpp"
 #include "net/calls/call_registry.hpp"
 
@@ -41,10 +42,13 @@ class rtsp_service {
   /// invalid key counts against the client's address as on the HTTP routes; a locked-out address
   /// gets 503 with Retry-After to every request that needs a key, a valid key included, and the
   /// connection is closed.
+  /// `key_streams` (the server's, net/auth/key_streams.hpp): each push enrols under its key, and
+  /// a reload that revokes the key closes the connection; the call ends "error: key_revoked"
+  /// with what was already received transcribed.
   static result<std::unique_ptr<rtsp_service>> start(
       actors::engine& engine, std::shared_ptr<calls::call_registry> calls, const config::rtsp_config& cfg,
       std::function<std::optional<auth::principal>(std::string_view key)> authenticate = {},
-      std::shared_ptr<auth::failure_limiter> failures = {});
+      std::shared_ptr<auth::failure_limiter> failures = {}, std::shared_ptr<auth::key_streams> key_streams = {});
   ~rtsp_service();
   rtsp_service(const rtsp_service&) = delete;
   rtsp_service& operator=(const rtsp_service&) = delete;

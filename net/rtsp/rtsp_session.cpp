@@ -116,6 +116,7 @@ struct rtsp_session::impl {
   // With API keys: the request's key is valid and may stream, or it has been answered 401/403.
   bool admit(const rtsp_request& r);
   std::optional<auth::principal> who;  // the key's principal, once a request carried a valid one
+  std::shared_ptr<void> enrolment;     // with ctx->key_streams, once `who` is set
 
   void on_bytes(std::shared_ptr<rtsp_session> self);
   void handle(const rtsp_request& r, const std::shared_ptr<rtsp_session>& self);
@@ -233,6 +234,13 @@ void rtsp_session::impl::handle(const rtsp_request& r, const std::shared_ptr<rts
   const auto& m = r.method;
   if (m == "OPTIONS") return reply(r, 200, {{"Public", methods_allowed}});
   if (ctx->authenticate && !admit(r)) return;
+  if (who && !enrolment && ctx->key_streams)
+    enrolment = ctx->key_streams->enrol(*who, auth::scope::stream,
+                                        [w = std::weak_ptr<rtsp_session>(self), gate = ctx->gate] {
+                                          std::lock_guard lock(gate->mu);
+                                          if (!gate->open) return;
+                                          if (auto s = w.lock()) s->stop("error: key_revoked");
+                                        });
   if (m == "GET_PARAMETER" || m == "SET_PARAMETER") {
     // Keep-alives: answered, and they count as activity (on_bytes took note).
     header_list h;

@@ -81,8 +81,9 @@ int cmd_serve(invocation& inv) {
     if (!inv.cfg.auth.keys_file.empty())
       authenticate = [s = srv->get()](std::string_view key) { return s->authenticate_key(key); };
     // Invalid keys count against the client's address on RTSP as over HTTP (one limiter).
+    // A key reload that revokes a push's key closes the push, as it ends WebSocket streams.
     auto started = net::rtsp::rtsp_service::start(*eng, (*srv)->shared_calls(), inv.cfg.rtsp, std::move(authenticate),
-                                                  (*srv)->auth_failures());
+                                                  (*srv)->auth_failures(), (*srv)->shared_key_streams());
     if (!started) {
       std::fprintf(stderr, "sluice serve: %s (set --rtsp.port=N, or --rtsp.enabled=false)\n",
                    started.error().message.c_str());

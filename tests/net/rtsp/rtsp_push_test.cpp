@@ -142,6 +142,34 @@ TEST_SUITE("rtsp pushes") {
     CHECK(c.end_reason == "teardown");
   }
 
+  TEST_CASE("with API keys, a push whose key is revoked mid-call is disconnected: ffmpeg fails, the call ends key_revoked") {
+    if (!have_ffmpeg()) return;
+    temp_dir tmp;
+    rtsp_keys keys;
+    auto streams = std::make_shared<net::auth::key_streams>();
+    rtsp_served s({}, keys.check(), {}, streams);
+    const auto log = tmp.file("peer.log");
+    child_process peer(ffmpeg_push(with_userinfo(s.url("revoked"), "agent:" + keys.streamer.key), "tcp"), log);
+    // Revoked once the engine has heard some of the call (the push lasts 6.3 s, in real time).
+    REQUIRE(poll_until(
+        [&] {
+          auto c = s.of("rtsp");
+          return c.size() == 1 && !c[0].channels.empty() && !c[0].channels[0].partial.empty();
+        },
+        peer_limit));
+    CHECK(streams->open(keys.streamer.record.id) == 1);
+    // What the server does on a keys-file reload that drops the key (net/server.cpp).
+    CHECK(streams->cut({{keys.streamer.record.id, std::nullopt}}) == 1);
+    const int rc = peer.wait(peer_limit);
+    MESSAGE("ffmpeg after the revocation exited " << rc << ": " << read_text(log));
+    CHECK(rc != 0);
+    REQUIRE(s.wait_ended("rtsp", 1));
+    CHECK(s.of("rtsp")[0].end_reason == "error: key_revoked");
+    CHECK(poll_until([&] { return s.rtsp->live_sessions() == 0 && s.rtsp->connections() == 0; },
+                     std::chrono::seconds(10)));
+    CHECK(poll_until([&] { return streams->open(keys.streamer.record.id) == 0; }, std::chrono::seconds(10)));
+  }
+
   TEST_CASE("with API keys, a push without a key, with a wrong key or with a read-only key gets no call") {
     if (!have_ffmpeg()) return;
     temp_dir tmp;

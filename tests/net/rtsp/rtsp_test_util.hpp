@@ -63,7 +63,8 @@ struct rtsp_served {
   using key_check = std::function<std::optional<net::auth::principal>(std::string_view)>;
 
   explicit rtsp_served(config::rtsp_config c = {}, key_check authenticate = {},
-                       std::shared_ptr<net::auth::failure_limiter> failures = {})
+                       std::shared_ptr<net::auth::failure_limiter> failures = {},
+                       std::shared_ptr<net::auth::key_streams> key_streams = {})
       : cfg(std::move(c)) {
     config::sluice_config all;
     all.model.dir = SLUICE_SOURCE_DIR "/models/default";
@@ -77,7 +78,8 @@ struct rtsp_served {
       cfg.rtp_port_min = free_rtp_base(32);
       cfg.rtp_port_max = cfg.rtp_port_min + 31;
     }
-    auto s = net::rtsp::rtsp_service::start(*engine, calls, cfg, std::move(authenticate), std::move(failures));
+    auto s = net::rtsp::rtsp_service::start(*engine, calls, cfg, std::move(authenticate), std::move(failures),
+                                            std::move(key_streams));
     REQUIRE_MESSAGE(s.has_value(), (s ? std::string() : s.error().message));
     rtsp = std::move(*s);
   }
