@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "net/hex.hpp"
+
 namespace sluice::net::auth {
 
 namespace {
@@ -21,15 +23,6 @@ constexpr int record_fields = 5;
 // Owner read/write only: the file holds no secrets, but who may use the server is its business.
 constexpr mode_t keys_file_mode = 0600;
 
-std::string to_hex(const uint8_t* p, std::size_t n) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out(2 * n, '0');
-  for (std::size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[p[i] >> 4];
-    out[2 * i + 1] = digits[p[i] & 0xF];
-  }
-  return out;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';

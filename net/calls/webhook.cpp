@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "net/calls/call_json.hpp"
+#include "net/hex.hpp"
 
 namespace sluice::net::calls {
 
@@ -101,13 +102,7 @@ std::string webhook_signature(const std::string& secret, int64_t t, const std::s
   unsigned int n = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(signed_text.data()), signed_text.size(), md.data(), &n);
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out = "t=" + std::to_string(t) + ",v1=";
-  for (unsigned int i = 0; i < n; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 0xf];
-  }
-  return out;
+  return "t=" + std::to_string(t) + ",v1=" + to_hex(md.data(), n);
 }
 
 std::string webhook_prometheus(uint64_t delivered, uint64_t given_up, uint64_t dropped, uint64_t abandoned,

@@ -7,6 +7,8 @@
 
 #include <openssl/evp.h>
 
+#include "net/hex.hpp"
+
 namespace sluice::net::rtsp {
 
 namespace {
@@ -208,13 +210,7 @@ std::string md5_hex(std::string_view text) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   if (EVP_Digest(text.data(), text.size(), md, &n, EVP_md5(), nullptr) != 1) return {};
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < n; ++i) {
-    out += digits[md[i] >> 4];
-    out += digits[md[i] & 0xf];
-  }
-  return out;
+  return to_hex(md, n);
 }
 
 std::string authorization(const auth_challenge& c, const std::string& user, const std::string& password,

@@ -22,6 +22,7 @@
 #include "net/rtsp/rtsp_sdp.hpp"
 #include "net/rtsp/rtsp_transport.hpp"
 #include "net/rtsp/udp_rtcp.hpp"
+#include "net/hex.hpp"
 #include "net/steady_time.hpp"
 
 namespace sluice::net::rtsp {
@@ -40,15 +41,10 @@ constexpr int default_server_timeout_s = 60;  // RFC 2326 12.37
 
 // `bytes` random bytes in hex (a Digest client nonce: unpredictable, not secret).
 std::string random_hex(std::size_t bytes) {
-  static constexpr char digits[] = "0123456789abcdef";
   std::random_device rd;
-  std::string out;
-  for (std::size_t i = 0; i < bytes; ++i) {
-    const auto b = rd() & 0xffu;
-    out += digits[b >> 4];
-    out += digits[b & 0xf];
-  }
-  return out;
+  std::vector<unsigned char> b(bytes);
+  for (auto& x : b) x = static_cast<unsigned char>(rd() & 0xffu);
+  return to_hex(b.data(), b.size());
 }
 
 }  // namespace
