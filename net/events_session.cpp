@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "net/calls/call_json.hpp"
+#include "net/key_revocation.hpp"
 
 namespace sluice::net {
 
@@ -37,8 +38,9 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
   /// Registered with the server's key_streams while the session lives.
   std::shared_ptr<void> enrolment;
 
-  /// The subscriber's key was revoked: no more updates; an error, then close 1008.
-  void key_revoked() {
+  /// The subscriber's key was revoked (posted by net/key_revocation.hpp): no more updates; an
+  /// error, then close 1008.
+  void on_key_revoked() {
     guarded([&] {
       if (done_) return;
       // Before the handshake is done nothing can be sent: on_accept acts on it.
@@ -119,7 +121,7 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
     spdlog::info("events {}: subscribed (call \"{}\", tenant \"{}\")", id_, filter_.call,
                  filter_.tenant ? *filter_.tenant : std::string("*"));
     accepted_ = true;
-    if (revoked_) return key_revoked();
+    if (revoked_) return on_key_revoked();
     pump();
     do_read();
   }
@@ -204,18 +206,9 @@ template <class Stream>
 void start_events(Stream stream, http::request<http::string_body> req, std::shared_ptr<server_state> st,
                   calls::subscription_filter filter, std::shared_ptr<void> slot, uint64_t id, const auth::principal& who) {
   beast::get_lowest_layer(stream).expires_never();
-  auto streams = st->key_streams;
-  auto gate = st->io;
+  const auto& server = *st;
   auto s = std::make_shared<events_session<Stream>>(std::move(stream), std::move(st), std::move(filter), std::move(slot), id);
-  // Posted to the session's strand under the server's I/O gate, holding the session weakly.
-  s->enrolment = streams->enrol(who, auth::scope::read, [w = std::weak_ptr<events_session<Stream>>(s), gate] {
-    std::lock_guard lock(gate->mu);
-    if (!gate->open) return;
-    if (auto alive = w.lock())
-      asio::post(alive->executor(), [w] {
-        if (auto x = w.lock()) x->key_revoked();
-      });
-  });
+  s->enrolment = enrol_for_revocation(server, who, auth::scope::read, s);
   s->run(std::move(req));
 }
 

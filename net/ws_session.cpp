@@ -21,6 +21,7 @@
 #include "actors/channel_progress.hpp"
 #include "actors/messages.hpp"
 #include "net/json_fields.hpp"
+#include "net/key_revocation.hpp"
 #include "net/refusal_status.hpp"
 
 namespace sluice::net {
@@ -255,6 +256,10 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   const server_state& server() const override { return *st_; }
   const std::string& tenant() const override { return tenant_; }
 
+  /// Posted to the strand when the stream's API key is revoked (net/key_revocation.hpp).
+  void on_key_revoked() {
+    guarded("key revoked", [&] { key_revoked(); });
+  }
   /// The key this stream was opened with was revoked ([auth] revoke_open_streams): the client
   /// is told why and the stream ends; audio not yet transcribed is dropped.
   void key_revoked() {
@@ -686,13 +691,10 @@ template <class Stream>
 void start_session(Stream stream, http::request<http::string_body> req, std::shared_ptr<server_state> st,
                    std::unique_ptr<ws_protocol> proto, std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
   // auth: the stream's channels carry the admitted tenant
-  auto streams = st->key_streams;
-  auto gate = st->io;
+  const auto& server = *st;
   auto s = std::make_shared<session<Stream>>(std::move(stream), std::move(st), std::move(proto), std::move(slot), id,
                                              who.tenant);
-  s->enrolment = streams->enrol(who, auth::scope::stream, [w = std::weak_ptr<session<Stream>>(s), gate] {
-    post_to(w, gate, "key revoked", [](session<Stream>& x) { x.key_revoked(); });
-  });
+  s->enrolment = enrol_for_revocation(server, who, auth::scope::stream, s);
   s->run(std::move(req));
 }
 

@@ -10,6 +10,7 @@
 #include <boost/beast/websocket/ssl.hpp>
 #include <spdlog/spdlog.h>
 
+#include "net/key_revocation.hpp"
 #include "net/switches/call_channels.hpp"
 
 namespace sluice::net::switches {
@@ -319,20 +320,10 @@ template <class Stream>
 void start(Stream stream, upgrade_request req, std::shared_ptr<server_state> st, std::unique_ptr<switch_protocol> p,
            std::shared_ptr<void> slot, uint64_t id, auth::principal who) {
   spdlog::info("switch {}: {} connection", id, p->source());
-  auto streams = st->key_streams;
-  auto gate = st->io;
+  const auto& server = *st;
   auto s = std::make_shared<session<Stream>>(std::move(stream), std::move(st), std::move(p), std::move(slot), id,
                                              who.tenant);
-  // Posted to the session's strand under the server's I/O gate (the strand must not outlive
-  // its io_context), holding the session weakly.
-  s->enrolment = streams->enrol(who, auth::scope::stream, [w = std::weak_ptr<session<Stream>>(s), gate] {
-    std::lock_guard lock(gate->mu);
-    if (!gate->open) return;
-    if (auto alive = w.lock())
-      asio::post(alive->executor(), [w] {
-        if (auto x = w.lock()) x->on_key_revoked();
-      });
-  });
+  s->enrolment = enrol_for_revocation(server, who, auth::scope::stream, s);
   s->run(std::move(req));
 }
 
