@@ -52,18 +52,7 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
       done_ = true;
       if (sub_) sub_->cancel();
       if (writing_) return finish();
-      out_ = calls::dump(nlohmann::json{
-          {"type", "error"}, {"code", "key_revoked"}, {"reason", "the API key of this subscription was revoked"}});
-      writing_ = true;
-      ws_.text(true);
-      ws_.async_write(asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        self->guarded([&] {
-          self->writing_ = false;
-          if (ec) return self->finish();
-          self->ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, "key revoked"),
-                                [self](beast::error_code) {});
-        });
-      });
+      say_and_close("key_revoked", "the API key of this subscription was revoked", "key revoked");
     });
   }
 
@@ -141,6 +130,22 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
     });
   }
 
+  // The last message: {"type":"error","code":code,"reason":reason}, then close 1008 saying
+  // `close_why` (no write may be pending). A failed write closes the connection at once.
+  void say_and_close(const std::string& code, const std::string& reason, const char* close_why) {
+    out_ = calls::dump(nlohmann::json{{"type", "error"}, {"code", code}, {"reason", reason}});
+    writing_ = true;
+    ws_.text(true);
+    ws_.async_write(asio::buffer(out_), [self = shared_from_this(), close_why](beast::error_code ec, std::size_t) {
+      self->guarded([&] {
+        self->writing_ = false;
+        if (ec) return self->finish();
+        self->ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, close_why),
+                              [self](beast::error_code) {});
+      });
+    });
+  }
+
   // Writes the next queued update, one at a time; the queue grows while a write is pending.
   void pump() {
     if (!accepted_ || done_ || !sub_) return;
@@ -157,18 +162,7 @@ class events_session : public std::enable_shared_from_this<events_session<Stream
       done_ = true;
       const auto why = sub_->drop_reason();
       spdlog::warn("events {}: dropped: {}", id_, why);
-      out_ = calls::dump(nlohmann::json{{"type", "error"}, {"code", "slow"}, {"reason", why}});
-      writing_ = true;
-      ws_.text(true);
-      ws_.async_write(asio::buffer(out_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-        self->guarded([&] {
-          self->writing_ = false;
-          if (ec) return;
-          self->ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, "fell behind"),
-                                [self](beast::error_code) {});
-        });
-      });
-      return;
+      return say_and_close("slow", why, "fell behind");
     }
     for (;;) {
       auto next = sub_->take(1);
