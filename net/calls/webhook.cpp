@@ -51,10 +51,11 @@ bool is_ip_literal(const std::string& host) {
 result<http_url> parse_http_url(const std::string& url) {
   http_url u;
   std::string rest;
-  if (url.rfind("http://", 0) == 0) {
-    rest = url.substr(7);
-  } else if (url.rfind("https://", 0) == 0) {
-    rest = url.substr(8);
+  constexpr std::string_view http = "http://", https = "https://";
+  if (url.rfind(http, 0) == 0) {
+    rest = url.substr(http.size());
+  } else if (url.rfind(https, 0) == 0) {
+    rest = url.substr(https.size());
     u.tls = true;
     u.port = "443";
   } else {
@@ -65,8 +66,7 @@ result<http_url> parse_http_url(const std::string& url) {
   if (slash != std::string::npos) u.target = rest.substr(slash);
   if (authority.find('@') != std::string::npos)
     return fail(errc::invalid_config, "webhook url must not carry user information (use calls.webhook_secret_file): " + url);
-  std::string port;
-  bool has_port = false;
+  std::optional<std::string> port;  // as written after the host's ':', when there is one
   if (!authority.empty() && authority.front() == '[') {
     const auto close = authority.find(']');
     if (close == std::string::npos) return fail(errc::invalid_config, "webhook url has an unclosed [ in its host: " + url);
@@ -75,22 +75,18 @@ result<http_url> parse_http_url(const std::string& url) {
     if (!after.empty()) {
       if (after.front() != ':') return fail(errc::invalid_config, "webhook url has text after its [host]: " + url);
       port = after.substr(1);
-      has_port = true;
     }
   } else {
     const auto colon = authority.rfind(':');
     u.host = authority.substr(0, colon);
-    if (colon != std::string::npos) {
-      port = authority.substr(colon + 1);
-      has_port = true;
-    }
+    if (colon != std::string::npos) port = authority.substr(colon + 1);
   }
-  if (has_port) {
-    const bool digits = !port.empty() && port.size() <= max_port_digits &&
-                        port.find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || std::stoi(port) < 1 || std::stoi(port) > max_port)
+  if (port) {
+    const bool digits = !port->empty() && port->size() <= max_port_digits &&
+                        port->find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(*port) < 1 || std::stoi(*port) > max_port)
       return fail(errc::invalid_config, "webhook url has a bad port: " + url);
-    u.port = port;
+    u.port = *port;
   }
   if (u.host.empty()) return fail(errc::invalid_config, "webhook url has no host: " + url);
   return u;
