@@ -123,6 +123,49 @@ call_start start_of(const std::string& tenant) {
   return s;
 }
 
+// A server that holds its answer to the first POST until release() (then answers 200, as it
+// does every later one), and a webhook of `o` (url, 60 s timeout, no retries set here) whose
+// first call is in flight there and whose next `queued` calls wait in its queue. ids: in order.
+struct first_call_held {
+  std::promise<void> got_first, released;
+  std::shared_future<void> release_seen = released.get_future().share();
+  capture_server server{[this](int n) {
+    if (n == 0) {
+      got_first.set_value();
+      release_seen.wait();
+    }
+    return 200;
+  }};
+  call_registry reg;
+  std::unique_ptr<webhook> hook;
+  std::vector<std::string> ids;
+
+  first_call_held(webhook::options o, int queued) {
+    o.url = server.url();
+    o.timeout = std::chrono::seconds(60);
+    o.retries = 0;
+    auto h = webhook::start(reg, o);
+    REQUIRE(h.has_value());
+    hook = std::move(*h);
+    end_one();
+    got_first.get_future().wait();  // the webhook waits on the server's answer to the first call
+    for (int i = 0; i < queued; ++i) end_one();
+  }
+  ~first_call_held() {
+    hook.reset();  // before the server goes
+    if (!was_released) release();  // a failed check must not leave the server's thread waiting
+  }
+  void release() {
+    was_released = true;
+    released.set_value();
+  }
+  bool was_released = false;
+  void end_one() {
+    ids.push_back(reg.begin(start_of("acme")));
+    reg.end(ids.back(), "hangup");
+  }
+};
+
 }  // namespace
 
 TEST_SUITE("calls webhook") {
@@ -256,79 +299,36 @@ TEST_SUITE("calls webhook") {
   }
 
   TEST_CASE("stop with a drain posts the call in flight and the calls still queued, in order") {
-    std::promise<void> got_first, release;
-    auto released = release.get_future().share();
-    capture_server server([&](int n) {
-      if (n == 0) {
-        got_first.set_value();
-        released.wait();
-      }
-      return 200;
-    });
-    call_registry reg;
     std::promise<void> draining;
     webhook::options o;
-    o.url = server.url();
-    o.timeout = std::chrono::seconds(60);
-    o.retries = 0;
     o.on_drain = [&] { draining.set_value(); };
-    auto hook = webhook::start(reg, o);
-    REQUIRE(hook.has_value());
-    std::vector<std::string> ids;
-    ids.push_back(reg.begin(start_of("acme")));
-    reg.end(ids[0], "hangup");
-    got_first.get_future().wait();  // the webhook waits on the server's answer to the first call
-    for (int i = 0; i < 2; ++i) {
-      ids.push_back(reg.begin(start_of("acme")));
-      reg.end(ids.back(), "hangup");
-    }
-    std::thread stopper([&] { (*hook)->stop(std::chrono::seconds(60)); });
+    first_call_held f(o, 2);
+    std::thread stopper([&] { f.hook->stop(std::chrono::seconds(60)); });
     draining.get_future().wait();  // stop() has begun and is draining
-    release.set_value();           // the server answers; the queued calls follow
+    f.release();                   // the server answers; the queued calls follow
     stopper.join();
-    const auto st = (*hook)->stats();
+    const auto st = f.hook->stats();
     CHECK(st.delivered == 3);
     CHECK(st.abandoned == 0);
-    const auto reqs = server.requests();
+    const auto reqs = f.server.requests();
     REQUIRE(reqs.size() == 3);
-    for (std::size_t i = 0; i < 3; ++i) CHECK(std::string(reqs[i]["X-Sluice-Call"]) == ids[i]);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(std::string(reqs[i]["X-Sluice-Call"]) == f.ids[i]);
   }
 
   TEST_CASE("stop without a drain abandons the call in flight and the queued ones, and counts them") {
-    std::promise<void> got_first, release;
-    auto released = release.get_future().share();
-    capture_server server([&](int n) {
-      if (n == 0) {
-        got_first.set_value();
-        released.wait();
-      }
-      return 200;
-    });
-    call_registry reg;
     webhook::options o;
-    o.url = server.url();
-    o.timeout = std::chrono::seconds(60);
-    o.retries = 0;
     bool drained_called = false;
     o.on_drain = [&] { drained_called = true; };
-    auto hook = webhook::start(reg, o);
-    REQUIRE(hook.has_value());
-    const auto first = reg.begin(start_of("acme"));
-    reg.end(first, "hangup");
-    got_first.get_future().wait();
-    for (int i = 0; i < 2; ++i) {
-      const auto id = reg.begin(start_of("acme"));
-      reg.end(id, "hangup");
-    }
-    (*hook)->stop();  // drain 0: returns without waiting for the server
-    release.set_value();
-    const auto st = (*hook)->stats();
+    first_call_held f(o, 2);
+    f.hook->stop();  // drain 0: returns without waiting for the server
+    f.release();
+    const auto st = f.hook->stats();
     CHECK(st.delivered == 0);
     CHECK(st.abandoned == 3);
     CHECK_FALSE(drained_called);
-    CHECK(server.requests().size() == 1);
-    (*hook)->stop(std::chrono::seconds(5));  // a second stop does nothing
-    CHECK((*hook)->stats().abandoned == 3);
+    CHECK(f.server.requests().size() == 1);
+    f.hook->stop(std::chrono::seconds(5));  // a second stop does nothing
+    CHECK(f.hook->stats().abandoned == 3);
   }
 
   TEST_CASE("a drain that runs out abandons what is left: a server that never answers holds stop() for the drain only") {

@@ -145,6 +145,17 @@ std::string openssl_hmac(const temp_dir& dir, const std::string& key, const std:
   return out.substr(0, out.find(' '));
 }
 
+// X-Sluice-Signature split into its t and v1 (both empty when it is not "t=...,v1=...").
+struct signature_parts {
+  std::string t, v1;
+};
+signature_parts split_signature(const http::request<http::string_body>& req) {
+  const std::string sig(req["X-Sluice-Signature"]);
+  const auto comma = sig.find(",v1=");
+  if (sig.rfind("t=", 0) != 0 || comma == std::string::npos) return {};
+  return {sig.substr(2, comma - 2), sig.substr(comma + 4)};
+}
+
 }  // namespace
 
 TEST_SUITE("calls webhook tls") {
@@ -240,18 +251,15 @@ TEST_SUITE("calls webhook tls") {
     REQUIRE_MESSAGE(r.delivered, r.why);
     const auto reqs = server.requests();
     REQUIRE(reqs.size() == 1);
-    const std::string sig(reqs[0].req["X-Sluice-Signature"]);
-    REQUIRE(sig.rfind("t=", 0) == 0);
-    const auto comma = sig.find(",v1=");
-    REQUIRE(comma != std::string::npos);
-    const std::string t = sig.substr(2, comma - 2);
-    const int64_t ts = std::stoll(t);
+    const auto sig = split_signature(reqs[0].req);
+    REQUIRE_FALSE(sig.t.empty());
+    const int64_t ts = std::stoll(sig.t);
     CHECK(ts >= before);
     CHECK(ts <= after);
     const std::string body = reqs[0].req.body();
-    CHECK(sig.substr(comma + 4) == openssl_hmac(dir, o.secret, t + "." + body));
+    CHECK(sig.v1 == openssl_hmac(dir, o.secret, sig.t + "." + body));
     // A body changed by one byte would not verify.
-    CHECK(sig.substr(comma + 4) != openssl_hmac(dir, o.secret, t + "." + body + " "));
+    CHECK(sig.v1 != openssl_hmac(dir, o.secret, sig.t + "." + body + " "));
   }
 
   TEST_CASE("the secret file: trailing whitespace dropped, an empty or missing file refused by name") {
@@ -354,10 +362,8 @@ TEST_SUITE("calls webhook tls") {
     CHECK(j["end_reason"] == "done");
     REQUIRE(j["channels"].size() == 1);
     CHECK_FALSE(j["channels"][0]["finals"].empty());
-    const std::string sig(reqs[0].req["X-Sluice-Signature"]);
-    const auto comma = sig.find(",v1=");
-    REQUIRE(comma != std::string::npos);
-    const std::string t = sig.substr(2, comma - 2);
-    CHECK(sig.substr(comma + 4) == openssl_hmac(dir, "served-secret", t + "." + reqs[0].req.body()));
+    const auto sig = split_signature(reqs[0].req);
+    REQUIRE_FALSE(sig.t.empty());
+    CHECK(sig.v1 == openssl_hmac(dir, "served-secret", sig.t + "." + reqs[0].req.body()));
   }
 }
