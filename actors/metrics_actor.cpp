@@ -37,6 +37,10 @@ struct metrics {
   std::string engine_name;
   std::map<std::string, actor_record> live;
   std::map<std::string, kind_totals> kinds;
+  // The same totals per tenant, from the reports that name one (channels): live channels,
+  // counters and latencies of that tenant's streams only. Bounded by the tenants of the API
+  // keys (a report without a tenant counts only in `kinds`).
+  std::map<std::string, kind_totals> tenants;
   int64_t reports = 0;
   clock::time_point started = clock::now();
 };
@@ -81,6 +85,13 @@ std::string snapshot(const metrics& m) {
     kinds[kind] = k;
   }
   j["kinds"] = kinds;
+  json tenants = json::object();
+  for (const auto& [tenant, t] : m.tenants) {
+    json h = json::object();
+    for (const auto& [key, hist] : t.histograms) h[key] = histogram_json(hist);
+    tenants[tenant] = {{"live", t.actors}, {"counters", t.counters}, {"latency", h}};
+  }
+  j["tenants"] = tenants;
   // Derived figures a dashboard shows first.
   auto counter = [&](const char* kind, const char* key) {
     auto it = m.kinds.find(kind);
@@ -132,15 +143,39 @@ metrics_actor_type::behavior_type metrics_actor(metrics_actor_type::pointer self
       [st](actor_report& r) {
         ++st->reports;
         auto& k = st->kinds[r.kind];
-        for (std::size_t i = 0; i < r.keys.size() && i < r.counts.size(); ++i) k.counters[r.keys[i]] += r.counts[i];
-        for (std::size_t i = 0; i < r.hist_keys.size() && i < r.hists.size(); ++i)
-          k.histograms[r.hist_keys[i]].merge(r.hists[i], i < r.hist_sums.size() ? r.hist_sums[i] : 0.0);
+        auto add = [&r](kind_totals& t) {
+          for (std::size_t i = 0; i < r.keys.size() && i < r.counts.size(); ++i) t.counters[r.keys[i]] += r.counts[i];
+          for (std::size_t i = 0; i < r.hist_keys.size() && i < r.hists.size(); ++i)
+            t.histograms[r.hist_keys[i]].merge(r.hists[i], i < r.hist_sums.size() ? r.hist_sums[i] : 0.0);
+        };
+        add(k);
+        kind_totals* tenant = nullptr;
+        if (!r.tenant.empty()) {
+          auto [t, fresh] = st->tenants.try_emplace(r.tenant);
+          if (fresh)  // a stream's latencies, with zero counts until observed (as `kinds` has them)
+            for (const auto& [kind, key] : engine_latencies)
+              if (kind == "channel") t->second.histograms.try_emplace(std::string(key));
+          tenant = &t->second;
+          add(*tenant);
+        }
         if (r.gone) {
-          if (st->live.erase(r.name) > 0) --k.actors;
+          if (auto it = st->live.find(r.name); it != st->live.end()) {
+            --k.actors;
+            // The tenant the actor was counted under (its first report's).
+            if (!it->second.tenant.empty()) --st->tenants[it->second.tenant].actors;
+            st->live.erase(it);
+          }
           return;
         }
         auto [it, inserted] = st->live.try_emplace(r.name);
-        if (inserted) ++k.actors;
+        if (inserted) {
+          ++k.actors;
+          if (tenant) ++tenant->actors;
+        } else if (it->second.tenant != r.tenant) {
+          // A stream's tenant does not change; should a report say otherwise, move the count.
+          if (!it->second.tenant.empty()) --st->tenants[it->second.tenant].actors;
+          if (tenant) ++tenant->actors;
+        }
         auto& rec = it->second;
         rec.kind = r.kind;
         rec.mailbox = r.mailbox;

@@ -1,7 +1,9 @@
 #pragma once
 /// metrics_actor: every actor of the engine reports its figures here every [engine] report_ms
-/// (actor_report). The metrics actor keeps the latest per actor and running totals per kind,
-/// and builds one JSON document from them taken at one point of its mailbox, so a snapshot is
+/// (actor_report). The metrics actor keeps the latest per actor and running totals per kind
+/// and per tenant (`tenants`: the live channels, counters and latencies of the reports that
+/// name a tenant, i.e. each tenant's streams; net/auth/tenant_view.hpp shows a tenant its own
+/// in place of the engine's), and builds one JSON document from them taken at one point of its mailbox, so a snapshot is
 /// consistent: every figure in it comes from the same set of reports. It publishes that
 /// document on a snapshot_board when it starts and every `publish_ms` after, so readers never
 /// wait on it (a reader sees figures at most `publish_ms` plus one report old).

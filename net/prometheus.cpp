@@ -40,6 +40,29 @@ std::string num(double v) {
   return buf;
 }
 
+// "first_partial_ms" -> "first_partial".
+std::string latency_base(const std::string& key) {
+  std::string base = key;
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, "_ms") == 0) base.resize(base.size() - 3);
+  return metric_name(base);
+}
+
+// One histogram's series (the family's HELP and TYPE written by the caller); `labels` are put
+// before `le` ("tenant=\"acme\"," or empty).
+void write_histogram(std::ostream& o, const std::string& name, const std::string& labels, const nlohmann::json& h) {
+  const auto& bounds = h["buckets_ms"];
+  const auto& counts = h["counts"];
+  double cum = 0;
+  for (std::size_t b = 0; b < bounds.size() && b < counts.size(); ++b) {
+    cum += counts[b].get<double>();
+    o << name << "_bucket{" << labels << "le=\"" << num(bounds[b].get<double>()) << "\"} " << num(cum) << "\n";
+  }
+  const std::string own = labels.empty() ? "" : "{" + labels.substr(0, labels.size() - 1) + "}";
+  o << name << "_bucket{" << labels << "le=\"+Inf\"} " << num(h["count"].get<double>()) << "\n";
+  o << name << "_sum" << own << " " << num(h.value("sum_ms", 0.0)) << "\n";
+  o << name << "_count" << own << " " << num(h["count"].get<double>()) << "\n";
+}
+
 }  // namespace
 
 std::string to_prometheus(const std::string& snapshot_json) {
@@ -74,20 +97,9 @@ std::string to_prometheus(const std::string& snapshot_json) {
     const std::string live = "sluice_" + metric_name(kind) + "_actors";
     o << "# TYPE " << live << " gauge\n" << live << " " << num(k.value("live", 0.0)) << "\n";
     for (auto& [key, h] : k["latency"].items()) {
-      std::string base = key;
-      if (base.size() > 3 && base.compare(base.size() - 3, 3, "_ms") == 0) base.resize(base.size() - 3);
-      const std::string name = "sluice_" + metric_name(kind) + "_" + metric_name(base) + "_milliseconds";
+      const std::string name = "sluice_" + metric_name(kind) + "_" + latency_base(key) + "_milliseconds";
       o << "# HELP " << name << " Latency histogram (ms).\n# TYPE " << name << " histogram\n";
-      const auto& bounds = h["buckets_ms"];
-      const auto& counts = h["counts"];
-      double cum = 0;
-      for (std::size_t b = 0; b < bounds.size() && b < counts.size(); ++b) {
-        cum += counts[b].get<double>();
-        o << name << "_bucket{le=\"" << num(bounds[b].get<double>()) << "\"} " << num(cum) << "\n";
-      }
-      o << name << "_bucket{le=\"+Inf\"} " << num(h["count"].get<double>()) << "\n";
-      o << name << "_sum " << num(h.value("sum_ms", 0.0)) << "\n";
-      o << name << "_count " << num(h["count"].get<double>()) << "\n";
+      write_histogram(o, name, "", h);
     }
   }
   // Per actor: mailbox depth, busy share, messages/s, and its gauges.
@@ -112,6 +124,29 @@ std::string to_prometheus(const std::string& snapshot_json) {
   for (auto& [name, rows] : per_actor) {
     o << "# TYPE " << name << " gauge\n";
     for (auto& r : rows) o << name << r << "\n";
+  }
+  // Per tenant (its streams only): live channels, counters, latencies; one family each with a
+  // tenant label.
+  if (const auto t = j.find("tenants"); t != j.end() && t->is_object() && !t->empty()) {
+    o << "# HELP sluice_tenant_channels A tenant's live channels.\n# TYPE sluice_tenant_channels gauge\n";
+    std::map<std::string, std::vector<std::string>> counters;
+    std::map<std::string, std::vector<std::pair<std::string, const nlohmann::json*>>> latencies;
+    for (auto& [tenant, totals] : t->items()) {
+      const std::string label = "tenant=\"" + label_value(tenant) + "\"";
+      o << "sluice_tenant_channels{" << label << "} " << num(totals.value("live", 0.0)) << "\n";
+      for (auto& [key, v] : totals["counters"].items())
+        counters["sluice_tenant_" + metric_name(key) + "_total"].push_back("{" + label + "} " + num(v.get<double>()));
+      for (auto& [key, h] : totals["latency"].items())
+        latencies["sluice_tenant_" + latency_base(key) + "_milliseconds"].push_back({label + ",", &h});
+    }
+    for (auto& [name, rows] : counters) {
+      o << "# TYPE " << name << " counter\n";
+      for (auto& r : rows) o << name << r << "\n";
+    }
+    for (auto& [name, rows] : latencies) {
+      o << "# HELP " << name << " Latency histogram of a tenant's streams (ms).\n# TYPE " << name << " histogram\n";
+      for (auto& [labels, h] : rows) write_histogram(o, name, labels, *h);
+    }
   }
   // The summary's derived ratios.
   for (auto& [key, v] : j["summary"].items()) {

@@ -13,7 +13,8 @@
 ///                                    for browsers and FunASR clients that cannot set headers
 /// and the route's scope is checked:
 ///   /healthz /readyz                 no key
-///   GET / /index.html, /v1/actors    read      (/v1/actors shows only the tenant's streams)
+///   GET / /index.html, /v1/actors    read      (/v1/actors shows only the tenant's streams and
+///                                              totals; the engine's too with metrics as well)
 ///   GET /v1/placement                read      (the engine's placement plan)
 ///   GET /v1/calls[/{id}], WS /v1/events  read  (a tenant's own calls only)
 ///   GET /metrics                     metrics   (no key when auth.metrics_open)

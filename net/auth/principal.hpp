@@ -2,8 +2,9 @@
 /// Who a request comes from, once authenticated: a tenant and the scopes of its key.
 ///
 /// Scopes: stream (open WebSocket streams, POST /v1/transcribe), read (/v1/actors and the
-/// dashboard, the tenant's own streams only), metrics (/metrics), admin (every scope, and every
-/// tenant's streams). A server without keys serves everyone as the anonymous principal, which
+/// dashboard: the tenant's own streams and totals only), metrics (/metrics, and the engine's
+/// figures and every tenant's totals in /v1/actors: the operator's monitoring scope, no
+/// transcript text), admin (every scope, and every tenant's streams). A server without keys serves everyone as the anonymous principal, which
 /// holds every scope (net/auth/gate.hpp says when that is allowed).
 
 #include <cstdint>

@@ -94,6 +94,57 @@ TEST_SUITE("metrics snapshot") {
     CHECK(j["kinds"]["channel"]["live"] == 0);
     CHECK(j["summary"]["channels_live"] == 0);
   }
+
+  TEST_CASE("per tenant totals: each tenant's live channels, counters and latencies from its channels' reports only") {
+    auto cfg = test::base_config();
+    cfg.engine.report_ms = 60000;  // no channel of the engine's own reports meanwhile
+    auto e = engine::start(test::resources(cfg));
+    auto channel = [](const std::string& name, const std::string& tenant, double audio_ms, double finals) {
+      actor_report r;
+      r.name = name;
+      r.kind = "channel";
+      r.tenant = tenant;
+      r.keys = {"audio_ms", "finals"};
+      r.counts = {audio_ms, finals};
+      return r;
+    };
+    auto a1 = channel("channel/a1", "acme", 1000, 1);
+    latency_histogram slow;  // one final of acme's after 120 ms: the 150 ms bucket
+    slow.add(120);
+    a1.hist_keys = {std::string(latency_key::final_result)};
+    a1.hists = {slow.counts()};
+    a1.hist_sums = {slow.sum_ms()};
+    auto gone = channel("channel/a1", "acme", 100, 0);  // a1's last report as it stops
+    gone.gone = true;
+    for (auto& r : {a1, channel("channel/a2", "acme", 500, 0), channel("channel/g1", "globex", 2000, 2),
+                    channel("channel/x", "", 300, 1), gone, probe("probe/last")})
+      caf::anon_send(e->metrics(), r);
+    // One sender: the probe arrives after every report before it.
+    nlohmann::json j;
+    REQUIRE(test::poll_until([&] {
+      const auto s = e->fresh_snapshot();
+      return has(s, "probe/last") && !(j = nlohmann::json::parse(s, nullptr, false)).is_discarded();
+    }));
+    REQUIRE(j["tenants"].is_object());
+    CHECK(j["tenants"].size() == 2);  // acme and globex: a channel without a tenant counts only engine-wide
+    const auto& acme = j["tenants"]["acme"];
+    CHECK(acme["live"] == 1);  // a1 gone, a2 live
+    CHECK(acme["counters"]["audio_ms"] == 1600.0);  // 1000 + 100 (a1's last report) + 500
+    CHECK(acme["counters"]["finals"] == 1.0);
+    const auto& fin = acme["latency"][std::string(latency_key::final_result)];
+    CHECK(fin["count"] == 1);
+    CHECK(fin["p99_ms"] == 150.0);
+    CHECK(acme["latency"][std::string(latency_key::partial)]["count"] == 0);
+    const auto& globex = j["tenants"]["globex"];
+    CHECK(globex["live"] == 1);
+    CHECK(globex["counters"]["audio_ms"] == 2000.0);
+    CHECK(globex["counters"]["finals"] == 2.0);
+    CHECK(globex["latency"][std::string(latency_key::final_result)]["count"] == 0);
+    // The engine's totals hold everyone's, the tenantless channel's too.
+    CHECK(j["kinds"]["channel"]["live"] == 3);
+    CHECK(j["kinds"]["channel"]["counters"]["audio_ms"] == 3900.0);
+    CHECK(j["summary"]["finals"] == 4.0);
+  }
 }
 
 TEST_SUITE("latency histogram") {

@@ -198,31 +198,79 @@ TEST_SUITE("auth") {
     CHECK(key_store::parse("# only comments\n\n   \n", "t")->size() == 0);
   }
 
-  TEST_CASE("tenant view: a tenant sees its own channels only - admin and anonymous see all") {
+  TEST_CASE("tenant view: a tenant sees its own channels and totals and the shared actors' health only - metrics adds the engine's figures - admin and anonymous see all") {
+    const json hist = {{"count", 4}, {"sum_ms", 900.0}, {"p50_ms", 200.0}, {"p90_ms", 300.0}, {"p99_ms", 300.0},
+                       {"buckets_ms", {100, 200, 300}}, {"counts", {0, 2, 2, 0}}};
     const json snap = {
         {"engine", "e"},
-        {"summary", {{"channels_live", 3}}},
+        {"reports", 812},
+        {"summary", {{"channels_live", 3}, {"audio_s", 42.0}, {"finals", 9}, {"batches", 77}}},
+        {"kinds",
+         {{"channel", {{"live", 3}, {"counters", {{"audio_ms", 42000.0}, {"finals", 9.0}}}, {"latency", {{"final_latency_ms", hist}}}}},
+          {"batcher", {{"live", 1}, {"counters", {{"batches", 77.0}}}, {"latency", json::object()}}}}},
+        {"tenants",
+         {{"acme", {{"live", 1}, {"counters", {{"audio_ms", 5000.0}, {"finals", 2.0}, {"partials", 7.0}}},
+                    {"latency", {{"final_latency_ms", hist}}}}},
+          {"globex", {{"live", 1}, {"counters", {{"audio_ms", 30000.0}, {"finals", 6.0}}}, {"latency", json::object()}}}}},
         {"actors",
-         json::array({{{"name", "batcher"}, {"kind", "batcher"}, {"text", ""}, {"tenant", ""}},
-                      {{"name", "channel/1"}, {"kind", "channel"}, {"text", "hello from acme"}, {"tenant", "acme"}},
+         json::array({{{"name", "batcher"}, {"kind", "batcher"}, {"mailbox", 2}, {"busy", 0.25}, {"messages_per_s", 310.0},
+                       {"counters", {{"batches", 77.0}}}, {"gauges", {{"streams", 3.0}}}, {"text", ""}, {"tenant", ""}},
+                      {{"name", "channel/1"}, {"kind", "channel"}, {"text", "hello from acme"}, {"tenant", "acme"},
+                       {"counters", {{"audio_ms", 5000.0}}}},
                       {{"name", "channel/2"}, {"kind", "channel"}, {"text", "globex secret"}, {"tenant", "globex"}},
                       {{"name", "channel/3"}, {"kind", "channel"}, {"text", "in-process call"}, {"tenant", ""}}})}};
     const std::string text = snap.dump();
-    auto names = [](const std::string& s) {
+    auto names = [](const json& doc) {
       std::vector<std::string> out;
-      const auto doc = json::parse(s);
       for (const auto& a : doc["actors"]) out.push_back(a["name"]);
       return out;
     };
-    const principal acme{"acme", "0000000000000001", scopes_of("read")};
-    const auto seen = snapshot_for(text, acme);
+
+    const principal acme{"acme", "0000000000000001", scopes_of("stream,read")};
+    const auto seen_text = snapshot_for(text, acme);
+    const auto seen = json::parse(seen_text);
+    CHECK(seen["view"] == "tenant");
+    CHECK(seen["tenant"] == "acme");
     CHECK(names(seen) == std::vector<std::string>{"batcher", "channel/1"});
-    CHECK(seen.find("globex secret") == std::string::npos);
-    CHECK(seen.find("in-process call") == std::string::npos);
-    CHECK(json::parse(seen)["summary"]["channels_live"] == 3);
+    CHECK(seen_text.find("globex") == std::string::npos);  // not its stream, not its totals, not its name
+    CHECK(seen_text.find("in-process call") == std::string::npos);
+    // Its own channel whole; the shared batcher's health only.
+    CHECK(seen["actors"][1]["text"] == "hello from acme");
+    CHECK(seen["actors"][0] == json{{"name", "batcher"}, {"kind", "batcher"}, {"mailbox", 2}, {"busy", 0.25}});
+    // Its own totals where the engine's were.
+    CHECK(seen["summary"] == json{{"channels_live", 1}, {"audio_s", 5.0}, {"finals", 2.0}, {"partials", 7.0}});
+    CHECK(seen["kinds"].size() == 1);
+    CHECK(seen["kinds"]["channel"] == snap["tenants"]["acme"]);
+    CHECK(seen["tenants"] == json{{"acme", snap["tenants"]["acme"]}});
+    CHECK_FALSE(seen.contains("reports"));
+
+    // A tenant that has not streamed yet: zeros, the engine's latency buckets empty.
+    const principal initech{"initech", "0000000000000003", scopes_of("read")};
+    const auto fresh = json::parse(snapshot_for(text, initech));
+    CHECK(names(fresh) == std::vector<std::string>{"batcher"});
+    CHECK(fresh["summary"]["channels_live"] == 0);
+    CHECK(fresh["summary"]["audio_s"] == 0.0);
+    const auto& empty = fresh["kinds"]["channel"]["latency"]["final_latency_ms"];
+    CHECK(empty["count"] == 0);
+    CHECK(empty["buckets_ms"] == hist["buckets_ms"]);
+    CHECK(empty["counts"] == json{0, 0, 0, 0});
+    CHECK(fresh.dump().find("42") == std::string::npos);
+
+    // The metrics scope: the engine's figures and every tenant's totals, still no other tenant's stream.
+    const principal monitor{"acme", "0000000000000004", scopes_of("read,metrics")};
+    const auto engine = json::parse(snapshot_for(text, monitor));
+    CHECK(engine["view"] == "engine");
+    CHECK(names(engine) == std::vector<std::string>{"batcher", "channel/1"});
+    CHECK(engine["summary"] == snap["summary"]);
+    CHECK(engine["kinds"] == snap["kinds"]);
+    CHECK(engine["tenants"] == snap["tenants"]);
+    CHECK(engine["actors"][0]["counters"]["batches"] == 77.0);
+    CHECK_FALSE(engine["actors"][0].contains("text"));
+    CHECK(engine.dump().find("globex secret") == std::string::npos);
+
     const principal admin{"ops", "0000000000000002", scopes_of("admin")};
-    CHECK(names(snapshot_for(text, admin)).size() == 4);
-    CHECK(names(snapshot_for(text, principal::anonymous())).size() == 4);
+    CHECK(snapshot_for(text, admin) == text);
+    CHECK(snapshot_for(text, principal::anonymous()) == text);
     CHECK(snapshot_for("not json", acme) == "{}");
   }
 

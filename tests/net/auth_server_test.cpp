@@ -227,6 +227,26 @@ TEST_SUITE("auth server") {
     CHECK(globex_body.find(all["acme"]) == std::string::npos);
     CHECK(json::parse(acme_body)["actors"].size() > 1);  // the engine's own actors stay visible
 
+    // Totals: each tenant its own (both calls are live: two channels engine-wide, one each), in
+    // the same document as its channel, so its audio is exactly its channel's.
+    for (const auto* body : {&acme_body, &globex_body}) {
+      const auto j = json::parse(*body);
+      CHECK(j["view"] == "tenant");
+      CHECK(j["summary"]["channels_live"] == 1);
+      CHECK_FALSE(j["summary"].contains("batches"));
+      double channel_ms = -1;
+      for (const auto& a : j["actors"])
+        if (a["kind"] == "channel") channel_ms = a["counters"].value("audio_ms", 0.0);
+      CHECK(channel_ms > 0);
+      CHECK(j["summary"]["audio_s"].get<double>() == doctest::Approx(channel_ms / 1000.0));
+      for (const auto& a : j["actors"])
+        if (a["kind"] != "channel") CHECK_FALSE(a.contains("counters"));
+    }
+    const auto engine_body = json::parse(request_with(s.port, http::verb::get, "/v1/actors", bearer(admin)).body);
+    CHECK(engine_body["summary"]["channels_live"] == 2);
+    CHECK(engine_body["tenants"]["acme"]["live"] == 1);
+    CHECK(engine_body["tenants"]["globex"]["live"] == 1);
+
     a.send_text(end_msg);
     b.send_text(end_msg);
     CHECK(a.read_to_close() == 1000);
@@ -238,6 +258,12 @@ TEST_SUITE("auth server") {
     const auto metrics = request_with(s.port, http::verb::get, "/metrics", bearer(scraper));
     REQUIRE(metrics.status == 200);
     CHECK(metrics.body.find("sluice_up 1") != std::string::npos);
+    // Each tenant's own series, by its label.
+    for (const char* t : {"acme", "globex"}) {
+      CHECK(metrics.body.find("sluice_tenant_audio_ms_total{tenant=\"" + std::string(t) + "\"} ") != std::string::npos);
+      CHECK(metrics.body.find("sluice_tenant_final_latency_milliseconds_count{tenant=\"" + std::string(t) + "\"} ") !=
+            std::string::npos);
+    }
     const std::string logged = logs.lines.str();
     REQUIRE_MESSAGE(logged.find("auth: 4 API keys") != std::string::npos, "the log capture saw nothing: " << logged);
     for (const auto& t : texts) {
@@ -272,6 +298,7 @@ TEST_SUITE("auth server") {
     REQUIRE_MESSAGE(dom.find("<html") != std::string::npos, "chromium printed no page");
     CHECK(dom.find("id=\"status\">live<") != std::string::npos);
     CHECK(dom.find("<td>lane/0</td>") != std::string::npos);  // the engine's own actors: lanes by default
+    CHECK(dom.find("tenant acme: its own streams and totals") != std::string::npos);
     // The streams table: channel/1 with the display text the client itself received (the channel goes on
     // decoding while the page loads, so any of its partial or final texts).
     std::smatch m;

@@ -8,6 +8,8 @@
 #include <regex>
 #include <thread>
 
+#include "actors/latency_histogram.hpp"
+#include "actors/messages.hpp"
 #include "tests/common/audio_tools.hpp"
 #include "tests/common/command.hpp"
 
@@ -65,6 +67,28 @@ TEST_SUITE("dashboard") {
       auto snap = nlohmann::json::parse(s.engine->snapshot(), nullptr, false);
       return !snap.is_discarded() && snap["summary"]["finals"].is_number() && snap["summary"]["finals"].get<double>() >= 1;
     }));
+    // And two tenants' streams (the upload has none): a channel report of each, as a stream's
+    // channel sends them; acme's with one final 120 ms after its utterance ended.
+    for (const char* tenant : {"acme", "globex"}) {
+      actors::actor_report r;
+      r.name = std::string("channel/of-") + tenant;
+      r.kind = "channel";
+      r.tenant = tenant;
+      r.keys = {"audio_ms"};
+      r.counts = {tenant == std::string("acme") ? 1500.0 : 2500.0};
+      if (tenant == std::string("acme")) {
+        actors::latency_histogram h;
+        h.add(120);
+        r.hist_keys = {std::string(actors::latency_key::final_result)};
+        r.hists = {h.counts()};
+        r.hist_sums = {h.sum_ms()};
+      }
+      caf::anon_send(s.engine->metrics(), r);
+    }
+    REQUIRE(poll_until([&] {
+      auto snap = nlohmann::json::parse(s.engine->fresh_snapshot(), nullptr, false);
+      return !snap.is_discarded() && snap["tenants"].contains("acme") && snap["tenants"].contains("globex");
+    }));
     const auto text = http_request(s.port, http::verb::get, "/metrics").body;
     temp_dir tmp;
     const std::string path = tmp.file("metrics.txt");
@@ -72,12 +96,26 @@ TEST_SUITE("dashboard") {
     const std::string out = capture(
         "/usr/bin/python3 -c \"import sys\nfrom prometheus_client.parser import text_string_to_metric_families as p\n"
         "fams = list(p(open('" + path + "').read()))\nprint(len(fams), sum(len(f.samples) for f in fams))\n"
-        "print(' '.join(sorted(f.type for f in fams if f.name.startswith('sluice_channel_final_latency'))))\" 2>&1");
+        "print(' '.join(sorted(f.type for f in fams if f.name.startswith('sluice_channel_final_latency'))))\n"
+        "for f in fams:\n"
+        "  for x in f.samples:\n"
+        "    if f.name.startswith('sluice_tenant_') and (x.name.endswith('_count') or x.name.endswith('_total') or "
+        "x.name == 'sluice_tenant_channels' or x.labels.get('le') == '150'):\n"
+        "      print('S', f.type, x.name, x.labels['tenant'], x.labels.get('le', '-'), x.value)\" 2>&1");
     std::istringstream is(out);
     int families = 0, samples = 0;
     is >> families >> samples;
     CHECK_MESSAGE(families > 20, out);
     CHECK(samples > families);
     CHECK_MESSAGE(out.find("histogram") != std::string::npos, out);
+    // The tenants' series as the parser reads them: a gauge, a counter, a histogram, by tenant label.
+    for (const char* line : {"S gauge sluice_tenant_channels acme - 1.0", "S gauge sluice_tenant_channels globex - 1.0",
+                             "S counter sluice_tenant_audio_ms_total acme - 1500.0",
+                             "S counter sluice_tenant_audio_ms_total globex - 2500.0",
+                             "S histogram sluice_tenant_final_latency_milliseconds_count acme - 1.0",
+                             "S histogram sluice_tenant_final_latency_milliseconds_bucket acme 150 1.0",
+                             "S histogram sluice_tenant_final_latency_milliseconds_count globex - 0.0",
+                             "S histogram sluice_tenant_final_latency_milliseconds_bucket globex 150 0.0"})
+      CHECK_MESSAGE(out.find(std::string(line) + "\n") != std::string::npos, line, "\n", out);
   }
 }
