@@ -263,6 +263,7 @@ void maybe_drained(self_ptr self, const state_ptr& st) {
   if (st->metrics) {
     auto r = st->meter.take(0);
     r.gone = true;
+    r.tenant = st->tenant;  // its last counts (the final's among them) are the tenant's too
     self->send(st->metrics, std::move(r));
   }
   to_subscriber(self, st, drained_atom::value, st->id);
@@ -565,6 +566,7 @@ channel_actor_type::behavior_type channel_actor(channel_actor_type::pointer self
         if (st->metrics) {
           auto r = st->meter.take(0);
           r.gone = true;
+          r.tenant = st->tenant;
           self->send(st->metrics, std::move(r));
         }
         // Release the lanes' claims now, before whoever monitors this channel hears it is down:

@@ -149,6 +149,10 @@ metrics_actor_type::behavior_type metrics_actor(metrics_actor_type::pointer self
             t.histograms[r.hist_keys[i]].merge(r.hists[i], i < r.hist_sums.size() ? r.hist_sums[i] : 0.0);
         };
         add(k);
+        // A report that names no tenant from an actor counted under one (as each channel's
+        // first report says) still counts for it.
+        if (r.tenant.empty())
+          if (const auto known = st->live.find(r.name); known != st->live.end()) r.tenant = known->second.tenant;
         kind_totals* tenant = nullptr;
         if (!r.tenant.empty()) {
           auto [t, fresh] = st->tenants.try_emplace(r.tenant);

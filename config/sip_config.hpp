@@ -56,6 +56,12 @@ struct sip_config {
   /// SIP has no caller authentication of its own: on an address that is not loopback, sluice
   /// refuses to start unless `allowed_sources` names the callers or this says to serve anyone.
   bool allow_public = false;
+  /// Whose calls these are (net/auth tenants): calls from an address in a tenant's list of
+  /// `tenant_sources` ("acme: 10.1.0.0/16, 192.0.2.7; globex: 10.2.0.0/16") are that tenant's,
+  /// the others `tenant`'s (empty: none). A call's tenant decides who sees it in /v1/calls and
+  /// /v1/events, whose totals it counts in, and whose hotwords and redaction rules apply.
+  std::string tenant;
+  std::string tenant_sources;
 
   template <class V>
   void visit(V&& v) {
@@ -83,6 +89,9 @@ struct sip_config {
     v("max_stream_kbps", max_stream_kbps, range{0, 1000000}, "most RTP one stream may carry (kbit/s); 0: no limit");
     v("allowed_sources", allowed_sources, any_string{}, "IP addresses and networks that may call; empty: anyone");
     v("allow_public", allow_public, any_bool{}, "serve SIP on a non-loopback address with no allowed_sources");
+    v("tenant", tenant, any_string{}, "tenant owning calls from addresses in no tenant_sources list; empty: none");
+    v("tenant_sources", tenant_sources, any_string{},
+      "tenants by caller address: \"acme: 10.1.0.0/16, 192.0.2.7; globex: 10.2.0.0/16\"");
   }
   std::string check() const {
     if (max_stream_kbps > 0 && max_stream_kbps < 16)

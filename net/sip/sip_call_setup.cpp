@@ -51,9 +51,9 @@ void sip_service::impl::enable_rtcp(rtp_receiver& r, const offered_stream& s, ca
 
 void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   const std::string call_id = sip && sip->sip_call_id && sip->sip_call_id->i_id ? sip->sip_call_id->i_id : "";
+  // The address the INVITE's packets came from (not its headers, which the caller writes).
+  const auto source = source_address(nua_current_request(nua));
   if (!allowed.empty()) {
-    // The address the INVITE's packets came from (not its headers, which the caller writes).
-    const auto source = source_address(nua_current_request(nua));
     if (!source || !allowed.allows(*source)) {
       spdlog::info("sip {}: refused 403: {} is not in sip.allowed_sources", call_id,
                    source ? source->to_string() : std::string("an unknown source"));
@@ -107,6 +107,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   calls::call_start start;
   start.source = body->rs_metadata.empty() ? "sip" : "siprec";
   start.external_id = call_id;
+  start.tenant = source ? tenants.tenant_of(*source, cfg.tenant) : cfg.tenant;
   nlohmann::json streams = nlohmann::json::array();
   const bool one = c->offer.accepted() == 1;
   int n = 0;
@@ -167,6 +168,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
     if (!s.accepted) continue;
     actors::channel_request req;
     req.label = start.channel_labels[i];
+    req.tenant = start.tenant;
     req.sample_rate = s.codec.sample_rate;
     req.codec = "pcm_s16le";
     bridge_args a;

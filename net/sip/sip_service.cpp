@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "net/auth/principal.hpp"
+
 #include <sofia-sip/tport_tag.h>
 #include <spdlog/spdlog.h>
 
@@ -201,6 +203,10 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
   if (ec) return fail(errc::invalid_config, "sip.host = \"" + cfg.host + "\" is not an IP address");
   auto allowed = source_filter::parse(cfg.allowed_sources);
   if (!allowed) return fail(errc::invalid_config, "sip.allowed_sources: " + allowed.error().message);
+  auto tenants = tenant_sources::parse(cfg.tenant_sources);
+  if (!tenants) return fail(errc::invalid_config, "sip.tenant_sources: " + tenants.error().message);
+  if (!cfg.tenant.empty() && !auth::valid_tenant(cfg.tenant))
+    return fail(errc::invalid_config, "sip.tenant = \"" + cfg.tenant + "\": use 1 to 64 of A-Z a-z 0-9 . _ -");
   if (!host.is_loopback() && allowed->empty() && !cfg.allow_public)
     return fail(errc::invalid_config, "sip.host = \"" + cfg.host +
                                           "\" is not a loopback address and SIP has no caller authentication: set "
@@ -214,6 +220,7 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
   m.registry = std::move(calls);
   m.pool = std::make_shared<port_pool>(cfg.rtp_port_min, cfg.rtp_port_max);
   m.allowed = std::move(*allowed);
+  m.tenants = std::move(*tenants);
   m.work.emplace(m.ioc.get_executor());
   m.io_thread = std::thread([&m] {
     for (;;) {

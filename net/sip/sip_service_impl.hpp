@@ -86,6 +86,7 @@ struct sip_service::impl {
   std::shared_ptr<calls::call_registry> registry;
   std::shared_ptr<port_pool> pool;
   source_filter allowed;  // sip.allowed_sources
+  tenant_sources tenants;  // sip.tenant_sources (sip.tenant for the rest: cfg.tenant)
   boost::asio::io_context ioc;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::thread io_thread, sip_thread;

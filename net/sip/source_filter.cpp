@@ -1,5 +1,7 @@
 #include "net/sip/source_filter.hpp"
 
+#include "net/auth/principal.hpp"
+
 namespace sluice::net::sip {
 
 namespace asio = boost::asio;
@@ -51,6 +53,37 @@ bool source_filter::allows(const asio::ip::address& a) const {
   for (const auto& n : v6_)
     if (asio::ip::network_v6(v6, 128).is_subnet_of(n) || asio::ip::network_v6(v6, 128) == n) return true;
   return false;
+}
+
+result<tenant_sources> tenant_sources::parse(std::string_view text) {
+  tenant_sources t;
+  while (!text.empty()) {
+    const auto semi = text.find(';');
+    const auto part = trim(text.substr(0, semi));
+    text = semi == std::string_view::npos ? std::string_view{} : text.substr(semi + 1);
+    if (part.empty()) continue;
+    const auto colon = part.find(':');
+    // An IPv6 address alone ("fd00::/8") has colons too: a tenant name has none, and the colon
+    // after it is followed by an address, not by another colon.
+    const bool separated = colon != std::string_view::npos && part.substr(colon + 1, 1) != ":";
+    const auto name = separated ? trim(part.substr(0, colon)) : std::string_view{};
+    if (name.empty() || !auth::valid_tenant(name))
+      return fail(errc::invalid_config, "\"" + std::string(part) +
+                                            "\" is not \"tenant: addresses\" with a tenant of 1 to 64 of A-Z a-z 0-9 . _ -");
+    for (const auto& [known, filter] : t.tenants_)
+      if (known == name) return fail(errc::invalid_config, "tenant \"" + known + "\" is named twice");
+    auto filter = source_filter::parse(part.substr(colon + 1));
+    if (!filter) return fail(errc::invalid_config, "tenant \"" + std::string(name) + "\": " + filter.error().message);
+    if (filter->empty()) return fail(errc::invalid_config, "tenant \"" + std::string(name) + "\" has no addresses");
+    t.tenants_.emplace_back(std::string(name), std::move(*filter));
+  }
+  return t;
+}
+
+const std::string& tenant_sources::tenant_of(const asio::ip::address& a, const std::string& fallback) const {
+  for (const auto& [tenant, filter] : tenants_)
+    if (filter.allows(a)) return tenant;
+  return fallback;
 }
 
 }  // namespace sluice::net::sip

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +30,25 @@ class source_filter {
  private:
   std::vector<boost::asio::ip::network_v4> v4_;
   std::vector<boost::asio::ip::network_v6> v6_;
+};
+
+/// Whose calls come from where (sip.tenant_sources): "acme: 10.1.0.0/16, 192.0.2.7; globex:
+/// 10.2.0.0/16", tenants separated by ';', each with its caller addresses and networks as in
+/// source_filter. A call belongs to the first tenant whose list holds the address its INVITE
+/// came from; an address in none takes the fallback (sip.tenant, possibly none). As a hosted
+/// contact center tells its customers' PBXs and SBCs apart: their calls then count, list and
+/// post-process (hotwords, redaction) as that tenant's.
+class tenant_sources {
+ public:
+  /// Errors name the part that is not "tenant: addresses", a tenant name that is not 1..64 of
+  /// [A-Za-z0-9._-], a tenant named twice, or an entry that is not an address or network.
+  static result<tenant_sources> parse(std::string_view text);
+  bool empty() const { return tenants_.empty(); }
+  /// The tenant of a call from `a`; `fallback` when no list holds it.
+  const std::string& tenant_of(const boost::asio::ip::address& a, const std::string& fallback) const;
+
+ private:
+  std::vector<std::pair<std::string, source_filter>> tenants_;
 };
 
 }  // namespace sluice::net::sip

@@ -114,7 +114,8 @@ TEST_SUITE("metrics snapshot") {
     a1.hist_keys = {std::string(latency_key::final_result)};
     a1.hists = {slow.counts()};
     a1.hist_sums = {slow.sum_ms()};
-    auto gone = channel("channel/a1", "acme", 100, 0);  // a1's last report as it stops
+    // a1's last report as it stops, naming no tenant: it still counts for the tenant a1 was under.
+    auto gone = channel("channel/a1", "", 100, 0);
     gone.gone = true;
     for (auto& r : {a1, channel("channel/a2", "acme", 500, 0), channel("channel/g1", "globex", 2000, 2),
                     channel("channel/x", "", 300, 1), gone, probe("probe/last")})

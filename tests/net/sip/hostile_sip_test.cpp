@@ -169,6 +169,34 @@ TEST_SUITE("sip hostile input") {
     }
   }
 
+  TEST_CASE("sip.tenant: a call from an address in no sip.tenant_sources list is sip.tenant's - a bad tenant or list refuses to start, naming it") {
+    config::sip_config cfg;
+    cfg.tenant_sources = "globex: 10.0.0.0/8";  // the test calls from 127.0.0.1
+    cfg.tenant = "initech";
+    sip_served s(cfg);
+    {
+      raw_call call(s.cfg.port, "fallback-1");  // REQUIREs the 200 OK
+      call.bye();
+    }
+    REQUIRE(s.wait_for([&] {
+      auto c = s.sip_calls();
+      return c.size() == 1 && !c[0].live;
+    }));
+    CHECK(s.sip_calls()[0].start.tenant == "initech");
+
+    config::sip_config bad = s.cfg;
+    bad.port = free_sip_port();
+    bad.tenant = "in/itech";
+    auto r = net::sip::sip_service::start(*s.engine, s.calls, bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find("sip.tenant = \"in/itech\"") != std::string::npos);
+    bad.tenant.clear();
+    bad.tenant_sources = "10.0.0.0/8";
+    r = net::sip::sip_service::start(*s.engine, s.calls, bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find("sip.tenant_sources: \"10.0.0.0/8\" is not") != std::string::npos);
+  }
+
   TEST_CASE("SIP on an address that is not loopback needs sip.allowed_sources or sip.allow_public, and a bad entry is named") {
     sip_served s;  // the engine the service would use
     config::sip_config cfg = s.cfg;

@@ -60,9 +60,11 @@ struct sip_served {
   std::unique_ptr<net::sip::sip_service> sip;
   config::sip_config cfg;
 
-  explicit sip_served(config::sip_config c = {}) : cfg(std::move(c)) {
+  /// `tenants_dir`: postproc.tenants_dir (tenants' hotwords and redaction rules), none when empty.
+  explicit sip_served(config::sip_config c = {}, const std::string& tenants_dir = {}) : cfg(std::move(c)) {
     config::sluice_config all;
     all.model.dir = SLUICE_SOURCE_DIR "/models/default";
+    all.postproc.tenants_dir = tenants_dir;
     all.engine.report_ms = 50;
     all.engine.scheduler_threads = 2;
     auto res = actors::engine_resources::create(all, sip_model());

@@ -3,6 +3,8 @@
 // cancelled_march_8k_mulaw.wav as RTP in a pcap (make_rtp_pcap.py); its .txt is the true
 // transcript. Text is judged by the phone-speech WER target the CLI's accuracy test uses
 // (issue 10: <= 25%), not by what this path happened to give.
+#include <filesystem>
+
 #include "tests/common/phone_recording.hpp"
 #include "tests/net/sip/sip_test_util.hpp"
 
@@ -56,6 +58,45 @@ TEST_SUITE("sip calls from SIPp") {
       if (e.type == "dtmf") digits += e.data["digit"].get<std::string>();
     CHECK(digits == "42");
     CHECK(s.sip->live_calls() == 0);
+  }
+
+  TEST_CASE("sip.tenant_sources: a call from a tenant's address is that tenant's call, under its redaction rules, and its channel counts in that tenant's totals") {
+    temp_dir tmp;
+    // acme masks five of the recording's words ("i cancelled on march tenth but you still charged
+    // me twenty dollars and ninety five cents"); initech, the fallback, masks nothing of it.
+    const auto tenants = tmp.file("tenants");
+    std::filesystem::create_directories(tenants);
+    const std::vector<std::string> masked = {"cancelled", "march", "charged", "dollars", "cents"};
+    std::ofstream(tenants + "/acme.toml") << "[redaction]\nwords = [\"cancelled\", \"march\", \"charged\", \"dollars\", \"cents\"]\n";
+    std::ofstream(tenants + "/initech.toml") << "hotwords = [\"initech 2\"]\n";
+    config::sip_config cfg;
+    cfg.tenant_sources = "globex: 10.0.0.0/8; acme: 192.0.2.0/24, 127.0.0.1";  // SIPp calls from 127.0.0.1
+    cfg.tenant = "initech";
+    sip_served s(cfg, tenants);
+    const auto pcap = make_pcap(tmp, "call.pcap", "");
+    auto r = run_sipp(s, tmp, "uac_pcap.xml", {{"@PCAP@", pcap}, {"@PAUSE_MS@", std::to_string(whole_call_ms)}},
+                      "-m 1");
+    const auto c = one_call(s, r);
+    CHECK(c.start.tenant == "acme");
+    const auto text = finals_text(c);
+    MESSAGE("acme's SIP call: \"" << text << "\"");
+    CHECK(text.find("[word]") != std::string::npos);  // the phone-WER target leaves most of the five said
+    for (const auto& w : masked) CHECK_MESSAGE(text.find(w) == std::string::npos, w);
+    // Only acme's list filters the call's listing to it.
+    net::calls::call_registry::query acme, globex;
+    acme.tenant = "acme";
+    globex.tenant = "globex";
+    CHECK(s.calls->list(acme).size() == 1);
+    CHECK(s.calls->list(globex).empty());
+    // The channel reported under acme: its audio is in acme's totals and in no other tenant's.
+    nlohmann::json snap;
+    REQUIRE(s.wait_for([&] {
+      snap = nlohmann::json::parse(s.engine->fresh_snapshot(), nullptr, false);
+      return !snap.is_discarded() && snap["tenants"].contains("acme") && snap["tenants"]["acme"]["live"] == 0;
+    }));
+    CHECK(snap["tenants"].size() == 1);
+    CHECK(snap["tenants"]["acme"]["counters"].value("audio_ms", 0.0) > 6000.0);  // the 6.27 s recording
+    CHECK(snap["tenants"]["acme"]["counters"].value("finals", 0.0) >= 1.0);
   }
 
   TEST_CASE("the same call over TCP: registered with its text") {

@@ -50,3 +50,42 @@ TEST_SUITE("sip allowed sources") {
     }
   }
 }
+
+TEST_SUITE("sip tenant sources") {
+  using sluice::net::sip::tenant_sources;
+
+  TEST_CASE("the first tenant whose list holds the address owns the call - others take the fallback") {
+    auto t = tenant_sources::parse(" acme : 10.1.0.0/16, 192.0.2.7 ; globex:10.0.0.0/8 ;; ops: fd00::/8 ;");
+    REQUIRE(t.has_value());
+    const std::string none;
+    CHECK(t->tenant_of(ip("10.1.2.3"), none) == "acme");  // in acme's and globex's: the first wins
+    CHECK(t->tenant_of(ip("10.2.0.1"), none) == "globex");
+    CHECK(t->tenant_of(ip("192.0.2.7"), none) == "acme");
+    CHECK(t->tenant_of(ip("fd00::5"), none) == "ops");
+    CHECK(t->tenant_of(ip("::ffff:10.9.0.1"), none) == "globex");
+    CHECK(t->tenant_of(ip("203.0.113.9"), "initech") == "initech");
+    CHECK(t->tenant_of(ip("203.0.113.9"), none).empty());
+    auto empty = tenant_sources::parse("  ");
+    REQUIRE(empty.has_value());
+    CHECK(empty->empty());
+    CHECK(empty->tenant_of(ip("10.1.2.3"), "initech") == "initech");
+  }
+
+  TEST_CASE("a part without a tenant, a bad tenant name, a tenant named twice, no addresses or a bad address are errors naming it") {
+    struct bad_case {
+      const char* text;
+      const char* names;
+    };
+    for (const auto& c : std::vector<bad_case>{{"10.0.0.0/8", "\"10.0.0.0/8\" is not \"tenant: addresses\""},
+                                               {"fd00::/8", "\"fd00::/8\" is not"},
+                                               {": 10.0.0.0/8", "\": 10.0.0.0/8\" is not"},
+                                               {"ac/me: 10.0.0.0/8", "\"ac/me: 10.0.0.0/8\" is not"},
+                                               {"acme: 10.0.0.0/8; acme: 192.0.2.1", "tenant \"acme\" is named twice"},
+                                               {"acme: , ", "tenant \"acme\" has no addresses"},
+                                               {"acme: 10.0.0.0/33", "tenant \"acme\": \"10.0.0.0/33\""}}) {
+      auto r = tenant_sources::parse(c.text);
+      REQUIRE_MESSAGE(!r.has_value(), c.text);
+      CHECK_MESSAGE(r.error().message.find(c.names) != std::string::npos, r.error().message);
+    }
+  }
+}
