@@ -82,6 +82,9 @@ struct server_state {
   std::atomic<int64_t> ws_read_pauses{0};
   std::atomic<int64_t> ws_paused_now{0};
   std::atomic<int64_t> ws_buffered_audio_peak_ms{0};
+  /// wss streams whose client sent its TLS 1.3 close_notify after its end while results were
+  /// still to go (they went out framed by hand: net/ws_session.hpp).
+  std::atomic<int64_t> ws_tls_half_closes{0};
   std::atomic<bool> draining{false};
   /// Who may make which request (net/auth/gate.hpp); never null once started.
   std::shared_ptr<const auth::gate> gate;
@@ -163,6 +166,8 @@ class server {
   ws_flow ws_flow_control() const {
     return {state_->ws_read_pauses, state_->ws_paused_now, state_->ws_buffered_audio_peak_ms};
   }
+  /// wss streams half-closed by a TLS 1.3 close_notify after their end (see server_state).
+  int64_t ws_tls_half_closes() const { return state_->ws_tls_half_closes; }
   /// Whether the port serves TLS.
   bool tls() const { return state_->tls != nullptr; }
   /// Reads the TLS certificate and key again for new connections; open connections keep

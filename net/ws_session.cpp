@@ -1,5 +1,6 @@
 #include "net/ws_session.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <stdexcept>
@@ -29,6 +30,7 @@ namespace sluice::net {
 namespace {
 
 namespace beast = boost::beast;
+
 namespace http = beast::http;
 namespace websocket = beast::websocket;
 namespace asio = boost::asio;
@@ -366,10 +368,15 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
         ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code, std::size_t) {});
         return;
       }
+      if (tls_half_close(ec)) return;
       // A close frame (Beast has answered it), a reset or an end of stream: the client is gone.
       // RFC 6455 5.5.1: nothing may follow our answer to its close, so results are undeliverable.
       if (!closing_) spdlog::info("ws {}: client left ({})", id_, ec.message());
+      const bool answer = !closing_ && tls_peer_closed();
       gone();
+      // A TLS close_notify that ends the stream is answered with ours (RFC 5246 7.2.1); while
+      // our close handshake runs, its handler answers.
+      if (answer) finish_tls();
       return;
     }
     if (closing_) return;
@@ -496,6 +503,14 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   // an end of stream is the half-close (finals still go out), a reset means the client is gone,
   // and anything else (its close frame, more messages) goes back to the WebSocket reader.
   void watch_after_end() {
+    if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+      // What the client sent after its end may have come in the same read from the socket (the
+      // TLS layer reads all it can): then it waits, still encrypted, in the read side of the
+      // TLS layer, where a watch of the socket would never see it (a ping would go unanswered
+      // and a close_notify unseen until our close). Read it now instead.
+      SSL* ssl = ws_.next_layer().native_handle();
+      if (SSL_pending(ssl) > 0 || BIO_pending(SSL_get_rbio(ssl)) > 0) return do_read();
+    }
     beast::get_lowest_layer(ws_).socket().async_wait(
         asio::socket_base::wait_read, [self = shared_from_this()](beast::error_code ec) {
           self->guarded("watch", [&] { self->on_readable(ec); });
@@ -578,9 +593,20 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   }
 
   void do_write() {
+    if (raw_frames_) return write_raw_frame(queue_.front().text ? 0x1 : 0x2, queue_.front().data);
     ws_.text(queue_.front().text);
-    ws_.async_write(asio::buffer(queue_.front().data), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->guarded("write", [&] { self->on_write(ec); });
+    ws_.async_write(asio::buffer(queue_.front().data), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->guarded("write", [&] {
+        // The read that took the client's TLS close_notify failed the WebSocket stream while
+        // this write was in flight (tls_half_close): Beast reports it aborted, though its frame
+        // went out whole when all its bytes were written. A frame it never began is written
+        // again, by hand; one cut short cannot be mended.
+        if (self->raw_frames_ && ec == asio::error::operation_aborted) {
+          if (n == self->queue_.front().data.size() && n > 0) ec = {};
+          else if (n == 0) return self->do_write();
+        }
+        self->on_write(ec);
+      });
     });
   }
 
@@ -597,9 +623,105 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
 
   void do_close() {
     session_timer_.cancel();
-    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code) {
-      self->guarded("close", [&] { self->gone(); });
+    if (raw_frames_) {
+      // The close frame by hand too (code, then reason: at most 123 bytes), then our own
+      // close_notify, then the socket.
+      std::string payload{static_cast<char>(static_cast<uint16_t>(close_reason_.code) >> 8),
+                          static_cast<char>(static_cast<uint16_t>(close_reason_.code) & 0xff)};
+      payload.append(close_reason_.reason.data(), std::min<std::size_t>(close_reason_.reason.size(), 123));
+      closing_frame_ = true;
+      return write_raw_frame(0x8, payload);
+    }
+    ws_.async_close(close_reason_, [self = shared_from_this()](beast::error_code ec) {
+      self->guarded("close", [&] {
+        // Our close frame went out. Where the client's TLS close_notify came instead of its
+        // close frame (it half-closed after its end: this handshake's read met it, or a read
+        // before failed the stream), everything has reached it: answer with ours.
+        if (ec && self->tls_peer_closed()) return self->finish_tls();
+        self->gone();
+        // Nothing more can come or go (the handshake failed): end a watch still waiting.
+        if (ec) {
+          beast::error_code ignored;
+          beast::get_lowest_layer(self->ws_).socket().close(ignored);
+        }
+      });
     });
+  }
+
+  // -- TLS 1.3 half-close ------------------------------------------------------------------------
+  // A wss client may end its sending side with TLS's close_notify after its end message (a
+  // TLS-level half-close, where a plain client would shut down its TCP half). TLS 1.3 lets the
+  // other side go on writing after it (RFC 8446 6.1: close_notify only says the sender will send
+  // no more), so the finals still go out, as after a TCP half-close. Beast cannot carry them: the
+  // read that met the close_notify (as an end of stream) has failed its WebSocket stream, so
+  // what is left (the finals, the end, the close frame) is framed here (RFC 6455 5.2: a server's
+  // frames are unmasked; uncompressed frames are valid with or without permessage-deflate) and
+  // written to the TLS stream directly. TLS 1.2 requires the receiver of a close_notify to answer
+  // with its own and discard pending writes (RFC 5246 7.2.1): there the client counts as gone.
+  bool tls_half_close(beast::error_code ec) {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      return false;
+    } else {
+      if (ec != asio::error::eof || !input_done_ || closing_ || raw_frames_ || !tls_peer_closed()) return false;
+      if (SSL_version(ws_.next_layer().native_handle()) != TLS1_3_VERSION) return false;
+      spdlog::info("ws {}: the client ended its TLS stream (close_notify) after its end; its finals still go out", id_);
+      raw_frames_ = true;
+      ++st_->ws_tls_half_closes;
+      keep_alive_ = shared_from_this();  // no read is pending from now on (as after a TCP half-close)
+      return true;
+    }
+  }
+
+  // One unfragmented frame of `opcode` with `payload`, written to the stream under the
+  // WebSocket layer; on_raw_write follows.
+  void write_raw_frame(uint8_t opcode, const std::string& payload) {
+    raw_frame_.clear();
+    raw_frame_ += static_cast<char>(0x80 | opcode);  // FIN
+    const uint64_t n = payload.size();
+    if (n < 126) {
+      raw_frame_ += static_cast<char>(n);
+    } else if (n <= 0xffff) {
+      raw_frame_ += static_cast<char>(126);
+      for (int shift = 8; shift >= 0; shift -= 8) raw_frame_ += static_cast<char>((n >> shift) & 0xff);
+    } else {
+      raw_frame_ += static_cast<char>(127);
+      for (int shift = 56; shift >= 0; shift -= 8) raw_frame_ += static_cast<char>((n >> shift) & 0xff);
+    }
+    raw_frame_ += payload;
+    asio::async_write(ws_.next_layer(), asio::buffer(raw_frame_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->guarded("write", [&] { self->on_raw_write(ec); });
+    });
+  }
+
+  void on_raw_write(beast::error_code ec) {
+    if (ec || !closing_frame_) return on_write(ec);
+    finish_tls();  // the close frame is out
+  }
+
+  // Whether the client's TLS close_notify has come (over plain ws: never).
+  bool tls_peer_closed() {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      return false;
+    } else {
+      return (SSL_get_shutdown(ws_.next_layer().native_handle()) & SSL_RECEIVED_SHUTDOWN) != 0;
+    }
+  }
+
+  // After the client's close_notify (and our close frame, if any): our close_notify (the
+  // client's came first, so it completes at once), then the socket, which also ends a watch
+  // still waiting. Once.
+  void finish_tls() {
+    if (tls_finishing_) return;
+    tls_finishing_ = true;
+    if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+      ws_.next_layer().async_shutdown([self = shared_from_this()](beast::error_code) {
+        self->guarded("close", [&] {
+          self->gone();
+          beast::error_code ignored;
+          beast::get_lowest_layer(self->ws_).socket().close(ignored);
+        });
+      });
+    }
   }
 
   websocket::stream<Stream> ws_;
@@ -622,6 +744,10 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
   bool accepted_ = false, revoked_ = false;  ///< the handshake is done; the key was revoked before it
   bool paused_ = false;                  ///< no read pending: the backlog is over the mark
   bool peer_finished_ = false;           ///< the client sent its FIN: never paused again
+  bool raw_frames_ = false;    ///< after a TLS 1.3 close_notify: frames written by hand (tls_half_close)
+  bool closing_frame_ = false;  ///< the frame being written by hand is the close frame
+  bool tls_finishing_ = false;  ///< finish_tls has begun
+  std::string raw_frame_;      ///< the frame being written by hand
   std::chrono::steady_clock::time_point paused_since_;
 };
 

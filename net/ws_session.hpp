@@ -15,15 +15,19 @@
 /// its last word: the server answers it at once, and nothing can follow that answer, so the
 /// stream's channels are aborted (no compute is spent on results nobody can receive). The same
 /// holds when the connection is reset or a write fails: a departed client's audio is not
-/// transcribed further. Limitation: a close frame that arrives in the same read as the end
-/// message is only seen when the server closes (after the finals).
+/// transcribed further. Limitation: over plain ws, a close frame (or a ping) that arrives in
+/// the same read as the end message is only seen when the server closes (after the finals);
+/// over TLS only when it is in the same TLS record as the end (what follows in later records
+/// is read at once, however it arrived).
 ///
 /// Over TLS (wss) the same code runs: after the client's end the session watches the TCP
 /// socket under the TLS layer. A TCP half-close (FIN without a TLS close_notify) is taken as a
 /// half-close and the finals still go out; a TLS close_notify is bytes on the socket, so it goes
-/// to the WebSocket reader, where it ends the stream (the client counts as gone). TLS 1.2 forbids
-/// writing after the peer's close_notify (RFC 5246 7.2.1), so there is no TLS-level half-close.
-/// A wss client may half-close TCP after its end like a plain one (tests/net/tls_test.cpp). An
+/// to the WebSocket reader. Over TLS 1.3 a close_notify after the end is a half-close too (RFC
+/// 8446 6.1): the WebSocket stream cannot write after the read that met it, so the session
+/// frames the rest (finals, end, close frame) itself onto the TLS stream, then sends its own
+/// close_notify. TLS 1.2 forbids writing after the peer's close_notify (RFC 5246 7.2.1): there
+/// it ends the stream (the client counts as gone). Both half-closes are tested (tests/net/tls_test.cpp). An
 /// earlier version of that test saw a corrupted heap at teardown about one run in five; it did
 /// not recur on the current code (30 half-closing wss clients under ASan, 54 in a release build),
 /// and the one defect found on that path is fixed below (sessions held off their strand).

@@ -75,6 +75,126 @@ half_close_result wss_half_close(uint16_t port, const std::string& ca, const std
   return out;
 }
 
+// A wss client on OpenSSL directly (no Beast: asio's TLS stream cannot send a close_notify and
+// go on reading), with its WebSocket frames by hand (RFC 6455 5.2; masked with a zero key,
+// which 5.3 allows): it sends the call and its end, then its TLS close_notify (SSL_shutdown
+// once: a TLS-level half-close, RFC 8446 6.1), and reads with SSL_read until the server's own
+// close_notify, as OpenSSL's SSL_shutdown manual page says a half-closing peer does.
+struct close_notify_result {
+  std::vector<std::string> finals;
+  std::string last_type;
+  int close_code = -1;
+  bool server_close_notify = false;  ///< SSL_read ended with SSL_ERROR_ZERO_RETURN
+  std::string version;               ///< the negotiated TLS version
+  bool timed_out = false;            ///< nothing came for 30 s and the connection stayed open
+  std::string error;
+};
+
+// `after_pong`: after the end, a ping first, and the close_notify once its pong is back (the
+// server has read past the end and is reading again); otherwise right after the end.
+close_notify_result wss_close_notify(uint16_t port, const std::string& ca, const std::vector<std::vector<uint8_t>>& frames,
+                                     int max_version, bool after_pong) {
+  close_notify_result out;
+  asio::io_context ioc;
+  tcp::socket sock(ioc);
+  sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+  REQUIRE(SSL_CTX_load_verify_locations(ctx.get(), ca.c_str(), nullptr) == 1);
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  if (max_version) SSL_CTX_set_max_proto_version(ctx.get(), max_version);
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl(SSL_new(ctx.get()), SSL_free);
+  SSL_set_fd(ssl.get(), sock.native_handle());
+  SSL_set_tlsext_host_name(ssl.get(), "localhost");
+  REQUIRE(SSL_connect(ssl.get()) == 1);
+  out.version = SSL_get_version(ssl.get());
+  // A server that never ends the stream fails the test instead of hanging it.
+  timeval tv{30, 0};
+  ::setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  auto put = [&](const std::string& bytes) { REQUIRE(SSL_write(ssl.get(), bytes.data(), static_cast<int>(bytes.size())) > 0); };
+  put("GET /v1/stream HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+  // Everything the server sends, as read; the upgrade's response first.
+  std::string in;
+  auto fill = [&]() {
+    char buf[16384];
+    const int n = SSL_read(ssl.get(), buf, sizeof buf);
+    if (n > 0) {
+      in.append(buf, static_cast<std::size_t>(n));
+      return true;
+    }
+    const int e = SSL_get_error(ssl.get(), n);
+    if (e == SSL_ERROR_ZERO_RETURN) out.server_close_notify = true;
+    else out.error = "SSL_read: error " + std::to_string(e);
+    out.timed_out = e == SSL_ERROR_WANT_READ;
+    return false;
+  };
+  while (in.find("\r\n\r\n") == std::string::npos) REQUIRE(fill());
+  REQUIRE(in.rfind("HTTP/1.1 101", 0) == 0);
+  in.erase(0, in.find("\r\n\r\n") + 4);
+  auto frame = [](uint8_t opcode, const std::string& payload) {
+    std::string f(1, static_cast<char>(0x80 | opcode));
+    const auto n = payload.size();
+    if (n < 126) {
+      f += static_cast<char>(0x80 | n);
+    } else if (n <= 0xffff) {
+      f += static_cast<char>(0x80 | 126);
+      f += static_cast<char>(n >> 8);
+      f += static_cast<char>(n & 0xff);
+    } else {
+      f += static_cast<char>(0x80 | 127);
+      for (int shift = 56; shift >= 0; shift -= 8) f += static_cast<char>((n >> shift) & 0xff);
+    }
+    f += std::string(4, '\0');  // the masking key: zeros leave the payload as it is
+    return f + payload;
+  };
+  // Takes the whole frames read so far; true once a pong was among them.
+  bool ponged = false;
+  auto take_frames = [&]() {
+    while (in.size() >= 2) {
+      const auto b1 = static_cast<uint8_t>(in[1]) & 0x7f;
+      std::size_t head = 2, n = b1;
+      if (b1 == 126) {
+        if (in.size() < 4) break;
+        n = (static_cast<std::size_t>(static_cast<uint8_t>(in[2])) << 8) | static_cast<uint8_t>(in[3]);
+        head = 4;
+      } else if (b1 == 127) {
+        if (in.size() < 10) break;
+        n = 0;
+        for (int i = 2; i < 10; ++i) n = (n << 8) | static_cast<uint8_t>(in[i]);
+        head = 10;
+      }
+      if (in.size() < head + n) break;
+      const auto opcode = static_cast<uint8_t>(in[0]) & 0x0f;
+      const std::string payload = in.substr(head, n);
+      in.erase(0, head + n);
+      if (opcode == 0x1) {
+        const auto m = json::parse(payload, nullptr, false);
+        out.last_type = m.value("type", std::string());
+        if (out.last_type == "final") out.finals.push_back(m["text"]);
+      } else if (opcode == 0x8 && payload.size() >= 2) {
+        out.close_code = (static_cast<uint8_t>(payload[0]) << 8) | static_cast<uint8_t>(payload[1]);
+      } else if (opcode == 0xA) {
+        ponged = true;
+      }
+    }
+  };
+  put(frame(0x1, start_8k));
+  for (const auto& b : frames) put(frame(0x2, std::string(b.begin(), b.end())));
+  put(frame(0x1, end_msg));
+  if (after_pong) {
+    put(frame(0x9, "after the end"));
+    while (!ponged && out.close_code < 0) {
+      take_frames();
+      if (!ponged && out.close_code < 0) REQUIRE(fill());
+    }
+  }
+  CHECK(SSL_shutdown(ssl.get()) == 0);  // our close_notify is out; the server's has not come
+  // The server's frames until its close_notify (or an error).
+  do take_frames();
+  while (fill());
+  return out;
+}
+
 // The stalled-handshake test: how many clients open TCP and never start TLS, and the
 // server.idle_timeout_s that bounds their handshake there.
 constexpr int stalled_handshakes = 3;
@@ -268,6 +388,80 @@ TEST_SUITE("tls") {
         CHECK(g.finals == want);
       }
     }
+    CHECK(http_request_tls(s.port, c.cert) == 200);
+  }
+
+  TEST_CASE("wss over TLS 1.3: a client that sends its close_notify after its end (a TLS half-close) gets every final, the end and the close - then the server's close_notify") {
+    // The call four times over (110 s), all of it taken in at once (a high flow-control mark):
+    // once the server has read the end, the engine still has most of the call to recognize.
+    std::vector<std::vector<uint8_t>> frames;
+    for (int i = 0; i < 4; ++i)
+      for (auto& f : call_pcm16_frames()) frames.push_back(std::move(f));
+    temp_dir dir;
+    const auto c = make_self_signed(dir, "srv", 15);
+    auto cfg = tls_config(c);
+    cfg.server.ws_max_buffered_audio_ms = 600000;
+    std::vector<std::string> want;
+    {
+      config::sluice_config plain_cfg;
+      plain_cfg.server.ws_max_buffered_audio_ms = cfg.server.ws_max_buffered_audio_ms;
+      served plain(plain_cfg);
+      want = finals_of(ws_session(plain.port, "/v1/stream", {start_8k}, frames, {end_msg}));
+    }
+    REQUIRE(want.size() >= 8);
+    served s(cfg);
+    // Right after the end, the close_notify comes with it (the server's read of the end takes
+    // it along, and its close handshake meets it); after the pong it comes alone, while the
+    // server is still sending finals (it then frames the rest itself).
+    for (const bool after_pong : {false, true}) {
+      CAPTURE(after_pong);
+      const auto half_closes = s.server->ws_tls_half_closes();
+      const auto got = wss_close_notify(s.port, c.cert, frames, 0, after_pong);
+      CHECK(got.version == "TLSv1.3");
+      CHECK_MESSAGE(got.error.empty(), got.error);
+      CHECK(got.finals == want);
+      CHECK(got.last_type == "end");
+      CHECK(got.close_code == 1000);
+      CHECK(got.server_close_notify);
+      if (after_pong) CHECK(s.server->ws_tls_half_closes() == half_closes + 1);
+    }
+    CHECK(http_request_tls(s.port, c.cert) == 200);
+  }
+
+  TEST_CASE("wss over TLS 1.2: a close_notify read before the stream is finished ends it as the client leaving (RFC 5246 7.2.1: no half-close) - either way it is answered with the server's and the server serves on") {
+    std::vector<std::vector<uint8_t>> frames;  // as in the TLS 1.3 case: results still to come after the end
+    for (int i = 0; i < 4; ++i)
+      for (auto& f : call_pcm16_frames()) frames.push_back(std::move(f));
+    temp_dir dir;
+    const auto c = make_self_signed(dir, "srv", 16);
+    auto cfg = tls_config(c);
+    cfg.server.ws_max_buffered_audio_ms = 600000;
+    served s(cfg);
+    for (const bool after_pong : {false, true}) {
+      CAPTURE(after_pong);
+      const auto got = wss_close_notify(s.port, c.cert, frames, TLS1_2_VERSION, after_pong);
+      CHECK(got.version == "TLSv1.2");
+      CHECK_FALSE(got.timed_out);  // the server ended the connection
+      // The call, once ended, as /v1/calls lists it (the newest first).
+      json call;
+      REQUIRE(poll_until([&] {
+        const auto j = json::parse(https_client(s.port, c.cert).get("/v1/calls").body, nullptr, false);
+        if (j.is_discarded() || j["calls"].size() != (after_pong ? 2u : 1u)) return false;
+        call = j["calls"][0];
+        return !call["live"].get<bool>();
+      }));
+      MESSAGE("TLS 1.2 close_notify after the end: last message \"" << got.last_type << "\", call ended \""
+                                                                     << call["end_reason"].get<std::string>() << "\"");
+      if (got.last_type == "end") {
+        // Finished before the close_notify was read: the close handshake met it.
+        CHECK(call["end_reason"] == "done");
+        CHECK(got.close_code == 1000);
+      } else {
+        CHECK(call["end_reason"] == "client left");
+      }
+      CHECK(got.server_close_notify);  // answered with the server's own, either way
+    }
+    CHECK(s.server->ws_tls_half_closes() == 0);
     CHECK(http_request_tls(s.port, c.cert) == 200);
   }
 
