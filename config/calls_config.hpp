@@ -29,6 +29,10 @@ struct calls_config {
   /// https: a PEM file of the CAs trusted to sign the webhook server's certificate; empty: the
   /// system's (ca-certificates).
   std::string webhook_ca_file;
+  /// https: a PEM certificate (chain) and its private key that sluice presents when the
+  /// webhook server asks for a client certificate (mutual TLS); both or neither.
+  std::string webhook_cert_file;
+  std::string webhook_key_file;
   /// A file whose content (trailing whitespace removed) is the HMAC-SHA256 key of each POST's
   /// X-Sluice-Signature header; empty: no signature.
   std::string webhook_secret_file;
@@ -56,6 +60,9 @@ struct calls_config {
     v("store_queue", store_queue, range{1, 100000000}, "writes queued for the store before one is dropped");
     v("webhook_url", webhook_url, any_string{}, "http:// or https:// URL POSTed each call when it ends; empty: none");
     v("webhook_ca_file", webhook_ca_file, any_string{}, "PEM file of the CAs trusted for an https webhook; empty: the system's");
+    v("webhook_cert_file", webhook_cert_file, any_string{},
+      "PEM client certificate (chain) for an https webhook that asks for one (mutual TLS); empty: none");
+    v("webhook_key_file", webhook_key_file, any_string{}, "PEM private key of webhook_cert_file");
     v("webhook_secret_file", webhook_secret_file, any_string{},
       "file holding the HMAC-SHA256 key of the X-Sluice-Signature header; empty: unsigned");
     v("webhook_drain_ms", webhook_drain_ms, range{0, 600000}, "at stop, how long queued calls are still posted (ms)");
@@ -69,6 +76,9 @@ struct calls_config {
     if (!webhook_url.empty() && webhook_url.rfind("http://", 0) != 0 && !https)
       return "webhook_url must start with http:// or https:// (got \"" + webhook_url + "\")";
     if (!webhook_ca_file.empty() && !https) return "webhook_ca_file is set but webhook_url is not https://";
+    if (webhook_cert_file.empty() != webhook_key_file.empty())
+      return "webhook_cert_file and webhook_key_file go together: set both or neither";
+    if (!webhook_cert_file.empty() && !https) return "webhook_cert_file is set but webhook_url is not https://";
     if (!webhook_secret_file.empty() && webhook_url.empty()) return "webhook_secret_file is set but webhook_url is empty";
     return {};
   }

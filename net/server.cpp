@@ -158,6 +158,8 @@ result<std::unique_ptr<server>> server::start(actors::engine& engine, const conf
     o.backoff = std::chrono::milliseconds(calls.webhook_backoff_ms);
     o.max_queued = static_cast<std::size_t>(calls.webhook_queue);
     o.ca_file = calls.webhook_ca_file;
+    o.cert_file = calls.webhook_cert_file;
+    o.key_file = calls.webhook_key_file;
     if (!calls.webhook_secret_file.empty()) {
       auto secret = calls::read_webhook_secret(calls.webhook_secret_file);
       if (!secret) return tl::unexpected(secret.error());

@@ -1,5 +1,6 @@
 #include "net/calls/webhook.hpp"
 
+#include <openssl/err.h>
 #include <openssl/hmac.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -130,6 +131,11 @@ result<std::unique_ptr<webhook>> webhook::start(call_registry& reg, options opt)
   if (!url) return tl::unexpected(url.error());
   if (!opt.ca_file.empty() && !url->tls)
     return fail(errc::invalid_config, "a webhook CA file is set but the webhook url is not https://: " + opt.url);
+  if (opt.cert_file.empty() != opt.key_file.empty())
+    return fail(errc::invalid_config, "a webhook client certificate needs both its certificate and its key file");
+  if (!opt.cert_file.empty() && !url->tls)
+    return fail(errc::invalid_config,
+                "a webhook client certificate is set but the webhook url is not https://: " + opt.url);
   std::unique_ptr<webhook> w(new webhook());
   if (url->tls) {
     auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
@@ -144,6 +150,20 @@ result<std::unique_ptr<webhook>> webhook::start(call_registry& reg, options opt)
       return fail(errc::invalid_config,
                   "webhook: cannot read the trusted CAs" + (opt.ca_file.empty() ? std::string() : " of " + opt.ca_file) +
                       ": " + ec.message());
+    if (!opt.cert_file.empty()) {
+      ctx->use_certificate_chain_file(opt.cert_file, ec);
+      if (ec)
+        return fail(errc::invalid_config,
+                    "webhook: cannot read the client certificate " + opt.cert_file + ": " + ec.message());
+      ctx->use_private_key_file(opt.key_file, ssl::context::pem, ec);
+      // OpenSSL refuses a key that does not match the certificate already loaded as it reads it.
+      if ((ec && ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH) ||
+          (!ec && SSL_CTX_check_private_key(ctx->native_handle()) != 1))
+        return fail(errc::invalid_config, "webhook: the client key " + opt.key_file + " is not the key of " +
+                                              opt.cert_file);
+      if (ec)
+        return fail(errc::invalid_config, "webhook: cannot read the client key " + opt.key_file + ": " + ec.message());
+    }
     w->tls_ = ctx;
   }
   w->opt_ = std::move(opt);

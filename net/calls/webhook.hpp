@@ -75,6 +75,9 @@ class webhook {
     std::size_t max_queued = 1024;
     /// https: a PEM file of the CAs whose certificates are trusted; "" trusts the system's.
     std::string ca_file;
+    /// https: a PEM client certificate (chain) and its private key, presented when the server
+    /// asks for one (mutual TLS); both or neither, "" for none.
+    std::string cert_file, key_file;
     /// The HMAC-SHA256 key of X-Sluice-Signature; "" sends no signature.
     std::string secret;
     /// Called on the webhook's thread once per call taken, when it is delivered or given up:
@@ -86,7 +89,8 @@ class webhook {
   };
 
   /// Subscribes to `reg` and starts the thread. errc::invalid_config for a bad url, a ca_file
-  /// with an http:// url, or a ca_file OpenSSL cannot read.
+  /// or client certificate with an http:// url, a ca_file OpenSSL cannot read, or a client
+  /// certificate or key that cannot be read, only one of them, or a key of another certificate.
   static result<std::unique_ptr<webhook>> start(call_registry& reg, options opt);
   ~webhook();
   webhook(const webhook&) = delete;

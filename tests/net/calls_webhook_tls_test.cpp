@@ -26,16 +26,23 @@ namespace {
 
 struct captured {
   http::request<http::string_body> req;
-  std::string sni;  // "" when the client sent none
+  std::string sni;        // "" when the client sent none
+  std::string client_fp;  // SHA-256 of the client's certificate; "" when it sent none
 };
 
 // A one-thread blocking https server on a free loopback port; every request is answered 200.
+// With `client_ca` it asks for a client certificate and accepts only one that CA vouches for
+// (mutual TLS, as OpenSSL's verify_fail_if_no_peer_cert does it).
 class tls_capture_server {
  public:
-  tls_capture_server(const std::string& cert, const std::string& key)
+  tls_capture_server(const std::string& cert, const std::string& key, const std::string& client_ca = {})
       : ctx_(ssl::context::tls_server), acceptor_(ioc_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
     ctx_.use_certificate_chain_file(cert);
     ctx_.use_private_key_file(key, ssl::context::pem);
+    if (!client_ca.empty()) {
+      ctx_.load_verify_file(client_ca);
+      ctx_.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+    }
     thread_ = std::thread([this] { serve(); });
   }
   ~tls_capture_server() {
@@ -72,6 +79,10 @@ class tls_capture_server {
       }
       captured c;
       if (const char* name = SSL_get_servername(tls.native_handle(), TLSEXT_NAMETYPE_host_name)) c.sni = name;
+      if (X509* peer = SSL_get1_peer_certificate(tls.native_handle())) {  // the client's, on this side
+        X509_free(peer);
+        c.client_fp = peer_fingerprint(tls.native_handle());
+      }
       beast::flat_buffer buf;
       http::read(tls, buf, c.req, ec);
       if (ec) continue;
@@ -293,6 +304,77 @@ TEST_SUITE("calls webhook tls") {
     REQUIRE(m.status == 200);
     CHECK(m.body.find("sluice_webhook_calls_total{outcome=\"delivered\"} 0\n") != std::string::npos);
     CHECK(m.body.find("sluice_webhook_attempts_total 0\n") != std::string::npos);
+  }
+
+  TEST_CASE("mutual TLS: a server that asks for a client certificate gets webhook_cert_file's and the post is delivered - without one, or with one it does not trust, no request gets through") {
+    temp_dir dir;
+    const auto server_cert = make_self_signed(dir, "server", 1);
+    const auto client = make_self_signed(dir, "client", 3);  // self-signed: its own CA for the server
+    const auto stranger = make_self_signed(dir, "stranger", 4);
+    tls_capture_server server(server_cert.cert, server_cert.key, client.cert);
+    webhook::options o;
+    o.url = "https://localhost:" + std::to_string(server.port()) + "/hooks";
+    o.ca_file = server_cert.cert;
+
+    const auto none = post_one_call(o);  // no client certificate
+    CHECK_FALSE(none.delivered);
+    CHECK(server.requests().empty());
+    CHECK(server.failed_handshakes() == 1);
+
+    o.cert_file = stranger.cert;
+    o.key_file = stranger.key;
+    const auto untrusted = post_one_call(o);
+    CHECK_FALSE(untrusted.delivered);
+    CHECK(server.requests().empty());
+    CHECK(server.failed_handshakes() == 2);
+
+    o.cert_file = client.cert;
+    o.key_file = client.key;
+    const auto r = post_one_call(o);
+    CHECK_MESSAGE(r.delivered, r.why);
+    const auto reqs = server.requests();
+    REQUIRE(reqs.size() == 1);
+    // The certificate the server saw is the client's file, by openssl's own fingerprint.
+    CHECK(reqs[0].client_fp == openssl_fingerprint(client.cert));
+    CHECK(nlohmann::json::parse(reqs[0].req.body())["end_reason"] == "hangup");
+  }
+
+  TEST_CASE("webhook client certificate settings: both files or neither, https only, readable, and the key of that certificate") {
+    temp_dir dir;
+    const auto a = make_self_signed(dir, "a", 5);
+    const auto b = make_self_signed(dir, "b", 6);
+    config::calls_config c;
+    c.webhook_url = "https://hooks.example/x";
+    c.webhook_cert_file = a.cert;
+    CHECK(c.check().find("webhook_key_file") != std::string::npos);
+    c.webhook_key_file = a.key;
+    CHECK(c.check().empty());
+    c.webhook_url = "http://hooks.example/x";
+    CHECK(c.check().find("webhook_cert_file is set but webhook_url is not https://") != std::string::npos);
+
+    call_registry reg;
+    webhook::options o;
+    o.url = "https://hooks.example/x";
+    auto refused = [&](const std::string& names) {
+      auto hook = webhook::start(reg, o);
+      REQUIRE_FALSE(hook.has_value());
+      CHECK_MESSAGE(hook.error().message.find(names) != std::string::npos, hook.error().message);
+    };
+    o.cert_file = a.cert;
+    refused("needs both its certificate and its key file");
+    o.key_file = b.key;  // another certificate's key
+    refused("the client key " + b.key + " is not the key of " + a.cert);
+    o.key_file = dir.file("missing.key");
+    refused("cannot read the client key " + dir.file("missing.key"));
+    o.cert_file = dir.file("missing.crt");
+    o.key_file = a.key;
+    refused("cannot read the client certificate " + dir.file("missing.crt"));
+    o.cert_file = a.cert;
+    o.url = "http://hooks.example/x";
+    refused("not https://");
+    o.url = "https://hooks.example/x";
+    auto ok = webhook::start(reg, o);
+    CHECK_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
   }
 
   TEST_CASE("webhook settings: a CA file needs an https url, an unreadable CA file is refused at start") {
