@@ -57,6 +57,13 @@ nlohmann::json histogram_json(const latency_histogram& h) {
           {"counts", h.counts()}};
 }
 
+// A kind's or a tenant's totals: live actors, counters, latency histograms.
+nlohmann::json totals_json(const kind_totals& t) {
+  nlohmann::json h = nlohmann::json::object();
+  for (const auto& [key, hist] : t.histograms) h[key] = histogram_json(hist);
+  return {{"live", t.actors}, {"counters", t.counters}, {"latency", h}};
+}
+
 std::string snapshot(const metrics& m) {
   using nlohmann::json;
   json j;
@@ -77,20 +84,10 @@ std::string snapshot(const metrics& m) {
                       {"tenant", r.tenant}});
   j["actors"] = actors;
   json kinds = json::object();
-  for (const auto& [kind, t] : m.kinds) {
-    json k{{"live", t.actors}, {"counters", t.counters}};
-    json h = json::object();
-    for (const auto& [key, hist] : t.histograms) h[key] = histogram_json(hist);
-    k["latency"] = h;
-    kinds[kind] = k;
-  }
+  for (const auto& [kind, t] : m.kinds) kinds[kind] = totals_json(t);
   j["kinds"] = kinds;
   json tenants = json::object();
-  for (const auto& [tenant, t] : m.tenants) {
-    json h = json::object();
-    for (const auto& [key, hist] : t.histograms) h[key] = histogram_json(hist);
-    tenants[tenant] = {{"live", t.actors}, {"counters", t.counters}, {"latency", h}};
-  }
+  for (const auto& [tenant, t] : m.tenants) tenants[tenant] = totals_json(t);
   j["tenants"] = tenants;
   // Derived figures a dashboard shows first.
   auto counter = [&](const char* kind, const char* key) {

@@ -76,7 +76,7 @@ std::optional<std::string_view> key_id_of(std::string_view key) {
 
 result<new_key> make_key(const std::string& tenant, scope_set scopes) {
   if (!valid_tenant(tenant))
-    return fail(errc::invalid_argument, "tenant \"" + tenant + "\": use 1 to 64 of A-Z a-z 0-9 . _ -");
+    return fail(errc::invalid_argument, "tenant \"" + tenant + "\": " + std::string(tenant_rule));
   if (scopes.empty()) return fail(errc::invalid_argument, "a key needs at least one scope");
   std::array<uint8_t, key_id_bytes> id{};
   std::array<uint8_t, key_secret_bytes> secret{};
@@ -128,7 +128,7 @@ result<key_store> key_store::parse(std::string_view text, std::string_view sourc
     key_record r;
     r.id = f[0];
     if (!is_hex(r.id, 2 * key_id_bytes)) return fail(errc::corrupt, where + "the id must be 16 lower-case hex digits");
-    if (!valid_tenant(f[1])) return fail(errc::corrupt, where + "tenant \"" + f[1] + "\": use 1 to 64 of A-Z a-z 0-9 . _ -");
+    if (!valid_tenant(f[1])) return fail(errc::corrupt, where + "tenant \"" + f[1] + "\": " + std::string(tenant_rule));
     r.tenant = f[1];
     auto scopes = scope_set::parse(f[2]);
     if (!scopes) return fail(errc::corrupt, where + scopes.error().message);

@@ -59,5 +59,7 @@ struct principal {
 
 /// Tenant names: 1..64 of [A-Za-z0-9._-] (they appear in files and snapshots unquoted).
 bool valid_tenant(std::string_view tenant);
+/// The rule above, as errors about a tenant name say it.
+inline constexpr std::string_view tenant_rule = "use 1 to 64 of A-Z a-z 0-9 . _ -";
 
 }  // namespace sluice::net::auth

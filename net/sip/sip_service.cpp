@@ -10,10 +10,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "net/auth/principal.hpp"
-
 #include <sofia-sip/tport_tag.h>
 #include <spdlog/spdlog.h>
+
+#include "net/auth/principal.hpp"
 
 namespace sluice::net::sip {
 
@@ -206,7 +206,7 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
   auto tenants = tenant_sources::parse(cfg.tenant_sources);
   if (!tenants) return fail(errc::invalid_config, "sip.tenant_sources: " + tenants.error().message);
   if (!cfg.tenant.empty() && !auth::valid_tenant(cfg.tenant))
-    return fail(errc::invalid_config, "sip.tenant = \"" + cfg.tenant + "\": use 1 to 64 of A-Z a-z 0-9 . _ -");
+    return fail(errc::invalid_config, "sip.tenant = \"" + cfg.tenant + "\": " + std::string(auth::tenant_rule));
   if (!host.is_loopback() && allowed->empty() && !cfg.allow_public)
     return fail(errc::invalid_config, "sip.host = \"" + cfg.host +
                                           "\" is not a loopback address and SIP has no caller authentication: set "

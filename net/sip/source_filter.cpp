@@ -12,14 +12,20 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
+
+// The next `sep`-separated entry of `text`, trimmed (possibly empty); `text` moves past it.
+std::string_view next_entry(std::string_view& text, char sep) {
+  const auto at = text.find(sep);
+  const auto entry = trim(text.substr(0, at));
+  text = at == std::string_view::npos ? std::string_view{} : text.substr(at + 1);
+  return entry;
+}
 }  // namespace
 
 result<source_filter> source_filter::parse(std::string_view list) {
   source_filter f;
   while (!list.empty()) {
-    const auto comma = list.find(',');
-    const auto entry = trim(list.substr(0, comma));
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    const auto entry = next_entry(list, ',');
     if (entry.empty()) continue;
     const std::string e(entry);
     boost::system::error_code ec;
@@ -58,9 +64,7 @@ bool source_filter::allows(const asio::ip::address& a) const {
 result<tenant_sources> tenant_sources::parse(std::string_view text) {
   tenant_sources t;
   while (!text.empty()) {
-    const auto semi = text.find(';');
-    const auto part = trim(text.substr(0, semi));
-    text = semi == std::string_view::npos ? std::string_view{} : text.substr(semi + 1);
+    const auto part = next_entry(text, ';');
     if (part.empty()) continue;
     const auto colon = part.find(':');
     // An IPv6 address alone ("fd00::/8") has colons too: a tenant name has none, and the colon

@@ -195,6 +195,17 @@ close_notify_result wss_close_notify(uint16_t port, const std::string& ca, const
   return out;
 }
 
+// The close_notify tests' stream: the call four times over (110 s), all of it taken in at once
+// (a high flow-control mark, `backlog_mark_ms`), so that once the server has read the end the
+// engine still has most of the call to recognize.
+constexpr int backlog_mark_ms = 600000;
+std::vector<std::vector<uint8_t>> call_four_times() {
+  std::vector<std::vector<uint8_t>> frames;
+  for (int i = 0; i < 4; ++i)
+    for (auto& f : call_pcm16_frames()) frames.push_back(std::move(f));
+  return frames;
+}
+
 // The stalled-handshake test: how many clients open TCP and never start TLS, and the
 // server.idle_timeout_s that bounds their handshake there.
 constexpr int stalled_handshakes = 3;
@@ -392,19 +403,15 @@ TEST_SUITE("tls") {
   }
 
   TEST_CASE("wss over TLS 1.3: a client that sends its close_notify after its end (a TLS half-close) gets every final, the end and the close - then the server's close_notify") {
-    // The call four times over (110 s), all of it taken in at once (a high flow-control mark):
-    // once the server has read the end, the engine still has most of the call to recognize.
-    std::vector<std::vector<uint8_t>> frames;
-    for (int i = 0; i < 4; ++i)
-      for (auto& f : call_pcm16_frames()) frames.push_back(std::move(f));
+    const auto frames = call_four_times();
     temp_dir dir;
     const auto c = make_self_signed(dir, "srv", 15);
     auto cfg = tls_config(c);
-    cfg.server.ws_max_buffered_audio_ms = 600000;
+    cfg.server.ws_max_buffered_audio_ms = backlog_mark_ms;
     std::vector<std::string> want;
     {
       config::sluice_config plain_cfg;
-      plain_cfg.server.ws_max_buffered_audio_ms = cfg.server.ws_max_buffered_audio_ms;
+      plain_cfg.server.ws_max_buffered_audio_ms = backlog_mark_ms;
       served plain(plain_cfg);
       want = finals_of(ws_session(plain.port, "/v1/stream", {start_8k}, frames, {end_msg}));
     }
@@ -429,13 +436,11 @@ TEST_SUITE("tls") {
   }
 
   TEST_CASE("wss over TLS 1.2: a close_notify read before the stream is finished ends it as the client leaving (RFC 5246 7.2.1: no half-close) - either way it is answered with the server's and the server serves on") {
-    std::vector<std::vector<uint8_t>> frames;  // as in the TLS 1.3 case: results still to come after the end
-    for (int i = 0; i < 4; ++i)
-      for (auto& f : call_pcm16_frames()) frames.push_back(std::move(f));
+    const auto frames = call_four_times();  // as in the TLS 1.3 case: results still to come after the end
     temp_dir dir;
     const auto c = make_self_signed(dir, "srv", 16);
     auto cfg = tls_config(c);
-    cfg.server.ws_max_buffered_audio_ms = 600000;
+    cfg.server.ws_max_buffered_audio_ms = backlog_mark_ms;
     served s(cfg);
     for (const bool after_pong : {false, true}) {
       CAPTURE(after_pong);
