@@ -220,5 +220,101 @@ class DistributedTest(unittest.TestCase):
                             if v.is_floating_point()))
 
 
+# A stand-in for one DDP process, run by launch() as train.py's copies would be: process 0 ends
+# at once; process 1 either ends too or blocks for ever (what the CI runs saw after the last step)
+# with train.py's SIGUSR1 stack dump registered, writing its pid first so the test can check it
+# is gone afterwards.
+STUCK = """
+import faulthandler, os, signal, sys, threading
+faulthandler.register(signal.SIGUSR1, all_threads=True)
+if os.environ["RANK"] == "1":
+    open(sys.argv[1], "w").write(str(os.getpid()))
+    if sys.argv[2] == "hang":
+        threading.Event().wait()
+sys.exit(0)
+"""
+
+# Distributed.close() over a group whose barrier returns and whose teardown never does.
+HUNG_TEARDOWN = """
+import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+os.environ.update(WORLD_SIZE="2", RANK="1")
+import train
+class Group:
+    def barrier(self):
+        print("barrier passed", flush=True)
+    def destroy_process_group(self):
+        threading.Event().wait()
+d = train.Distributed.__new__(train.Distributed)
+d.world, d.rank, d._d = 2, 1, Group()
+d.close(teardown_s=float(sys.argv[2]))
+print("close returned", flush=True)
+sys.exit(3)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class LauncherTest(unittest.TestCase):
+    """train.py's own launcher and group teardown never wait for ever on a process that has
+    finished its work (the recipe/train_distributed runs that hung in CI after the last step)."""
+
+    def launch(self, mode: str, grace_s: float):
+        import train
+        with tempfile.TemporaryDirectory(prefix="sluice-launch-") as tmp:
+            script = os.path.join(tmp, "stuck.py")
+            with open(script, "w") as f:
+                f.write(STUCK)
+            pidfile = os.path.join(tmp, "pid")
+            saved = sys.argv
+            sys.argv = [script, pidfile, mode]
+            r, w = os.pipe()
+            err = os.dup(2)
+            os.dup2(w, 2)                   # the children's stderr (stack dumps) into the pipe
+            try:
+                status = train.launch(2, grace_s=grace_s)
+            finally:
+                os.dup2(err, 2)
+                os.close(err)
+                os.close(w)
+                sys.argv = saved
+            with os.fdopen(r) as f:
+                text = f.read()
+            with open(pidfile) as f:
+                pid = int(f.read())
+        return status, text, pid
+
+    def test_clean_exits_are_success(self):
+        status, text, pid = self.launch("exit", 60.0)
+        self.assertEqual(status, 0, text)
+        self.assertNotIn("still running", text)
+        self.assertFalse(alive(pid))
+
+    def test_a_process_stuck_after_another_ended_is_dumped_killed_and_failed(self):
+        status, text, pid = self.launch("hang", 1.0)
+        self.assertEqual(status, 1, text)
+        self.assertIn("1 process(es) still running 1 s after another ended cleanly", text)
+        # faulthandler's dump of the stuck process: its main thread waiting in Event.wait.
+        self.assertIn("Current thread", text)
+        self.assertIn("in wait", text)
+        self.assertFalse(alive(pid))
+
+    def test_hung_group_teardown_is_left_after_the_barrier(self):
+        p = subprocess.run([sys.executable, "-c", HUNG_TEARDOWN, HERE, "1"], capture_output=True,
+                           text=True, timeout=120)
+        # Exit 0 from the watchdog, not 3 from the script's end: close() never returned.
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("barrier passed", p.stdout)
+        self.assertNotIn("close returned", p.stdout)
+        self.assertIn("process 1: leaving the process group took over 1 s", p.stderr)
+        self.assertIn("destroy_process_group", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -270,6 +270,10 @@ def main() -> None:
         ap.error("--lr-schedule time needs --hours-budget")
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ:
         sys.exit(launch(args.nproc))
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        import faulthandler
+        import signal
+        faulthandler.register(signal.SIGUSR1, all_threads=True)   # launch()'s stuck-process dump
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     dist = Distributed(args.device, args.dist_timeout_min)
@@ -549,10 +553,13 @@ class Prefetch:
             self.thread.join(timeout=10)
 
 
-def launch(n: int) -> int:
+def launch(n: int, grace_s: float = 180.0) -> int:
     """Starts n copies of this command as the processes of one DDP group on this machine (RANK,
     LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT in their environment) and waits for them: the exit
-    status is the first failure's, and a failure stops the others (they would wait for it)."""
+    status is the first failure's, and a failure stops the others (they would wait for it). Once
+    one has ended cleanly the rest have grace_s to follow (Distributed.close leaves a hung
+    teardown after 60 s); one still running then is a failure: its stacks are printed (SIGUSR1)
+    and it is killed, rather than the launcher waiting for ever."""
     import signal
     import socket
     import subprocess
@@ -565,13 +572,35 @@ def launch(n: int) -> int:
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         procs.append(subprocess.Popen([sys.executable] + sys.argv, env=env))
     status = 0
+    deadline = None     # set by the first clean exit: the others have that long to follow
     while procs:
-        pid, code = os.wait()
+        if deadline is None:
+            pid, code = os.wait()
+        else:
+            pid, code = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                if time.monotonic() < deadline:
+                    time.sleep(0.5)     # polling a child's exit: no signal to wait on here
+                    continue
+                print(f"train.py: {len(procs)} process(es) still running {grace_s:.0f} s after "
+                      "another ended cleanly: their stacks, then killed", file=sys.stderr,
+                      flush=True)
+                for p in procs:
+                    p.send_signal(signal.SIGUSR1)
+                for p in procs:
+                    try:
+                        p.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait()
+                return status or 1
         done = [p for p in procs if p.pid == pid]
         if not done:
             continue
         procs.remove(done[0])
         done[0].returncode = code >> 8 if code & 0xFF == 0 else 128 + (code & 0x7F)
+        if done[0].returncode == 0 and deadline is None:
+            deadline = time.monotonic() + grace_s
         if done[0].returncode != 0 and status == 0:
             status = done[0].returncode
             print(f"train.py: process {done[0].args} exited with {status}: stopping the others",
@@ -643,12 +672,27 @@ class Distributed:
         if self.world > 1:
             self._d.barrier()
 
-    def close(self) -> None:
+    def close(self, teardown_s: float = 60.0) -> None:
         """Waits for every process (none leaves while another is still in a collective), then
-        leaves the group."""
+        leaves the group. Past the barrier every process has finished its work, so a group
+        teardown that outlasts teardown_s (torch 1.13's gloo was seen to hang there under load)
+        is left: its threads' stacks go to stderr and the process exits 0."""
         if self.world > 1:
             self._d.barrier()
+            import threading
+
+            def leave():
+                print(f"train.py: process {self.rank}: leaving the process group took over "
+                      f"{teardown_s:.0f} s; its threads were:", file=sys.stderr, flush=True)
+                import faulthandler
+                faulthandler.dump_traceback(all_threads=True)
+                sys.stdout.flush()
+                os._exit(0)
+            watchdog = threading.Timer(teardown_s, leave)
+            watchdog.daemon = True
+            watchdog.start()
             self._d.destroy_process_group()
+            watchdog.cancel()
 
 
 if __name__ == "__main__":
