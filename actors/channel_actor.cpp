@@ -18,6 +18,7 @@
 #include "actors/result_postproc.hpp"
 #include "dsp/fbank.hpp"
 #include "moe/decoder/ctc_decoder.hpp"
+#include "moe/frontend.hpp"  // subsampled_length
 
 namespace sluice::actors {
 
@@ -105,6 +106,7 @@ struct utterance {
   std::string last_partial;
   int64_t fbank_frames_sent = 0;
   int64_t recognized_to = -1;  // 16 kHz sample up to which logits came back (-1: none yet)
+  int64_t frames_answered = 0;  // subsampled frames logits came back for
   std::deque<std::pair<int64_t, clock::time_point>> sent;  // (fbank frames sent so far, when)
   clock::time_point ended{};                                // when the last features went out
   bool features_done = false;
@@ -145,6 +147,7 @@ struct channel {
   uint64_t taken = 0;
   int64_t reported_received = 0;
   int64_t reported_pending_ms = -1;
+  bool reported_caught_up = false;
   int64_t consumed = 0;  // 16 kHz sample before which the recognizer is done (see pending_ms)
   int64_t input_samples = 0;  // samples taken in at the channel's own rate
 };
@@ -233,11 +236,28 @@ int64_t pending_ms(const state_ptr& st) {
   return std::max<int64_t>(0, taken_ms - st->consumed / samples_per_ms);
 }
 
+// Whether the recognizer has made all it can of the audio taken (channel_progress.hpp): no
+// utterance waits for its final, and the open one has logits for every whole attention chunk
+// its features make. A chunk is made once its last input frame is there
+// (moe::subsampled_length), whoever computes it (a lane, the batcher), at whatever batching.
+bool caught_up(const state_ptr& st) {
+  const int64_t chunk = st->res->window.chunk_frames;
+  for (const auto& [id, u] : st->utterances) {
+    if (u.final_event) continue;
+    if (u.features_done) return false;  // its last chunk and its final are still to come
+    const int64_t made = chunk > 0 ? moe::subsampled_length(u.fbank_frames_sent) / chunk * chunk : 0;
+    if (u.frames_answered < made) return false;
+  }
+  return true;
+}
+
 void report_progress(self_ptr self, const state_ptr& st) {
   const int64_t pending = pending_ms(st);
+  const bool done = caught_up(st);
   st->reported_received = st->received;
   st->reported_pending_ms = pending;
-  to_subscriber(self, st, progress_atom::value, st->taken, pending);
+  st->reported_caught_up = done;
+  to_subscriber(self, st, progress_atom::value, st->taken, pending, done);
 }
 
 // After an audio message (see channel_progress.hpp for when a report goes).
@@ -251,7 +271,8 @@ void progress_after_audio(self_ptr self, const state_ptr& st) {
 // After logits (or utterances lost): a report when the recognized point moved.
 void progress_after_logits(self_ptr self, const state_ptr& st) {
   if (st->ended && st->utterances.empty()) return;  // drained: the subscriber has been told
-  if (st->progress && pending_ms(st) != st->reported_pending_ms) report_progress(self, st);
+  if (st->progress && (pending_ms(st) != st->reported_pending_ms || caught_up(st) != st->reported_caught_up))
+    report_progress(self, st);
 }
 
 void maybe_drained(self_ptr self, const state_ptr& st) {
@@ -422,6 +443,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     }
   }
   u.claim.answered(static_cast<int64_t>(n) * st->res->model->arch().subsampling);
+  u.frames_answered = std::max(u.frames_answered, static_cast<int64_t>(c.first_frame) + n);
   // Latency: from when the newest features these logits needed were sent.
   const int64_t needed = (c.first_frame + n) * st->res->model->arch().subsampling;
   clock::time_point newest{};

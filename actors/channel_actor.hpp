@@ -28,7 +28,7 @@
 /// (lane_set.hpp), and its features all go there: one channel's utterances can run on every lane.
 /// Messages out: (transcript_event) to the subscriber; after end_atom, once every utterance
 /// has its final, (drained_atom, channel_id) to the subscriber and the supervisor; once asked,
-/// (progress_atom, uint64_t taken, int64_t pending_ms) to the subscriber.
+/// (progress_atom, uint64_t taken, int64_t pending_ms, bool caught_up) to the subscriber.
 /// Its reports to the metrics actor carry the newest text and `tenant` (net/ shows a channel
 /// only to its tenant).
 /// Bad audio gets a transcript_event with `error` set; the channel keeps running.

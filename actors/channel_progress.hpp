@@ -4,7 +4,7 @@
 ///
 /// Protocol (in process; plain integers, nothing to register):
 ///   subscriber -> channel: (progress_atom)  from now on, report progress to the subscriber
-///   channel -> subscriber: (progress_atom, uint64_t taken, int64_t pending_ms)
+///   channel -> subscriber: (progress_atom, uint64_t taken, int64_t pending_ms, bool caught_up)
 ///     taken       audio and samples messages the channel has handled so far (each one counts,
 ///                 a message that could not be decoded too), so the subscriber knows which of
 ///                 those it sent are still in the channel's mailbox;
@@ -12,9 +12,15 @@
 ///                 yet (ms taken in, counted at the channel's input rate, minus the point the
 ///                 logits have covered): audio in the resampler, features queued at the
 ///                 batcher, the part of an attention chunk not computed yet.
+///     caught_up   the recognizer has made all it can of that audio: every utterance has its
+///                 final but the open one, and the open one has its logits (so its partial) for
+///                 every whole attention chunk the audio taken makes; what pending_ms still
+///                 counts waits for more audio (or the end). What lets a lock-step client (Vosk's)
+///                 be answered with the partial of the audio it sent rather than an older one.
 /// A report follows an audio message once 100 ms more audio came in since the last report, or
 /// when the channel's mailbox is empty after it (so an idle channel's last report is exact),
-/// and every logits chunk that moves the recognized point. Reports stop when the channel stops.
+/// and every logits chunk that moves the recognized point or makes it caught up. Reports stop
+/// when the channel stops.
 
 #include <caf/all.hpp>
 

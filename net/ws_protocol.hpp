@@ -145,6 +145,18 @@ class ws_protocol {
   virtual void on_event(ws_transport& t, std::size_t i, const actors::transcript_event& ev) = 0;
   /// Channel i delivered its last final after end_channel(i).
   virtual void on_drained(ws_transport& t, std::size_t i) = 0;
+  /// Channel i has handled the first `taken` audio messages pushed to it (push_audio /
+  /// push_samples, in order, early ones included; audio dropped by the transport is not
+  /// counted), and, when `caught_up`, the recognizer has made all it can of them: the partials
+  /// and finals of that audio have been given to on_event, and what is left needs more audio
+  /// (actors/channel_progress.hpp). Reports come at least after each message that leaves the
+  /// channel's mailbox empty and whenever the recognizer catches up. The default ignores them.
+  virtual void on_progress(ws_transport& t, std::size_t i, uint64_t taken, bool caught_up) {
+    (void)t;
+    (void)i;
+    (void)taken;
+    (void)caught_up;
+  }
 
   /// The message an error sends before its close (see ws_transport::fail); nullopt: none.
   virtual std::optional<std::string> error_message(std::string_view code, std::string_view reason) const = 0;

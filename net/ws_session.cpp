@@ -153,7 +153,7 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
 
   // The channel has handled `taken` of the audio messages sent to it, and holds `pending_ms`
   // of audio the recognizer has not finished with (actors/channel_progress.hpp).
-  void channel_progress(std::size_t i, uint64_t taken, int64_t pending_ms) {
+  void channel_progress(std::size_t i, uint64_t taken, int64_t pending_ms, bool caught_up) {
     auto& c = channels_.at(i);
     if (closing_ || c.phase == channel_phase::drained) return;
     while (c.acked < taken && !c.unacked_us.empty()) {
@@ -164,6 +164,7 @@ class session : public std::enable_shared_from_this<session<Stream>>, public ws_
     c.engine_pending_ms = pending_ms;
     note_buffered(c);
     maybe_resume();
+    if (!closing_) proto_->on_progress(*this, i, taken, caught_up);
   }
 
   asio::any_io_executor executor() { return ws_.get_executor(); }
@@ -803,8 +804,9 @@ caf::behavior bridge_actor(caf::event_based_actor* self, std::weak_ptr<Session> 
                   });
       },
       [=](actors::transcript_event& ev) { post_to(w, gate, "event", [i, ev](session& s) { s.channel_event(i, ev); }); },
-      [=](actors::progress_atom, uint64_t taken, int64_t pending_ms) {
-        post_to(w, gate, "progress", [i, taken, pending_ms](session& s) { s.channel_progress(i, taken, pending_ms); });
+      [=](actors::progress_atom, uint64_t taken, int64_t pending_ms, bool caught_up) {
+        post_to(w, gate, "progress",
+                [i, taken, pending_ms, caught_up](session& s) { s.channel_progress(i, taken, pending_ms, caught_up); });
       },
       [=](actors::drained_atom, actors::channel_id) {
         post_to(w, gate, "drained", [i](session& s) { s.channel_drained(i); });

@@ -80,7 +80,8 @@ class vosk_protocol final : public ws_protocol {
   void on_binary(ws_transport& t, std::vector<uint8_t> bytes) override {
     if (t.channel_count() == 0) open(t);
     t.push_audio(current_, std::move(bytes));
-    owed_.push_back({owed::frame, current_});
+    grow(current_);
+    owed_.push_back({owed::frame, current_, ++channels_[current_].pushed});
     pump(t);
   }
 
@@ -100,9 +101,16 @@ class vosk_protocol final : public ws_protocol {
   }
 
   void on_drained(ws_transport& t, std::size_t i) override {
-    drained_.resize(std::max(drained_.size(), i + 1), false);
-    drained_[i] = true;
+    grow(i);
+    channels_[i].drained = true;
     if (partial_channel_ == i) partial_.clear();
+    pump(t);
+  }
+
+  void on_progress(ws_transport& t, std::size_t i, uint64_t taken, bool caught_up) override {
+    grow(i);
+    channels_[i].taken = taken;
+    channels_[i].caught_up = caught_up;
     pump(t);
   }
 
@@ -137,7 +145,30 @@ class vosk_protocol final : public ws_protocol {
   struct owed {
     enum kind_t { frame, flush, eof } kind;
     std::size_t channel;
+    uint64_t message = 0;  ///< a frame: its number among the audio messages of its channel, from 1
   };
+
+  // What is known of an engine channel: audio messages pushed, the last progress report, drained.
+  struct channel_state {
+    uint64_t pushed = 0;
+    uint64_t taken = 0;
+    bool caught_up = false;
+    bool drained = false;
+  };
+  void grow(std::size_t i) {
+    if (channels_.size() <= i) channels_.resize(i + 1);
+  }
+
+  // Vosk's server answers a message once the recognizer has taken it in, with the partial that
+  // includes it. So does this one: a frame's reply waits until its channel has handled the
+  // message and made all it can of the audio so far (or has drained). A client sending faster
+  // than real time, one message per reply as Vosk's do, gets the partials of the audio it sent
+  // instead of empty ones, and its pace follows the engine's.
+  bool answerable(const owed& o) const {
+    if (o.channel >= channels_.size()) return false;
+    const auto& c = channels_[o.channel];
+    return c.drained || (c.taken >= o.message && c.caught_up);
+  }
 
   actors::channel_request request() const {
     actors::channel_request req;
@@ -162,6 +193,7 @@ class vosk_protocol final : public ws_protocol {
     while (!owed_.empty()) {
       const auto o = owed_.front();
       if (o.kind == owed::frame) {
+        if (!answerable(o)) return;
         if (!finals_.empty()) {
           t.send_text(to_wire(combined({finals_.front().ev})));
           finals_.pop_front();
@@ -171,7 +203,7 @@ class vosk_protocol final : public ws_protocol {
         owed_.pop_front();
         continue;
       }
-      if (o.channel >= drained_.size() || !drained_[o.channel]) return;
+      if (o.channel >= channels_.size() || !channels_[o.channel].drained) return;
       std::vector<actors::transcript_event> done;
       while (!finals_.empty() && finals_.front().channel <= o.channel) {
         done.push_back(std::move(finals_.front().ev));
@@ -213,7 +245,7 @@ class vosk_protocol final : public ws_protocol {
   std::size_t current_ = 0;  ///< the engine channel audio goes to
   std::deque<owed> owed_;    ///< replies not sent yet, in the order they are owed
   std::deque<tagged_final> finals_;  ///< finals not sent yet
-  std::vector<bool> drained_;
+  std::vector<channel_state> channels_;  ///< by engine channel
   std::string partial_;
   int64_t partial_utterance_ = -1;
   std::size_t partial_channel_ = 0;

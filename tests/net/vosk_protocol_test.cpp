@@ -2,6 +2,8 @@
 // (PROTOCOLS.md; vosk-server's websocket/test.py): an optional config, int16 PCM in 0.2 s
 // messages each answered by exactly one reply, {"eof" : 1} answered by the final, then close
 // 1000; {"reset" : 1}; and its hostile inputs.
+#include <algorithm>
+
 #include "tests/net/honest_stream.hpp"
 
 using namespace sluice;
@@ -100,6 +102,78 @@ TEST_SUITE("vosk protocol") {
       CHECK(extra.empty());  // nothing after the final
       CHECK(joined(results) == want);
     }
+  }
+
+  TEST_CASE("a client faster than real time, one message per reply, gets the partial of the audio it sent: the same replies on every run, finals in the replies to the frames that ended them") {
+    // Vosk's own server answers a message once it has decoded it. A lock-step client that sends
+    // the next message as soon as it has a reply (vosk-server's test.py) runs far faster than real
+    // time; the replies must still be those of the audio sent so far: partials that grow with it,
+    // each final in the reply to a frame soon after its utterance's end, whatever the machine's
+    // speed. So two runs of the same audio get the same replies, frame by frame.
+    served s({}, true);
+    const auto pcm = call_pcm16(0, 8000);
+    const auto frames = pcm16_messages(pcm, samples_per_message);
+    auto run = [&] {
+      vosk_client c(s.server->port(net::ws_listener::vosk));
+      c.send_text(R"({"config": {"sample_rate": 8000, "words": true}})");
+      std::vector<json> replies;
+      for (const auto& f : frames) {
+        c.send_binary(f);
+        replies.push_back(c.reply());
+      }
+      c.send_text(R"({"eof" : 1})");
+      replies.push_back(c.reply());
+      CHECK(c.close_code() == 1000);
+      return replies;
+    };
+    const auto first = run();
+    const auto second = run();
+    REQUIRE(first.size() == frames.size() + 1);
+    CHECK(first == second);
+
+    // Bounds from how the engine works, in seconds of audio sent (frame k's reply follows
+    // (k + 1) * 0.2 s): a 0.64 s attention chunk is computed once 45 ms of audio after it has
+    // come (moe/stream_state.hpp), so by a reply every word that ended more than 1 s before is
+    // in the partial (0.64 + 0.045, the word's alignment and the VAD's preroll within the
+    // rest); an utterance ends once the VAD has seen 0.3 s of silence after its speech (plus
+    // 0.06 s hangover and edge frames), so its final is in the reply to a frame at most 1.5 s
+    // of audio after its last word's end.
+    const double message_s = static_cast<double>(samples_per_message) / 8000.0;
+    const double audio_s = static_cast<double>(pcm.size()) / 8000.0;
+    std::size_t utterance_from = 0, early_finals = 0;
+    for (std::size_t k = 0; k + 1 < first.size(); ++k) {
+      const auto& r = first[k];
+      if (!r.contains("text")) continue;
+      CAPTURE(r.dump());
+      ++early_finals;
+      const auto& words = r["result"];
+      REQUIRE(!words.empty());
+      const double last_end = words.back()["end"].get<double>();
+      CHECK(static_cast<double>(k + 1) * message_s <= last_end + 1.5);
+      // The partials of this utterance: up to date with the audio sent, each reply's.
+      bool shown = false;
+      for (std::size_t j = utterance_from; j < k; ++j) {
+        const auto partial = first[j]["partial"].get<std::string>();
+        const double sent_s = static_cast<double>(j + 1) * message_s;
+        std::size_t due = 0;
+        for (const auto& w : words)
+          if (w["end"].get<double>() <= sent_s - 1.0) ++due;
+        const auto have = partial.empty() ? 0 : std::count(partial.begin(), partial.end(), ' ') + 1;
+        CAPTURE(j);
+        CAPTURE(partial);
+        CHECK(static_cast<std::size_t>(have) + 1 >= due);  // one word of slack: a partial may still split or join one
+        shown = shown || !partial.empty();
+      }
+      CHECK(shown);
+      // The last partial starts as the final does (before, replies to a fast client were empty).
+      const auto last_partial = first[k - 1]["partial"].get<std::string>();
+      const auto final_text = r["text"].get<std::string>();
+      CHECK(last_partial.substr(0, last_partial.find(' ')) == final_text.substr(0, final_text.find(' ')));
+      utterance_from = k + 1;
+    }
+    // The bundled call's three utterances: the first two end long before the audio does.
+    CHECK(early_finals >= 2);
+    CHECK(audio_s > 20.0);
   }
 
   TEST_CASE("reset gives every final so far in one result and the stream goes on - max_alternatives gives alternatives") {
