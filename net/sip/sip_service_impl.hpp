@@ -43,7 +43,7 @@
 #include "net/sip/sdp_offer.hpp"
 #include "net/sip/sip_headers.hpp"
 #include "net/sip/siprec_metadata.hpp"
-#include "net/sip/source_filter.hpp"
+#include "net/source_filter.hpp"
 
 namespace sluice::net::sip {
 

@@ -14,6 +14,8 @@
 #include <boost/beast/core.hpp>
 #include <spdlog/spdlog.h>
 
+#include "net/auth/principal.hpp"  // valid_tenant
+#include "net/source_filter.hpp"
 #include "net/switches/audiosocket_frame.hpp"
 #include "net/switches/call_channels.hpp"
 
@@ -39,10 +41,11 @@ std::string hex_byte(uint8_t b) {
 
 class session : public std::enable_shared_from_this<session> {
  public:
+  // `tenant`: whose call this is (audiosocket.tenant_sources for its address, else .tenant).
   session(tcp::socket socket, std::shared_ptr<server_state> st, const config::audiosocket_config& cfg,
-          std::shared_ptr<void> slot, uint64_t id)
-      : stream_(std::move(socket)), st_(std::move(st)), cfg_(cfg), slot_(std::move(slot)), id_(id),
-        call_timer_(stream_.get_executor()), idle_timer_(stream_.get_executor()) {}
+          std::string tenant, std::shared_ptr<void> slot, uint64_t id)
+      : stream_(std::move(socket)), st_(std::move(st)), cfg_(cfg), tenant_(std::move(tenant)),
+        slot_(std::move(slot)), id_(id), call_timer_(stream_.get_executor()), idle_timer_(stream_.get_executor()) {}
 
   void run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
@@ -57,7 +60,8 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
-  // Refuses a connection over the limit: one error message, then the close.
+  // Refuses a connection (over the limit, or from an address not allowed): one error message,
+  // then the close.
   void refuse(const std::string& why) {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this(), why] {
       self->guarded("refuse", [&] { self->fail(why); });
@@ -215,7 +219,7 @@ class session : public std::enable_shared_from_this<session> {
     rate_ = rate;
     calls::call_start start;
     start.source = "audiosocket";
-    start.tenant = cfg_.tenant;
+    start.tenant = tenant_;
     start.external_id = uuid_;
     start.channel_labels = {channel_label};
     start.metadata = {{"uuid", uuid_}, {"sample_rate", rate}, {"remote", remote_}};
@@ -314,6 +318,7 @@ class session : public std::enable_shared_from_this<session> {
   beast::tcp_stream stream_;
   std::shared_ptr<server_state> st_;
   config::audiosocket_config cfg_;
+  std::string tenant_;
   std::shared_ptr<void> slot_;
   uint64_t id_;
   asio::steady_timer call_timer_, idle_timer_;
@@ -335,9 +340,9 @@ class session : public std::enable_shared_from_this<session> {
 class listener_impl : public audiosocket_listener, public std::enable_shared_from_this<listener_impl> {
  public:
   listener_impl(asio::io_context& ioc, tcp::acceptor acceptor, std::shared_ptr<server_state> st,
-                config::audiosocket_config cfg)
+                config::audiosocket_config cfg, source_filter allowed, tenant_sources tenants)
       : ioc_(ioc), acceptor_(std::move(acceptor)), st_(std::move(st)), cfg_(std::move(cfg)),
-        port_(acceptor_.local_endpoint().port()) {}
+        allowed_(std::move(allowed)), tenants_(std::move(tenants)), port_(acceptor_.local_endpoint().port()) {}
 
   uint16_t port() const override { return port_; }
   int connections() const override { return *open_; }
@@ -371,7 +376,16 @@ class listener_impl : public audiosocket_listener, public std::enable_shared_fro
     // The slot keeps the connection counted until its session is gone.
     std::shared_ptr<void> slot(nullptr, [open = open_](void*) { --*open; });
     const uint64_t id = st_->next_connection_id++;
-    auto s = std::make_shared<session>(std::move(socket), st_, cfg_, std::move(slot), id);
+    beast::error_code ec;
+    const auto remote = socket.remote_endpoint(ec);
+    const auto tenant = ec ? cfg_.tenant : tenants_.tenant_of(remote.address(), cfg_.tenant);
+    auto s = std::make_shared<session>(std::move(socket), st_, cfg_, tenant, std::move(slot), id);
+    if (ec || !allowed_.allows(remote.address())) {
+      spdlog::info("audiosocket {}: refused: {} is not in audiosocket.allowed_sources", id,
+                   ec ? "an address that cannot be read" : remote.address().to_string());
+      s->refuse("this address may not connect (audiosocket.allowed_sources)");
+      return;
+    }
     if (now > cfg_.max_connections) {
       s->refuse("too many AudioSocket connections (audiosocket.max_connections = " +
                 std::to_string(cfg_.max_connections) + ")");
@@ -384,6 +398,8 @@ class listener_impl : public audiosocket_listener, public std::enable_shared_fro
   tcp::acceptor acceptor_;
   std::shared_ptr<server_state> st_;
   config::audiosocket_config cfg_;
+  source_filter allowed_;   // audiosocket.allowed_sources
+  tenant_sources tenants_;  // audiosocket.tenant_sources
   uint16_t port_;
   std::shared_ptr<std::atomic<int>> open_ = std::make_shared<std::atomic<int>>(0);
 };
@@ -396,10 +412,17 @@ result<std::shared_ptr<audiosocket_listener>> audiosocket_listener::start(asio::
   beast::error_code ec;
   const auto address = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "audiosocket.host = \"" + cfg.host + "\" is not an IP address");
-  if (!address.is_loopback() && !cfg.allow_public)
+  auto allowed = source_filter::parse(cfg.allowed_sources);
+  if (!allowed) return fail(errc::invalid_config, "audiosocket.allowed_sources: " + allowed.error().message);
+  auto tenants = tenant_sources::parse(cfg.tenant_sources);
+  if (!tenants) return fail(errc::invalid_config, "audiosocket.tenant_sources: " + tenants.error().message);
+  if (!cfg.tenant.empty() && !auth::valid_tenant(cfg.tenant))
+    return fail(errc::invalid_config, "audiosocket.tenant = \"" + cfg.tenant + "\": " + std::string(auth::tenant_rule));
+  if (!address.is_loopback() && allowed->empty() && !cfg.allow_public)
     return fail(errc::invalid_config, "audiosocket.host = \"" + cfg.host +
                                           "\" is not a loopback address and AudioSocket has no authentication: "
-                                          "set audiosocket.allow_public = true to listen there anyway");
+                                          "set audiosocket.allowed_sources to your Asterisk servers' addresses (or "
+                                          "networks), or audiosocket.allow_public = true to take connections from anyone");
   tcp::acceptor acceptor(asio::make_strand(ioc));
   const tcp::endpoint ep{address, static_cast<unsigned short>(cfg.port)};
   acceptor.open(ep.protocol(), ec);
@@ -409,7 +432,8 @@ result<std::shared_ptr<audiosocket_listener>> audiosocket_listener::start(asio::
   if (ec)
     return fail(errc::io, "AudioSocket cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) + ": " +
                               ec.message());
-  auto l = std::make_shared<listener_impl>(ioc, std::move(acceptor), std::move(st), cfg);
+  auto l = std::make_shared<listener_impl>(ioc, std::move(acceptor), std::move(st), cfg, std::move(*allowed),
+                                          std::move(*tenants));
   l->run();
   spdlog::info("audiosocket: listening on {}:{}", cfg.host, l->port());
   return std::shared_ptr<audiosocket_listener>(l);

@@ -33,7 +33,11 @@ std::vector<uint8_t> message(uint8_t kind, const std::vector<uint8_t>& payload) 
 // Asterisk's side of one connection.
 class asterisk {
  public:
-  explicit asterisk(uint16_t port) : socket_(ioc_) {
+  // `from`: the local address to connect from (any of 127/8 is this host, so tests can play
+  // Asterisk servers at several addresses).
+  explicit asterisk(uint16_t port, const std::string& from = "127.0.0.1") : socket_(ioc_) {
+    socket_.open(tcp::v4());
+    socket_.bind(tcp::endpoint(asio::ip::make_address(from), 0));
     socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   }
   void send(uint8_t kind, const std::vector<uint8_t>& payload) { send_raw(message(kind, payload)); }
@@ -277,6 +281,80 @@ TEST_SUITE("audiosocket") {
     const auto errors = a.read_to_close();
     REQUIRE(errors.size() == 1);
     CHECK(contains(errors[0], "no message for 1 s (audiosocket.idle_timeout_s)"));
+  }
+
+  TEST_CASE("audiosocket.allowed_sources: an address outside it is told why and closed with no call, one inside streams, and tenant_sources gives each address its tenant") {
+    config::sluice_config cfg;
+    cfg.audiosocket.allowed_sources = "127.0.0.1, 127.0.0.2/31";  // .1, .2 and .3, not .4
+    cfg.audiosocket.tenant_sources = "acme: 127.0.0.2; globex: 127.0.0.3";
+    cfg.audiosocket.tenant = "initech";
+    served s(cfg);
+    const auto frames = pcm16_frames(call_samples(0), samples_per_20ms_8k);
+
+    asterisk stranger(s.server->audiosocket_port(), "127.0.0.4");
+    stranger.send(kind_uuid, uuid_bytes);
+    stranger.send_frames(frames, 0, 50, kind_slin);
+    const auto errors = stranger.read_to_close();
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] == "this address may not connect (audiosocket.allowed_sources)");
+
+    // One call from each allowed address, one after the other: each is its tenant's.
+    std::map<std::string, std::string> tenant_of;
+    for (const std::string from : {"127.0.0.2", "127.0.0.3", "127.0.0.1"}) {
+      asterisk a(s.server->audiosocket_port(), from);
+      auto id = uuid_bytes;
+      id.back() = static_cast<uint8_t>(from.back());
+      a.send(kind_uuid, id);
+      a.send_frames(frames, 0, 100, kind_slin);
+      a.send(kind_hangup, {});
+      CHECK(a.read_to_close().empty());
+      REQUIRE(poll_until([&] {
+        for (const auto& c : s.server->calls().list())
+          if (c.start.metadata["remote"].get<std::string>().rfind(from + ":", 0) == 0 && !c.live) return true;
+        return false;
+      }));
+      for (const auto& c : s.server->calls().list())
+        if (c.start.metadata["remote"].get<std::string>().rfind(from + ":", 0) == 0) tenant_of[from] = c.start.tenant;
+    }
+    CHECK(tenant_of["127.0.0.2"] == "acme");
+    CHECK(tenant_of["127.0.0.3"] == "globex");
+    CHECK(tenant_of["127.0.0.1"] == "initech");  // in no tenant's list: audiosocket.tenant
+    // The refused connection never became a call.
+    CHECK(s.server->calls().list().size() == 3);
+  }
+
+  TEST_CASE("audiosocket.allowed_sources, tenant_sources and tenant are checked at start, by name") {
+    served s;
+    auto start = [&](const config::audiosocket_config& a) {
+      config::sluice_config c;
+      c.server.port = 0;
+      c.audiosocket = a;
+      c.audiosocket.port = 0;
+      return net::server::start(*s.engine, c.server, c.auth, net::server::no_listeners(), c.audiosocket);
+    };
+    config::audiosocket_config bad;
+    bad.allowed_sources = "127.0.0.1, asterisk.example";
+    auto r = start(bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "audiosocket.allowed_sources"));
+    CHECK(contains(r.error().message, "asterisk.example"));
+    bad = {};
+    bad.tenant_sources = "acme 10.0.0.0/8";
+    r = start(bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "audiosocket.tenant_sources"));
+    bad = {};
+    bad.tenant = "acme corp";
+    r = start(bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(contains(r.error().message, "audiosocket.tenant = \"acme corp\""));
+    // A public address is served once allowed_sources names who may connect.
+    config::audiosocket_config pub;
+    pub.host = "0.0.0.0";
+    pub.allowed_sources = "192.0.2.0/24";
+    r = start(pub);
+    REQUIRE_MESSAGE(r.has_value(), (r ? std::string() : r.error().message));
+    CHECK((*r)->audiosocket_port() != 0);
   }
 
   TEST_CASE("AudioSocket listener: disabled in config means no port, a public address needs allow_public") {

@@ -98,11 +98,7 @@ net::calls::call_record the_call(const sip_served& s, const baresip_result& r) {
   // baresip's own account of the call: established, then ended by the end of its file.
   CHECK(r.output.find("Call established") != std::string::npos);
   CHECK(r.output.find("end of file") != std::string::npos);
-  REQUIRE(s.wait_for([&] {
-    auto c = s.sip_calls();
-    return c.size() == 1 && !c[0].live;
-  }));
-  return s.sip_calls()[0];
+  return s.ended_call();
 }
 }  // namespace
 

@@ -59,11 +59,7 @@ rtp_call_result call_with_ffmpeg(const std::string& rtpmap, int pt, const std::s
   const auto r = sipp.get();
   INFO(r.output);
   REQUIRE(r.status == 0);  // the answer took the offered codec
-  REQUIRE(s.wait_for([&] {
-    auto c = s.sip_calls();
-    return c.size() == 1 && !c[0].live;
-  }));
-  out.call = s.sip_calls()[0];
+  out.call = s.ended_call();
   return out;
 }
 }  // namespace

@@ -82,11 +82,7 @@ TEST_SUITE("sip opus") {
     const auto r = sipp.get();
     INFO(r.output);
     REQUIRE(r.status == 0);  // the answer took opus/48000/2
-    REQUIRE(s.wait_for([&] {
-      auto c = s.sip_calls();
-      return c.size() == 1 && !c[0].live;
-    }));
-    const auto c = s.sip_calls()[0];
+    const auto c = s.ended_call();
     CHECK(c.start.metadata["streams"][0]["codec"] == "opus");
     const auto& rtp = c.start.metadata["rtp"][0];
     MESSAGE("rtp: " << rtp.dump());

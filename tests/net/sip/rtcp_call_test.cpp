@@ -199,11 +199,7 @@ TEST_SUITE("sip rtcp") {
     MESSAGE("jitter: reported " << last.jitter << ", from the send times " << j);
     CHECK(std::abs(static_cast<double>(last.jitter) - j) <= jitter_tolerance);
     // The call's record counts the SR received and the reports sent.
-    REQUIRE(m.s->wait_for([&] {
-      auto c = m.s->sip_calls();
-      return c.size() == 1 && !c[0].live;
-    }));
-    const auto rec = m.s->sip_calls()[0].start.metadata["rtp"][0];
+    const auto rec = m.s->ended_call().start.metadata["rtp"][0];
     MESSAGE("rtp: " << rec.dump());
     CHECK(rec["rtcp_received"].get<int>() == 1);
     CHECK(rec["rtcp_sent"].get<std::size_t>() >= reports.size());

@@ -95,6 +95,16 @@ struct sip_served {
       if (c.start.source == "sip") out.push_back(std::move(c));
     return out;
   }
+
+  /// The test's one SIP call, once it has ended (waited for, bounded); the test stops when
+  /// there is none, more than one, or it does not end.
+  net::calls::call_record ended_call() const {
+    REQUIRE(wait_for([&] {
+      auto c = sip_calls();
+      return c.size() == 1 && !c[0].live;
+    }));
+    return sip_calls()[0];
+  }
 };
 
 struct sipp_run {

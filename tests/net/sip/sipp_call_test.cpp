@@ -28,11 +28,7 @@ double wer(const std::string& text) { return word_error_rate(phone_recording_tex
 net::calls::call_record one_call(sip_served& s, const sipp_run& r) {
   INFO(r.output);
   REQUIRE(r.status == 0);
-  REQUIRE(s.wait_for([&] {
-    auto c = s.sip_calls();
-    return c.size() == 1 && !c[0].live;
-  }));
-  return s.sip_calls()[0];
+  return s.ended_call();
 }
 }  // namespace
 

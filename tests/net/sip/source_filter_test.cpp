@@ -1,11 +1,11 @@
-// sip.allowed_sources (net/sip/source_filter.hpp): addresses and CIDR networks, v4 and v6.
+// sip.allowed_sources (net/source_filter.hpp): addresses and CIDR networks, v4 and v6.
 #include <doctest/doctest.h>
 
 #include <boost/asio/ip/address.hpp>
 
-#include "net/sip/source_filter.hpp"
+#include "net/source_filter.hpp"
 
-using sluice::net::sip::source_filter;
+using sluice::net::source_filter;
 
 namespace {
 boost::asio::ip::address ip(const char* s) { return boost::asio::ip::make_address(s); }
@@ -52,7 +52,7 @@ TEST_SUITE("sip allowed sources") {
 }
 
 TEST_SUITE("sip tenant sources") {
-  using sluice::net::sip::tenant_sources;
+  using sluice::net::tenant_sources;
 
   TEST_CASE("the first tenant whose list holds the address owns the call - others take the fallback") {
     auto t = tenant_sources::parse(" acme : 10.1.0.0/16, 192.0.2.7 ; globex:10.0.0.0/8 ;; ops: fd00::/8 ;");

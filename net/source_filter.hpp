@@ -1,8 +1,9 @@
 #pragma once
-/// Which peers may place SIP calls: a list of IP addresses and networks in CIDR form
-/// ("10.0.0.0/8, 192.0.2.7, fd00::/8"), as a contact center names its PBXs and SBCs (the way
-/// trunks to a recording server are usually secured, rather than Digest passwords). An empty
-/// list allows everyone. Pure.
+/// Which peers may place calls over a protocol with no credentials of its own (SIP's
+/// sip.allowed_sources, AudioSocket's audiosocket.allowed_sources): a list of IP addresses and
+/// networks in CIDR form ("10.0.0.0/8, 192.0.2.7, fd00::/8"), as a contact center names its PBXs
+/// and SBCs (the way trunks to a recording server are usually secured, rather than Digest
+/// passwords). An empty list allows everyone. Pure.
 
 #include <optional>
 #include <string>
@@ -16,7 +17,7 @@
 
 #include "config/error.hpp"
 
-namespace sluice::net::sip {
+namespace sluice::net {
 
 class source_filter {
  public:
@@ -32,10 +33,11 @@ class source_filter {
   std::vector<boost::asio::ip::network_v6> v6_;
 };
 
-/// Whose calls come from where (sip.tenant_sources): "acme: 10.1.0.0/16, 192.0.2.7; globex:
-/// 10.2.0.0/16", tenants separated by ';', each with its caller addresses and networks as in
-/// source_filter. A call belongs to the first tenant whose list holds the address its INVITE
-/// came from; an address in none takes the fallback (sip.tenant, possibly none). As a hosted
+/// Whose calls come from where (sip.tenant_sources, audiosocket.tenant_sources): "acme:
+/// 10.1.0.0/16, 192.0.2.7; globex: 10.2.0.0/16", tenants separated by ';', each with its caller
+/// addresses and networks as in source_filter. A call belongs to the first tenant whose list
+/// holds the address it came from (a SIP INVITE's, an AudioSocket connection's); an address in
+/// none takes the fallback (sip.tenant / audiosocket.tenant, possibly none). As a hosted
 /// contact center tells its customers' PBXs and SBCs apart: their calls then count, list and
 /// post-process (hotwords, redaction) as that tenant's.
 class tenant_sources {
@@ -51,4 +53,4 @@ class tenant_sources {
   std::vector<std::pair<std::string, source_filter>> tenants_;
 };
 
-}  // namespace sluice::net::sip
+}  // namespace sluice::net

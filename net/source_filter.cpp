@@ -1,8 +1,8 @@
-#include "net/sip/source_filter.hpp"
+#include "net/source_filter.hpp"
 
 #include "net/auth/principal.hpp"
 
-namespace sluice::net::sip {
+namespace sluice::net {
 
 namespace asio = boost::asio;
 
@@ -90,4 +90,4 @@ const std::string& tenant_sources::tenant_of(const asio::ip::address& a, const s
   return fallback;
 }
 
-}  // namespace sluice::net::sip
+}  // namespace sluice::net
