@@ -148,6 +148,7 @@ struct channel {
   int64_t reported_received = 0;
   int64_t reported_pending_ms = -1;
   bool reported_caught_up = false;
+  uint64_t reported_taken = 0;
   int64_t consumed = 0;  // 16 kHz sample before which the recognizer is done (see pending_ms)
   int64_t input_samples = 0;  // samples taken in at the channel's own rate
 };
@@ -257,6 +258,7 @@ void report_progress(self_ptr self, const state_ptr& st) {
   st->reported_received = st->received;
   st->reported_pending_ms = pending;
   st->reported_caught_up = done;
+  st->reported_taken = st->taken;
   to_subscriber(self, st, progress_atom::value, st->taken, pending, done);
 }
 
@@ -268,11 +270,21 @@ void progress_after_audio(self_ptr self, const state_ptr& st) {
     report_progress(self, st);
 }
 
-// After logits (or utterances lost): a report when the recognized point moved.
+// After any message that is not audio: the report an audio message left out because another
+// message was behind it in the mailbox (the report timer, logits), once the mailbox is empty.
+// Without it a lock-step subscriber (Vosk) could wait for ever for the count of its last message.
+void progress_when_idle(self_ptr self, const state_ptr& st) {
+  if (st->progress && st->taken != st->reported_taken && self->mailbox().empty()) report_progress(self, st);
+}
+
+// After logits (or utterances lost): a report when the recognized point moved or the
+// recognizer caught up, else when an audio message is still unreported and nothing waits.
 void progress_after_logits(self_ptr self, const state_ptr& st) {
   if (st->ended && st->utterances.empty()) return;  // drained: the subscriber has been told
   if (st->progress && (pending_ms(st) != st->reported_pending_ms || caught_up(st) != st->reported_caught_up))
     report_progress(self, st);
+  else
+    progress_when_idle(self, st);
 }
 
 void maybe_drained(self_ptr self, const state_ptr& st) {
@@ -627,6 +639,7 @@ channel_actor_type::behavior_type channel_actor(channel_actor_type::pointer self
           self->send(st->metrics, std::move(r));
         }
         self->delayed_send(self, std::chrono::milliseconds(st->res->cfg.engine.report_ms), report_atom::value);
+        progress_when_idle(self, st);
       },
   };
 }

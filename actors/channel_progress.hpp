@@ -18,7 +18,8 @@
 ///                 counts waits for more audio (or the end). What lets a lock-step client (Vosk's)
 ///                 be answered with the partial of the audio it sent rather than an older one.
 /// A report follows an audio message once 100 ms more audio came in since the last report, or
-/// when the channel's mailbox is empty after it (so an idle channel's last report is exact),
+/// when the channel's mailbox is empty after it or after a later message that is not audio (so
+/// an idle channel's last report is exact and counts every message it has taken),
 /// and every logits chunk that moves the recognized point or makes it caught up. Reports stop
 /// when the channel stops.
 

@@ -372,20 +372,34 @@ class listener_impl : public audiosocket_listener, public std::enable_shared_fro
   }
 
   void start_session(tcp::socket socket) {
+    beast::error_code ec;
+    const auto remote = socket.remote_endpoint(ec);
+    if (ec) {
+      spdlog::info("audiosocket: a connection was gone before it could start: {}", ec.message());
+      return;  // the socket closes with this frame
+    }
+    const uint64_t id = st_->next_connection_id++;
+    if (!allowed_.allows(remote.address())) {
+      // A stranger takes no call slot (it cannot crowd out the Asterisk servers); it is told why
+      // and closed. Refusals under way are bounded too: past max_connections of them a stranger
+      // is closed at once, without the message.
+      if (++*refusing_ > cfg_.max_connections) {
+        --*refusing_;
+        spdlog::info("audiosocket {}: refused {} (not in audiosocket.allowed_sources) without a message: "
+                     "{} refusals under way", id, remote.address().to_string(), cfg_.max_connections);
+        return;
+      }
+      spdlog::info("audiosocket {}: refused: {} is not in audiosocket.allowed_sources", id, remote.address().to_string());
+      std::shared_ptr<void> slot(nullptr, [refusing = refusing_](void*) { --*refusing; });
+      std::make_shared<session>(std::move(socket), st_, cfg_, cfg_.tenant, std::move(slot), id)
+          ->refuse("this address may not connect (audiosocket.allowed_sources)");
+      return;
+    }
     const int now = ++*open_;
     // The slot keeps the connection counted until its session is gone.
     std::shared_ptr<void> slot(nullptr, [open = open_](void*) { --*open; });
-    const uint64_t id = st_->next_connection_id++;
-    beast::error_code ec;
-    const auto remote = socket.remote_endpoint(ec);
-    const auto tenant = ec ? cfg_.tenant : tenants_.tenant_of(remote.address(), cfg_.tenant);
-    auto s = std::make_shared<session>(std::move(socket), st_, cfg_, tenant, std::move(slot), id);
-    if (ec || !allowed_.allows(remote.address())) {
-      spdlog::info("audiosocket {}: refused: {} is not in audiosocket.allowed_sources", id,
-                   ec ? "an address that cannot be read" : remote.address().to_string());
-      s->refuse("this address may not connect (audiosocket.allowed_sources)");
-      return;
-    }
+    auto s = std::make_shared<session>(std::move(socket), st_, cfg_, tenants_.tenant_of(remote.address(), cfg_.tenant),
+                                       std::move(slot), id);
     if (now > cfg_.max_connections) {
       s->refuse("too many AudioSocket connections (audiosocket.max_connections = " +
                 std::to_string(cfg_.max_connections) + ")");
@@ -402,6 +416,7 @@ class listener_impl : public audiosocket_listener, public std::enable_shared_fro
   tenant_sources tenants_;  // audiosocket.tenant_sources
   uint16_t port_;
   std::shared_ptr<std::atomic<int>> open_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<int>> refusing_ = std::make_shared<std::atomic<int>>(0);  // strangers being told
 };
 
 }  // namespace

@@ -323,6 +323,27 @@ TEST_SUITE("audiosocket") {
     CHECK(s.server->calls().list().size() == 3);
   }
 
+  TEST_CASE("a stranger refused by audiosocket.allowed_sources takes no call slot: with max_connections 1 an Asterisk server behind it still streams") {
+    config::sluice_config cfg;
+    cfg.audiosocket.allowed_sources = "127.0.0.1";
+    cfg.audiosocket.max_connections = 1;
+    served s(cfg);
+    const auto frames = pcm16_frames(call_samples(0), samples_per_20ms_8k);
+    // The stranger connects first and stays (it neither reads nor closes yet).
+    asterisk stranger(s.server->audiosocket_port(), "127.0.0.4");
+    stranger.send(kind_uuid, uuid_bytes);
+    asterisk a(s.server->audiosocket_port());
+    a.send(kind_uuid, uuid_bytes);
+    a.send_frames(frames, 0, 100, kind_slin);
+    a.send(kind_hangup, {});
+    CHECK(a.read_to_close().empty());  // not "too many AudioSocket connections"
+    const auto rec = wait_ended_call(*s.server, "audiosocket");
+    CHECK(rec.end_reason == "hangup");
+    const auto errors = stranger.read_to_close();
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] == "this address may not connect (audiosocket.allowed_sources)");
+  }
+
   TEST_CASE("audiosocket.allowed_sources, tenant_sources and tenant are checked at start, by name") {
     served s;
     auto start = [&](const config::audiosocket_config& a) {

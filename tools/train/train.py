@@ -553,13 +553,17 @@ class Prefetch:
             self.thread.join(timeout=10)
 
 
-def launch(n: int, grace_s: float = 180.0) -> int:
+def launch(n: int, grace_s: float = 60.0) -> int:
     """Starts n copies of this command as the processes of one DDP group on this machine (RANK,
     LOCAL_RANK, WORLD_SIZE, MASTER_ADDR/PORT in their environment) and waits for them: the exit
-    status is the first failure's, and a failure stops the others (they would wait for it). Once
-    one has ended cleanly the rest have grace_s to follow (Distributed.close leaves a hung
-    teardown after 60 s); one still running then is a failure: its stacks are printed (SIGUSR1)
-    and it is killed, rather than the launcher waiting for ever."""
+    status is the first failure's, and a failure stops the others (they would wait for it).
+
+    A process ends cleanly only after Distributed.close's barrier, which every process reaches
+    once its work is done (the checkpoints are written before it). So once one has ended
+    cleanly, the others have nothing left to do but leave the group; one still running grace_s
+    later is stuck in that teardown (torch 1.13's gloo was seen to hang there under load): its
+    threads' stacks are printed (SIGUSR1, faulthandler), it is killed, and the launch keeps the
+    status it had, with a warning, rather than waiting for ever."""
     import signal
     import socket
     import subprocess
@@ -582,18 +586,20 @@ def launch(n: int, grace_s: float = 180.0) -> int:
                 if time.monotonic() < deadline:
                     time.sleep(0.5)     # polling a child's exit: no signal to wait on here
                     continue
-                print(f"train.py: {len(procs)} process(es) still running {grace_s:.0f} s after "
-                      "another ended cleanly: their stacks, then killed", file=sys.stderr,
-                      flush=True)
+                print(f"train.py: warning: {len(procs)} process(es) still leaving the group "
+                      f"{grace_s:.0f} s after another ended cleanly (all had passed the closing "
+                      "barrier): their stacks, then killed", file=sys.stderr, flush=True)
                 for p in procs:
                     p.send_signal(signal.SIGUSR1)
                 for p in procs:
                     try:
-                        p.wait(timeout=5)
+                        rc = p.wait(timeout=5)
                     except subprocess.TimeoutExpired:
                         p.kill()
-                        p.wait()
-                return status or 1
+                        rc = p.wait()
+                    if rc > 0 and status == 0:
+                        status = rc     # it failed by itself meanwhile (a signal gives rc < 0)
+                return status
         done = [p for p in procs if p.pid == pid]
         if not done:
             continue
@@ -603,6 +609,7 @@ def launch(n: int, grace_s: float = 180.0) -> int:
             deadline = time.monotonic() + grace_s
         if done[0].returncode != 0 and status == 0:
             status = done[0].returncode
+            deadline = None     # the others are stopped and waited for
             print(f"train.py: process {done[0].args} exited with {status}: stopping the others",
                   file=sys.stderr)
             for p in procs:
@@ -672,27 +679,12 @@ class Distributed:
         if self.world > 1:
             self._d.barrier()
 
-    def close(self, teardown_s: float = 60.0) -> None:
+    def close(self) -> None:
         """Waits for every process (none leaves while another is still in a collective), then
-        leaves the group. Past the barrier every process has finished its work, so a group
-        teardown that outlasts teardown_s (torch 1.13's gloo was seen to hang there under load)
-        is left: its threads' stacks go to stderr and the process exits 0."""
+        leaves the group."""
         if self.world > 1:
             self._d.barrier()
-            import threading
-
-            def leave():
-                print(f"train.py: process {self.rank}: leaving the process group took over "
-                      f"{teardown_s:.0f} s; its threads were:", file=sys.stderr, flush=True)
-                import faulthandler
-                faulthandler.dump_traceback(all_threads=True)
-                sys.stdout.flush()
-                os._exit(0)
-            watchdog = threading.Timer(teardown_s, leave)
-            watchdog.daemon = True
-            watchdog.start()
             self._d.destroy_process_group()
-            watchdog.cancel()
 
 
 if __name__ == "__main__":
