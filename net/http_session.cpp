@@ -268,6 +268,17 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         return reply(http::status::ok, "application/json", actors::placement_json(st_->engine->placement()));
       if (path == "/metrics") {
         std::string text = to_prometheus(st_->engine->snapshot());
+        server_figures f;
+        f.connections = st_->connections;
+        f.ws_streams = st_->ws_sessions;
+        f.ws_read_pauses = st_->ws_read_pauses;
+        f.ws_paused_now = st_->ws_paused_now;
+        f.ws_buffered_audio_peak_ms = st_->ws_buffered_audio_peak_ms;
+        f.ws_tls_half_closes = st_->ws_tls_half_closes;
+        f.audiosocket_refused_source = st_->audiosocket_refused_source;
+        f.audiosocket_refused_limit = st_->audiosocket_refused_limit;
+        f.draining = st_->draining;
+        text += server_prometheus(f);
         if (st_->webhook) {
           const auto c = st_->webhook->stats();
           text += calls::webhook_prometheus(c.delivered, c.given_up, c.dropped, c.abandoned, c.attempts);

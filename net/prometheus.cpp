@@ -157,4 +157,28 @@ std::string to_prometheus(const std::string& snapshot_json) {
   return o.str();
 }
 
+std::string server_prometheus(const server_figures& f) {
+  std::ostringstream o;
+  auto one = [&](const char* name, const char* type, const char* help, int64_t v) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
+  };
+  one("sluice_server_connections", "gauge", "Connections open now, on every port.", f.connections);
+  one("sluice_server_draining", "gauge", "1 while the server drains before it stops.", f.draining ? 1 : 0);
+  one("sluice_ws_streams", "gauge", "WebSocket sessions with an open engine channel.", f.ws_streams);
+  one("sluice_ws_read_pauses_total", "counter",
+      "Times flow control paused a WebSocket client's reads (server.ws_max_buffered_audio_ms).", f.ws_read_pauses);
+  one("sluice_ws_paused_streams", "gauge", "WebSocket streams whose reads are paused now.", f.ws_paused_now);
+  one("sluice_ws_buffered_audio_peak_milliseconds", "gauge",
+      "The most audio one WebSocket stream has had in the server's hands at once, since the start.",
+      f.ws_buffered_audio_peak_ms);
+  one("sluice_ws_tls_half_closes_total", "counter",
+      "wss streams whose client half-closed with a TLS 1.3 close_notify after its end.", f.ws_tls_half_closes);
+  o << "# HELP sluice_audiosocket_refused_total AudioSocket connections refused, by reason.\n"
+       "# TYPE sluice_audiosocket_refused_total counter\n"
+       "sluice_audiosocket_refused_total{reason=\"source\"} "
+    << f.audiosocket_refused_source << "\nsluice_audiosocket_refused_total{reason=\"limit\"} "
+    << f.audiosocket_refused_limit << "\n";
+  return o.str();
+}
+
 }  // namespace sluice::net

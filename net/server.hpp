@@ -85,6 +85,10 @@ struct server_state {
   /// wss streams whose client sent its TLS 1.3 close_notify after its end while results were
   /// still to go (they went out framed by hand: net/ws_session.hpp).
   std::atomic<int64_t> ws_tls_half_closes{0};
+  /// AudioSocket connections refused: from outside audiosocket.allowed_sources, and past
+  /// audiosocket.max_connections (net/switches/audiosocket_listener.cpp).
+  std::atomic<int64_t> audiosocket_refused_source{0};
+  std::atomic<int64_t> audiosocket_refused_limit{0};
   std::atomic<bool> draining{false};
   /// Who may make which request (net/auth/gate.hpp); never null once started.
   std::shared_ptr<const auth::gate> gate;

@@ -380,6 +380,7 @@ class listener_impl : public audiosocket_listener, public std::enable_shared_fro
     }
     const uint64_t id = st_->next_connection_id++;
     if (!allowed_.allows(remote.address())) {
+      ++st_->audiosocket_refused_source;
       // A stranger takes no call slot (it cannot crowd out the Asterisk servers); it is told why
       // and closed. Refusals under way are bounded too: past max_connections of them a stranger
       // is closed at once, without the message.
@@ -401,6 +402,7 @@ class listener_impl : public audiosocket_listener, public std::enable_shared_fro
     auto s = std::make_shared<session>(std::move(socket), st_, cfg_, tenants_.tenant_of(remote.address(), cfg_.tenant),
                                        std::move(slot), id);
     if (now > cfg_.max_connections) {
+      ++st_->audiosocket_refused_limit;
       s->refuse("too many AudioSocket connections (audiosocket.max_connections = " +
                 std::to_string(cfg_.max_connections) + ")");
       return;

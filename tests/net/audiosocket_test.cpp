@@ -6,10 +6,14 @@
 // and a close, while an honest call alongside is untouched.
 #include "tests/net/switch_test_util.hpp"
 
+#include <fstream>
+
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
 #include "net/switches/audiosocket_listener.hpp"
+#include "tests/common/audio_tools.hpp"  // temp_dir
+#include "tests/common/command.hpp"      // run_capture
 
 using namespace sluice;
 using namespace sluice::test;
@@ -342,6 +346,53 @@ TEST_SUITE("audiosocket") {
     const auto errors = stranger.read_to_close();
     REQUIRE(errors.size() == 1);
     CHECK(errors[0] == "this address may not connect (audiosocket.allowed_sources)");
+  }
+
+  TEST_CASE("/metrics: AudioSocket refusals by reason and the server's connection and flow-control figures, zeros from the first scrape, as prometheus_client reads them") {
+    config::sluice_config cfg;
+    cfg.audiosocket.allowed_sources = "127.0.0.1";
+    cfg.audiosocket.max_connections = 1;
+    served s(cfg);
+    temp_dir dir;
+    // What prometheus_client's parser reads of the server's own families: type, name, the
+    // reason label ('-' without one), value.
+    auto scrape = [&] {
+      const auto m = http_request(s.port, http::verb::get, "/metrics");
+      REQUIRE(m.status == 200);
+      const auto file = dir.file("metrics.txt");
+      std::ofstream(file) << m.body;
+      const auto parsed = run_capture(
+          "/usr/bin/python3 -c \"from prometheus_client.parser import text_string_to_metric_families as p\n"
+          "for f in p(open('" + file + "').read()):\n"
+          "  for x in f.samples:\n"
+          "    if x.name.startswith(('sluice_audiosocket', 'sluice_ws_', 'sluice_server_')):\n"
+          "      print(f.type, x.name, x.labels.get('reason', '-'), int(x.value))\" 2>&1");
+      REQUIRE_MESSAGE(parsed.status == 0, parsed.out);
+      return parsed.out;
+    };
+    // Before anything: every family, at zero; the scrape's own connection is the one open.
+    CHECK(scrape() ==
+          "gauge sluice_server_connections - 1\n"
+          "gauge sluice_server_draining - 0\n"
+          "gauge sluice_ws_streams - 0\n"
+          "counter sluice_ws_read_pauses_total - 0\n"
+          "gauge sluice_ws_paused_streams - 0\n"
+          "gauge sluice_ws_buffered_audio_peak_milliseconds - 0\n"
+          "counter sluice_ws_tls_half_closes_total - 0\n"
+          "counter sluice_audiosocket_refused_total source 0\n"
+          "counter sluice_audiosocket_refused_total limit 0\n");
+    // A stranger, then an Asterisk server over the limit while another holds the one slot.
+    asterisk stranger(s.server->audiosocket_port(), "127.0.0.4");
+    CHECK(stranger.read_to_close().size() == 1);
+    asterisk holder(s.server->audiosocket_port());
+    holder.send(kind_uuid, uuid_bytes);
+    asterisk second(s.server->audiosocket_port());
+    CHECK(second.read_to_close().size() == 1);
+    holder.send(kind_hangup, {});
+    CHECK(holder.read_to_close().empty());
+    const auto after = scrape();
+    CHECK(after.find("counter sluice_audiosocket_refused_total source 1\n") != std::string::npos);
+    CHECK(after.find("counter sluice_audiosocket_refused_total limit 1\n") != std::string::npos);
   }
 
   TEST_CASE("audiosocket.allowed_sources, tenant_sources and tenant are checked at start, by name") {
