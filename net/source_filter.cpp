@@ -90,4 +90,16 @@ const std::string& tenant_sources::tenant_of(const asio::ip::address& a, const s
   return fallback;
 }
 
+result<source_admission> source_admission::parse(std::string_view section, std::string_view allowed_sources,
+                                                  std::string_view tenant_sources_text, const std::string& tenant) {
+  const std::string key(section);
+  auto allowed = source_filter::parse(allowed_sources);
+  if (!allowed) return fail(errc::invalid_config, key + ".allowed_sources: " + allowed.error().message);
+  auto tenants = tenant_sources::parse(tenant_sources_text);
+  if (!tenants) return fail(errc::invalid_config, key + ".tenant_sources: " + tenants.error().message);
+  if (!tenant.empty() && !auth::valid_tenant(tenant))
+    return fail(errc::invalid_config, key + ".tenant = \"" + tenant + "\": " + std::string(auth::tenant_rule));
+  return source_admission{std::move(*allowed), std::move(*tenants)};
+}
+
 }  // namespace sluice::net

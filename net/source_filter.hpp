@@ -53,4 +53,15 @@ class tenant_sources {
   std::vector<std::pair<std::string, source_filter>> tenants_;
 };
 
+/// The admission settings of a listener with no credentials of its own ([sip], [audiosocket]):
+/// `allowed_sources`, `tenant_sources` and the fallback `tenant`, parsed and checked together.
+/// Errors name the key under `section` ("sip.allowed_sources: ...", "audiosocket.tenant = ...").
+struct source_admission {
+  source_filter allowed;
+  tenant_sources tenants;
+
+  static result<source_admission> parse(std::string_view section, std::string_view allowed_sources,
+                                        std::string_view tenant_sources_text, const std::string& tenant);
+};
+
 }  // namespace sluice::net

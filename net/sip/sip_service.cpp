@@ -13,7 +13,6 @@
 #include <sofia-sip/tport_tag.h>
 #include <spdlog/spdlog.h>
 
-#include "net/auth/principal.hpp"
 
 namespace sluice::net::sip {
 
@@ -201,13 +200,9 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
   boost::system::error_code ec;
   const auto host = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "sip.host = \"" + cfg.host + "\" is not an IP address");
-  auto allowed = source_filter::parse(cfg.allowed_sources);
-  if (!allowed) return fail(errc::invalid_config, "sip.allowed_sources: " + allowed.error().message);
-  auto tenants = tenant_sources::parse(cfg.tenant_sources);
-  if (!tenants) return fail(errc::invalid_config, "sip.tenant_sources: " + tenants.error().message);
-  if (!cfg.tenant.empty() && !auth::valid_tenant(cfg.tenant))
-    return fail(errc::invalid_config, "sip.tenant = \"" + cfg.tenant + "\": " + std::string(auth::tenant_rule));
-  if (!host.is_loopback() && allowed->empty() && !cfg.allow_public)
+  auto admission = source_admission::parse("sip", cfg.allowed_sources, cfg.tenant_sources, cfg.tenant);
+  if (!admission) return tl::unexpected(admission.error());
+  if (!host.is_loopback() && admission->allowed.empty() && !cfg.allow_public)
     return fail(errc::invalid_config, "sip.host = \"" + cfg.host +
                                           "\" is not a loopback address and SIP has no caller authentication: set "
                                           "sip.allowed_sources to your PBX or SBC addresses (or networks), or "
@@ -219,8 +214,8 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
   m.engine = &engine;
   m.registry = std::move(calls);
   m.pool = std::make_shared<port_pool>(cfg.rtp_port_min, cfg.rtp_port_max);
-  m.allowed = std::move(*allowed);
-  m.tenants = std::move(*tenants);
+  m.allowed = std::move(admission->allowed);
+  m.tenants = std::move(admission->tenants);
   m.work.emplace(m.ioc.get_executor());
   m.io_thread = std::thread([&m] {
     for (;;) {

@@ -14,7 +14,6 @@
 #include <boost/beast/core.hpp>
 #include <spdlog/spdlog.h>
 
-#include "net/auth/principal.hpp"  // valid_tenant
 #include "net/source_filter.hpp"
 #include "net/switches/audiosocket_frame.hpp"
 #include "net/switches/call_channels.hpp"
@@ -429,13 +428,9 @@ result<std::shared_ptr<audiosocket_listener>> audiosocket_listener::start(asio::
   beast::error_code ec;
   const auto address = asio::ip::make_address(cfg.host, ec);
   if (ec) return fail(errc::invalid_config, "audiosocket.host = \"" + cfg.host + "\" is not an IP address");
-  auto allowed = source_filter::parse(cfg.allowed_sources);
-  if (!allowed) return fail(errc::invalid_config, "audiosocket.allowed_sources: " + allowed.error().message);
-  auto tenants = tenant_sources::parse(cfg.tenant_sources);
-  if (!tenants) return fail(errc::invalid_config, "audiosocket.tenant_sources: " + tenants.error().message);
-  if (!cfg.tenant.empty() && !auth::valid_tenant(cfg.tenant))
-    return fail(errc::invalid_config, "audiosocket.tenant = \"" + cfg.tenant + "\": " + std::string(auth::tenant_rule));
-  if (!address.is_loopback() && allowed->empty() && !cfg.allow_public)
+  auto admission = source_admission::parse("audiosocket", cfg.allowed_sources, cfg.tenant_sources, cfg.tenant);
+  if (!admission) return tl::unexpected(admission.error());
+  if (!address.is_loopback() && admission->allowed.empty() && !cfg.allow_public)
     return fail(errc::invalid_config, "audiosocket.host = \"" + cfg.host +
                                           "\" is not a loopback address and AudioSocket has no authentication: "
                                           "set audiosocket.allowed_sources to your Asterisk servers' addresses (or "
@@ -449,8 +444,8 @@ result<std::shared_ptr<audiosocket_listener>> audiosocket_listener::start(asio::
   if (ec)
     return fail(errc::io, "AudioSocket cannot listen on " + cfg.host + ":" + std::to_string(cfg.port) + ": " +
                               ec.message());
-  auto l = std::make_shared<listener_impl>(ioc, std::move(acceptor), std::move(st), cfg, std::move(*allowed),
-                                          std::move(*tenants));
+  auto l = std::make_shared<listener_impl>(ioc, std::move(acceptor), std::move(st), cfg, std::move(admission->allowed),
+                                          std::move(admission->tenants));
   l->run();
   spdlog::info("audiosocket: listening on {}:{}", cfg.host, l->port());
   return std::shared_ptr<audiosocket_listener>(l);

@@ -6,14 +6,11 @@
 // and a close, while an honest call alongside is untouched.
 #include "tests/net/switch_test_util.hpp"
 
-#include <fstream>
-
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
 #include "net/switches/audiosocket_listener.hpp"
-#include "tests/common/audio_tools.hpp"  // temp_dir
-#include "tests/common/command.hpp"      // run_capture
+#include "tests/net/prometheus_samples.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
@@ -359,16 +356,7 @@ TEST_SUITE("audiosocket") {
     auto scrape = [&] {
       const auto m = http_request(s.port, http::verb::get, "/metrics");
       REQUIRE(m.status == 200);
-      const auto file = dir.file("metrics.txt");
-      std::ofstream(file) << m.body;
-      const auto parsed = run_capture(
-          "/usr/bin/python3 -c \"from prometheus_client.parser import text_string_to_metric_families as p\n"
-          "for f in p(open('" + file + "').read()):\n"
-          "  for x in f.samples:\n"
-          "    if x.name.startswith(('sluice_audiosocket', 'sluice_ws_', 'sluice_server_')):\n"
-          "      print(f.type, x.name, x.labels.get('reason', '-'), int(x.value))\" 2>&1");
-      REQUIRE_MESSAGE(parsed.status == 0, parsed.out);
-      return parsed.out;
+      return prometheus_samples(dir, m.body, "'sluice_audiosocket', 'sluice_ws_', 'sluice_server_'", "reason");
     };
     // Before anything: every family, at zero; the scrape's own connection is the one open.
     CHECK(scrape() ==

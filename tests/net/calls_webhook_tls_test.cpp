@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "net/calls/webhook.hpp"
+#include "tests/net/prometheus_samples.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
@@ -417,15 +418,7 @@ TEST_SUITE("calls webhook tls") {
       REQUIRE(poll_until([&] { return s.server->webhook()->stats().delivered == 1; }));
       const auto metrics = http_request(s.port, http::verb::get, "/metrics");
       REQUIRE(metrics.status == 200);
-      const auto file = dir.file("metrics.txt");
-      std::ofstream(file) << metrics.body;
-      const auto parsed = run_command(
-          "/usr/bin/python3 -c \"from prometheus_client.parser import text_string_to_metric_families as p\n"
-          "for f in p(open('" + file + "').read()):\n"
-          "  for x in f.samples:\n"
-          "    if x.name.startswith('sluice_webhook'): print(f.type, x.name, x.labels.get('outcome', '-'), int(x.value))\" 2>&1");
-      REQUIRE(parsed.second == 0);
-      CHECK(parsed.first ==
+      CHECK(prometheus_samples(dir, metrics.body, "'sluice_webhook'", "outcome") ==
             "counter sluice_webhook_calls_total delivered 1\n"
             "counter sluice_webhook_calls_total given_up 0\n"
             "counter sluice_webhook_calls_total dropped 0\n"
