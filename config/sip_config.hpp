@@ -16,7 +16,8 @@ struct sip_config {
   bool udp = true;
   bool tcp = true;
   /// SIP over TLS (sips:, RFC 3261 26.2) on tls_port too, with the certificate and private key
-  /// of tls_cert_file / tls_key_file (PEM; the file may hold the chain). Media stays plain RTP.
+  /// of tls_cert_file / tls_key_file (PEM; the file may hold the chain). Media is SRTP when the
+  /// offer asks for it (`srtp`), else plain RTP.
   bool tls = false;
   int tls_port = 5061;
   std::string tls_cert_file;
@@ -62,6 +63,14 @@ struct sip_config {
   /// /v1/events, whose totals it counts in, and whose hotwords and redaction rules apply.
   std::string tenant;
   std::string tenant_sources;
+  /// SRTP (RFC 3711) with keys in the SDP (SDES, RFC 4568): "allow" takes offers of SRTP
+  /// (RTP/SAVP, or a=crypto on RTP/AVP) and of plain RTP; "require" answers plain RTP offers 488;
+  /// "off" takes plain RTP only.
+  std::string srtp = "allow";
+  /// SDES keys are readable by anyone who sees the SIP: they are taken only from SIP over TLS
+  /// unless this is set (a network the operator trusts). Without it, an RTP/SAVP offer over UDP
+  /// or TCP gets 488 and a=crypto on RTP/AVP is answered as plain RTP.
+  bool srtp_plain_signalling = false;
 
   template <class V>
   void visit(V&& v) {
@@ -92,6 +101,9 @@ struct sip_config {
     v("tenant", tenant, any_string{}, "tenant owning calls from addresses in no tenant_sources list; empty: none");
     v("tenant_sources", tenant_sources, any_string{},
       "tenants by caller address: \"acme: 10.1.0.0/16, 192.0.2.7; globex: 10.2.0.0/16\"");
+    v("srtp", srtp, one_of{{"off", "allow", "require"}}, "SRTP with SDES keys: off, allow (either), require");
+    v("srtp_plain_signalling", srtp_plain_signalling, any_bool{},
+      "take SDES keys from SIP over UDP/TCP too (they are readable on the wire)");
   }
   std::string check() const {
     if (max_stream_kbps > 0 && max_stream_kbps < 16)
@@ -102,6 +114,9 @@ struct sip_config {
     if (tls && (tls_cert_file.empty() || tls_key_file.empty()))
       return "sip.tls needs sip.tls_cert_file and sip.tls_key_file";
     if (tls && tls_port == port) return "sip.tls_port must differ from sip.port";
+    if (srtp == "require" && !tls && !srtp_plain_signalling)
+      return "sip.srtp = \"require\" needs sip.tls (SDES keys are taken only over SIP over TLS) or "
+             "sip.srtp_plain_signalling = true";
     if (enabled && !udp && !tcp) return "sip.udp and sip.tcp are both false: set sip.enabled = false instead";
     return {};
   }

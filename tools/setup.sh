@@ -16,6 +16,7 @@ build_pkgs=(
   clang libclang-rt-14-dev  # make fuzz: libFuzzer (clang 14's runtime)
   libsofia-sip-ua-dev libspandsp-dev  # net/sip: the SIP stack; G.722 and G.711 loss concealment
   libxml2-dev  # net/sip: SIPREC recording metadata
+  libsrtp2-dev  # net/sip: SRTP/SRTCP (RFC 3711) of SIP calls with SDES keys
   libsentencepiece-dev  # moe: word-piece models' tokenizer (the model directory's pieces.model)
   libfftw3-dev  # dsp: the real FFT (VAD spectrum, fbank)
 )

@@ -150,7 +150,21 @@ void rtp_receiver::on_datagram(std::size_t n) {
     ++counters_.over_rate;
     return;
   }
-  const std::span<const uint8_t> datagram(buf_.data(), n);
+  std::size_t size = n;
+  if (srtp_in_) {
+    // RFC 5761 4: with rtcp-mux, RTCP is told from RTP by its second byte (packet types 200-204
+    // read as payload types 72-76 with the marker bit); SRTCP and SRTP differ in their trailers.
+    const unsigned pt = n >= 2 ? buf_[1] & 0x7fu : 0u;
+    const bool rtcp = rtcp_mux_ && pt >= 64 && pt <= 95;
+    if (!srtp_checked(size, rtcp)) return;
+    if (rtcp) {
+      const std::span<const uint8_t> d(buf_.data(), size);
+      if (parse_rtcp(d)) on_rtcp(d, from_);
+      else ++counters_.rtcp_invalid;
+      return;
+    }
+  }
+  const std::span<const uint8_t> datagram(buf_.data(), size);
   auto p = parse_rtp(datagram);
   if (!p) {
     // RFC 5761: with rtcp-mux the peer's RTCP arrives here too.
@@ -174,6 +188,25 @@ void rtp_receiver::on_datagram(std::size_t n) {
   jitter_.push(*p, duration, now);
   deliver(jitter_.pop(now));
   arm_gap_timer();
+}
+
+bool rtp_receiver::srtp_checked(std::size_t& size, bool rtcp) {
+  const auto r = rtcp ? srtp_in_->unprotect_rtcp(buf_.data(), size) : srtp_in_->unprotect_rtp(buf_.data(), size);
+  switch (r) {
+    case srtp_check::ok: return true;
+    case srtp_check::replayed: ++counters_.srtp_replayed; return false;
+    case srtp_check::auth_failed: ++counters_.srtp_auth_failed; return false;
+    case srtp_check::malformed: ++counters_.not_rtp; return false;
+  }
+  return false;
+}
+
+void rtp_receiver::rekey(std::unique_ptr<srtp_session> inbound) {
+  if (!inbound) return;
+  // Asio handlers need only be movable: the session moves onto the strand with it.
+  asio::post(strand_, [self = shared_from_this(), next = std::move(inbound)]() mutable {
+    if (self->srtp_in_) self->srtp_in_ = std::move(next);
+  });
 }
 
 void rtp_receiver::arm_gap_timer() {
@@ -272,13 +305,22 @@ void rtp_receiver::do_receive_rtcp() {
                                   [self = shared_from_this()](boost::system::error_code ec, std::size_t n) {
                                     if (ec == asio::error::operation_aborted || self->stopped_ || self->stopping_)
                                       return;
-                                    if (!ec) {
-                                      const std::span<const uint8_t> d(self->rtcp_buf_.data(), n);
-                                      if (parse_rtcp(d)) self->on_rtcp(d, self->rtcp_recv_from_);
-                                      else ++self->counters_.rtcp_invalid;
-                                    }
+                                    if (!ec) self->on_rtcp_datagram(n);
                                     self->do_receive_rtcp();
                                   });
+}
+
+void rtp_receiver::on_rtcp_datagram(std::size_t n) {
+  if (srtp_in_) {
+    const auto r = srtp_in_->unprotect_rtcp(rtcp_buf_.data(), n);
+    if (r == srtp_check::replayed) ++counters_.srtp_replayed;
+    if (r == srtp_check::auth_failed) ++counters_.srtp_auth_failed;
+    if (r == srtp_check::malformed) ++counters_.rtcp_invalid;
+    if (r != srtp_check::ok) return;
+  }
+  const std::span<const uint8_t> d(rtcp_buf_.data(), n);
+  if (parse_rtcp(d)) on_rtcp(d, rtcp_recv_from_);
+  else ++counters_.rtcp_invalid;
 }
 
 void rtp_receiver::on_rtcp(std::span<const uint8_t> datagram, const udp::endpoint& from) {
@@ -306,7 +348,8 @@ void rtp_receiver::send_report(bool bye) {
   // Nothing heard, nothing to report: no RR and no BYE (a call cancelled before any RTP).
   if (!rtcp_ || !rtcp_stats_.has_source()) return;
   const std::vector<rtcp_report_block> blocks{rtcp_stats_.report(steady_us())};
-  const auto bytes = render_receiver_report(rtcp_ssrc_, blocks, rtcp_cname_, bye);
+  auto bytes = render_receiver_report(rtcp_ssrc_, blocks, rtcp_cname_, bye);
+  if (srtp_out_ && !srtp_out_->protect_rtcp(bytes)) return;
   udp::endpoint to = rtcp_peer_heard_ ? rtcp_from_ : rtcp_mux_ && latched_ ? peer_ : rtcp_remote_;
   if (to.port() == 0) return;
   boost::system::error_code ec;

@@ -8,6 +8,10 @@
 /// dropped (counted), so a stray or hostile sender cannot inject audio into a call, while a
 /// peer behind NAT (whose address differs from its SDP) is still heard. Hostile datagrams
 /// (not RTP, wrong payload type) are dropped and counted, never fatal.
+///
+/// SRTP (set_srtp): every datagram is authenticated and decrypted before it is read, and only an
+/// authentic one latches the peer's address; forged, damaged or replayed packets are dropped and
+/// counted (srtp_auth_failed, srtp_replayed). RTCP is SRTCP both ways.
 
 #include <atomic>
 #include <cstdint>
@@ -29,6 +33,7 @@
 #include "net/sip/rtcp_stats.hpp"
 #include "net/sip/rtp_audio_decoder.hpp"
 #include "net/sip/sdp_offer.hpp"
+#include "net/sip/srtp_session.hpp"
 
 namespace sluice::net::sip {
 
@@ -49,6 +54,9 @@ struct rtp_counters {
   std::atomic<uint64_t> comfort_noise_packets{0}, comfort_noise_samples{0};
   std::atomic<bool> rtcp_bye{false};
   std::atomic<int64_t> max_hold_ms{0};
+  /// SRTP: datagrams whose authentication failed (another key, forged, damaged), and copies or
+  /// too-old packets refused by the replay check; SRTCP counts in the same two.
+  std::atomic<uint64_t> srtp_auth_failed{0}, srtp_replayed{0};
 };
 
 class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
@@ -64,6 +72,15 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   void set_sinks(rtp_sinks sinks) { sinks_ = std::move(sinks); }
   /// At most `kbps` of datagrams from the peer (rate_limiter.hpp); 0: no limit. Only before start().
   void set_rate_limit(int kbps) { rate_ = rate_limiter::kbps(kbps); }
+  /// SRTP: `inbound` checks and decrypts what the peer sends, `outbound` protects our RTCP.
+  /// Only before start().
+  void set_srtp(std::unique_ptr<srtp_session> inbound, std::unique_ptr<srtp_session> outbound) {
+    srtp_in_ = std::move(inbound);
+    srtp_out_ = std::move(outbound);
+  }
+  /// The peer's new key (a re-INVITE re-keying the stream): packets are checked with it from
+  /// the next one read. Thread-safe.
+  void rekey(std::unique_ptr<srtp_session> inbound);
   /// Sends RTCP receiver reports (RFC 3550 6.4.2) about the stream's source to `remote` every
   /// `interval_ms` (randomised by 0.5-1.5 as 6.3.1 says; the last, with a BYE, at stop()) and
   /// reads the peer's SRs (for LSR/DLSR) and BYE: on the RTP port when `mux` (RFC 5761; then
@@ -94,6 +111,7 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   void arm_gap_timer();
   void publish_stats();
   void do_receive_rtcp();
+  void on_rtcp_datagram(std::size_t n);
   void on_rtcp(std::span<const uint8_t> datagram, const boost::asio::ip::udp::endpoint& from);
   void arm_rtcp_timer();
   void send_report(bool bye);
@@ -132,6 +150,9 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   uint32_t rtcp_ssrc_ = 0;
   std::string rtcp_cname_;
   rtcp_stats rtcp_stats_;
+  // SRTP (set_srtp); strand only after start().
+  std::unique_ptr<srtp_session> srtp_in_, srtp_out_;
+  bool srtp_checked(std::size_t& size, bool rtcp);
 };
 
 }  // namespace sluice::net::sip

@@ -3,11 +3,16 @@
 #include <sofia-sip/sdp.h>
 #include <sofia-sip/su_alloc.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <strings.h>
+
+#include <openssl/rand.h>
+
+#include "net/base64.hpp"
 
 namespace sluice::net::sip {
 
@@ -137,7 +142,117 @@ std::string media_line_of(const sdp_media_t& m) {
   return line;
 }
 
+struct suite_info {
+  srtp_suite suite;
+  const char* name;
+  std::size_t key_bytes;  // master key + master salt
+};
+// RFC 4568 6.2 (AES_CM_128: 128-bit key, 112-bit salt), RFC 6188 (AES_256_CM: 256, 112),
+// RFC 7714 12 (AEAD_AES_128_GCM / 256: 128 or 256, 96-bit salt).
+constexpr suite_info suites[] = {
+    {srtp_suite::aes_cm_128_hmac_sha1_80, "AES_CM_128_HMAC_SHA1_80", 30},
+    {srtp_suite::aes_cm_128_hmac_sha1_32, "AES_CM_128_HMAC_SHA1_32", 30},
+    {srtp_suite::aes_256_cm_hmac_sha1_80, "AES_256_CM_HMAC_SHA1_80", 46},
+    {srtp_suite::aes_256_cm_hmac_sha1_32, "AES_256_CM_HMAC_SHA1_32", 46},
+    {srtp_suite::aead_aes_128_gcm, "AEAD_AES_128_GCM", 28},
+    {srtp_suite::aead_aes_256_gcm, "AEAD_AES_256_GCM", 44},
+};
+constexpr std::size_t max_tag_digits = 9;  // RFC 4568 9.1: tag = 1*9DIGIT
+
+const suite_info& info_of(srtp_suite s) {
+  for (const auto& i : suites)
+    if (i.suite == s) return i;
+  return suites[0];
+}
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
+
+const char* suite_name(srtp_suite s) { return info_of(s).name; }
+std::size_t suite_key_bytes(srtp_suite s) { return info_of(s).key_bytes; }
+
+result<sdes_crypto> parse_crypto(std::string_view value) {
+  // tag SP suite SP key-params *(SP session-param)
+  std::vector<std::string_view> words;
+  for (std::size_t pos = 0; pos < value.size();) {
+    auto end = value.find_first_of(" \t", pos);
+    if (end == std::string_view::npos) end = value.size();
+    if (end > pos) words.push_back(value.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (words.size() < 3) return fail(errc::corrupt, "a=crypto: not \"<tag> <suite> inline:<key>\"");
+  sdes_crypto c;
+  if (!all_digits(words[0]) || words[0].size() > max_tag_digits)
+    return fail(errc::corrupt, "a=crypto: the tag is not 1 to 9 digits");
+  c.tag = static_cast<uint32_t>(std::strtoul(std::string(words[0]).c_str(), nullptr, 10));
+  const suite_info* suite = nullptr;
+  for (const auto& i : suites)
+    if (words[1] == i.name) suite = &i;
+  if (!suite) return fail(errc::unsupported, "a=crypto: suite " + std::string(words[1].substr(0, 64)) + " is not taken");
+  c.suite = suite->suite;
+  for (std::size_t i = 3; i < words.size(); ++i)
+    if (words[i].substr(0, 4) != "WSH=")
+      return fail(errc::unsupported, "a=crypto: session parameter " + std::string(words[i].substr(0, 64)) + " is not taken");
+  auto params = words[2];
+  if (params.find(';') != std::string_view::npos)
+    return fail(errc::unsupported, "a=crypto: several master keys (MKIs) are not taken");
+  if (params.substr(0, 7) != "inline:") return fail(errc::corrupt, "a=crypto: the key method is not inline:");
+  params.remove_prefix(7);
+  // key-info = key-salt ["|" lifetime] ["|" mki]; mki = value ":" length, lifetime ["2^"]digits.
+  std::vector<std::string_view> parts;
+  for (std::size_t pos = 0;;) {
+    const auto bar = params.find('|', pos);
+    parts.push_back(params.substr(pos, bar == std::string_view::npos ? std::string_view::npos : bar - pos));
+    if (bar == std::string_view::npos) break;
+    pos = bar + 1;
+  }
+  if (parts.size() > 3) return fail(errc::corrupt, "a=crypto: more than key|lifetime|mki");
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i].find(':') != std::string_view::npos) return fail(errc::unsupported, "a=crypto: an MKI is not taken");
+    const auto digits = parts[i].substr(0, 2) == "2^" ? parts[i].substr(2) : parts[i];
+    if (!all_digits(digits) || digits.size() > 20) return fail(errc::corrupt, "a=crypto: the key lifetime is not a number");
+  }
+  std::string b64(parts[0]);
+  while (b64.size() % 4 != 0) b64 += '=';  // some peers leave the padding out
+  auto key = decode_base64(b64);
+  if (!key) return fail(errc::corrupt, "a=crypto: the key is not base64");
+  if (key->size() != suite->key_bytes)
+    return fail(errc::corrupt, std::string("a=crypto: ") + suite->name + " wants a " + std::to_string(suite->key_bytes) +
+                                   "-byte key and salt, not " + std::to_string(key->size()));
+  c.key = std::move(*key);
+  return c;
+}
+
+std::string render_crypto(const sdes_crypto& c) {
+  return std::to_string(c.tag) + " " + suite_name(c.suite) + " inline:" + encode_base64(c.key);
+}
+
+result<void> choose_local_keys(sdp_offer& offer, const sdp_offer* previous) {
+  std::size_t k = 0;
+  for (auto& s : offer.streams) {
+    if (!s.accepted) continue;
+    const offered_stream* before = nullptr;
+    if (previous) {
+      while (k < previous->streams.size() && !previous->streams[k].accepted) ++k;
+      if (k < previous->streams.size()) before = &previous->streams[k++];
+    }
+    if (!s.secure) continue;
+    s.local_crypto.tag = s.remote_crypto.tag;
+    s.local_crypto.suite = s.remote_crypto.suite;
+    if (before && before->secure && before->local_crypto.suite == s.remote_crypto.suite &&
+        before->local_crypto.key.size() == suite_key_bytes(s.remote_crypto.suite)) {
+      s.local_crypto.key = before->local_crypto.key;
+      continue;
+    }
+    s.local_crypto.key.assign(suite_key_bytes(s.remote_crypto.suite), 0);
+    if (RAND_bytes(s.local_crypto.key.data(), static_cast<int>(s.local_crypto.key.size())) != 1)
+      return fail(errc::internal, "srtp: the random generator failed to make a key");
+  }
+  return {};
+}
 
 const char* codec_name(audio_codec c) {
   switch (c) {
@@ -155,7 +270,7 @@ std::size_t sdp_offer::accepted() const {
   return n;
 }
 
-result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams) {
+result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams, offer_policy policy) {
   if (text.empty()) return fail(errc::corrupt, "sdp: the offer is empty");
   if (text.size() > max_offer_bytes) return fail(errc::limit_exceeded, "sdp: the offer is over 64 KiB");
   if (auto bad = unsafe_line(text); !bad.empty()) return fail(errc::corrupt, bad);
@@ -169,6 +284,8 @@ result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams) {
   if (!sess) return fail(errc::corrupt, "sdp: no session description");
 
   sdp_offer offer;
+  // Why streams that would otherwise be taken were refused, for the error when none is.
+  std::string srtp_refusal;
   int index = 0;
   for (const sdp_media_t* m = sess->sdp_media; m; m = m->m_next, ++index) {
     if (offer.streams.size() >= max_streams)
@@ -180,7 +297,21 @@ result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams) {
     if (c && c->c_address) s.remote_address = c->c_address;
     s.remote_port = m->m_port <= max_port ? static_cast<uint16_t>(m->m_port) : 0;
     s.peer_sends = (m->m_mode & sdp_sendonly) != 0;
+    if (m->m_proto_name) s.proto = m->m_proto_name;
+    bool any_crypto = false;
+    std::string crypto_error;
     for (auto* a = m->m_attributes; a; a = a->a_next) {
+      if (same(a->a_name, "crypto")) {
+        any_crypto = true;
+        if (s.secure) continue;  // the first line we take wins (the offerer's order)
+        auto c = parse_crypto(a->a_value ? a->a_value : "");
+        if (c) {
+          s.secure = true;
+          s.remote_crypto = std::move(*c);
+        } else if (crypto_error.empty()) {
+          crypto_error = c.error().message;
+        }
+      }
       if (same(a->a_name, "label") && a->a_value) s.label = a->a_value;
       if (same(a->a_name, "rtcp-mux")) s.rtcp_mux = true;
       // RFC 3605: "a=rtcp:port [nettype addrtype address]"; only the port is taken.
@@ -189,8 +320,32 @@ result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams) {
         if (port > 0 && port <= max_port) s.rtcp_port = static_cast<uint16_t>(port);
       }
     }
-    const bool usable = m->m_type == sdp_media_audio && m->m_proto == sdp_proto_rtp && m->m_port > 0 &&
-                        m->m_port <= max_port && !s.remote_address.empty() && !m->m_rejected;
+    // RTP/SAVP needs a usable a=crypto line; a=crypto on RTP/AVP makes it SRTP if we take it.
+    const bool savp = m->m_proto == sdp_proto_srtp;
+    bool srtp_ok = true;
+    if (savp && policy.srtp == srtp_mode::off) {
+      srtp_ok = false;
+      srtp_refusal = "RTP/SAVP (SRTP) is offered and sip.srtp = \"off\"";
+    } else if (savp && !policy.keys_allowed) {
+      srtp_ok = false;
+      srtp_refusal = "RTP/SAVP with SDES keys over SIP that is not TLS: the keys would travel in clear "
+                     "(call over sips:, or set sip.srtp_plain_signalling)";
+    } else if (savp && !s.secure) {
+      srtp_ok = false;
+      srtp_refusal = any_crypto ? "RTP/SAVP without an a=crypto line sluice takes (" + crypto_error + ")"
+                                : std::string("RTP/SAVP without an a=crypto line");
+    }
+    if (!savp && (policy.srtp == srtp_mode::off || !policy.keys_allowed)) s.secure = false;  // answered plain
+    if (policy.srtp == srtp_mode::require && !s.secure && srtp_ok) {
+      srtp_ok = false;
+      srtp_refusal = !policy.keys_allowed
+                         ? "sip.srtp = \"require\" and SDES keys are taken only over SIP over TLS (sips:)"
+                         : any_crypto ? "sip.srtp = \"require\" and no a=crypto line sluice takes (" + crypto_error + ")"
+                                      : std::string("sip.srtp = \"require\" and the stream is plain RTP");
+    }
+    if (!srtp_ok) s.secure = false;
+    const bool usable = m->m_type == sdp_media_audio && (m->m_proto == sdp_proto_rtp || savp) && srtp_ok &&
+                        m->m_port > 0 && m->m_port <= max_port && !s.remote_address.empty() && !m->m_rejected;
     bool have_codec = false;
     int cn_pt = -1;
     for (const sdp_rtpmap_t* rm = m->m_rtpmaps; usable && rm; rm = rm->rm_next) {
@@ -218,8 +373,10 @@ result<sdp_offer> parse_offer(std::string_view text, std::size_t max_streams) {
     offer.streams.push_back(std::move(s));
   }
   if (offer.streams.empty()) return fail(errc::corrupt, "sdp: no m= line");
-  if (offer.accepted() == 0)
-    return fail(errc::unsupported, "sdp: no audio stream over RTP/AVP with opus/48000, G722, PCMU or PCMA at 8000");
+  if (offer.accepted() == 0) {
+    if (!srtp_refusal.empty()) return fail(errc::unsupported, "sdp: " + srtp_refusal);
+    return fail(errc::unsupported, "sdp: no audio stream over RTP/AVP or RTP/SAVP with opus/48000, G722, PCMU or PCMA at 8000");
+  }
   return offer;
 }
 
@@ -235,8 +392,14 @@ std::string render_answer(const sdp_offer& offer, const std::string& local_addre
       out += "m=" + s.media_line + "\r\n";
       continue;
     }
+    const auto port = ports[next_port++];
+    // A secure stream without our key (choose_local_keys not called) cannot be answered.
+    if (s.secure && s.local_crypto.key.empty()) {
+      out += "m=" + s.media_line + "\r\n";
+      continue;
+    }
     const auto pt = std::to_string(s.codec.payload_type);
-    out += "m=audio " + std::to_string(ports[next_port++]) + " RTP/AVP " + pt;
+    out += "m=audio " + std::to_string(port) + " " + (s.secure ? s.proto : std::string("RTP/AVP")) + " " + pt;
     if (s.telephone_event_pt >= 0) out += " " + std::to_string(s.telephone_event_pt);
     if (s.codec.comfort_noise_pt >= 0) out += " " + std::to_string(s.codec.comfort_noise_pt);
     out += "\r\na=rtpmap:" + pt + " " + codec_name(s.codec.codec) + "/" + std::to_string(s.codec.clock_rate);
@@ -249,6 +412,7 @@ std::string render_answer(const sdp_offer& offer, const std::string& local_addre
     }
     if (!s.label.empty()) out += "a=label:" + s.label + "\r\n";
     if (s.rtcp_mux) out += "a=rtcp-mux\r\n";
+    if (s.secure && !s.local_crypto.key.empty()) out += "a=crypto:" + render_crypto(s.local_crypto) + "\r\n";
     out += s.peer_sends ? "a=recvonly\r\n" : "a=inactive\r\n";
   }
   return out;

@@ -81,7 +81,19 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
       nua_respond(nh, SIP_400_BAD_REQUEST, SIPTAG_WARNING_STR(warning_of(body.error().message).c_str()), TAG_END());
     return;
   }
-  auto offer = parse_offer(body->sdp, max_streams_per_call);
+  // The transport the INVITE came over, from its topmost Via ("SIP/2.0/TLS" -> "tls"): the
+  // hop that sent it to us wrote it. It decides whether SDES keys may be taken (RFC 4568 8.3).
+  std::string proto;
+  if (sip->sip_via && sip->sip_via->v_protocol) {
+    proto = sip->sip_via->v_protocol;
+    proto = proto.substr(proto.rfind('/') + 1);
+    for (auto& ch : proto) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  const bool over_tls = proto == "tls";
+  auto offer = parse_offer(body->sdp, max_streams_per_call, policy(over_tls));
+  if (offer) {
+    if (auto keys = choose_local_keys(*offer); !keys) offer = tl::unexpected(keys.error());
+  }
   if (!offer) {
     spdlog::info("sip {}: offer refused: {}", call_id, offer.error().message);
     nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR(warning_of(offer.error().message).c_str()), TAG_END());
@@ -120,15 +132,13 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
     streams.push_back({{"codec", codec_name(s.codec.codec)}, {"payload_type", s.codec.payload_type},
                        {"comfort_noise", s.codec.comfort_noise_pt >= 0},
                        {"remote", s.remote_address + ":" + std::to_string(s.remote_port)},
-                       {"telephone_event", s.telephone_event_pt >= 0}});
+                       {"telephone_event", s.telephone_event_pt >= 0},
+                       {"srtp", s.secure ? nlohmann::json(suite_name(s.remote_crypto.suite)) : nlohmann::json(false)}});
   }
   start.metadata = {{"from", address_of(sip->sip_from)}, {"to", address_of(sip->sip_to)}, {"streams", streams}};
   if (sip->sip_user_agent && sip->sip_user_agent->g_string) start.metadata["user_agent"] = sip->sip_user_agent->g_string;
-  // The transport the INVITE came over, from its topmost Via ("SIP/2.0/TLS" -> "tls").
-  if (sip->sip_via && sip->sip_via->v_protocol) {
-    std::string proto = sip->sip_via->v_protocol;
-    proto = proto.substr(proto.rfind('/') + 1);
-    for (auto& ch : proto) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  c->over_tls = over_tls;
+  if (!proto.empty()) {
     start.metadata["transport"] = proto;
     const bool sips_request = sip->sip_request && sip->sip_request->rq_url->url_type == url_sips;
     if (proto == "tls" && !sips_request) {
@@ -151,6 +161,17 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
     if (!r) {
       spdlog::warn("sip {}: refused: {}", call_id, r.error().message);
       return refuse_503(nh, "No free RTP port");
+    }
+    if (s.secure) {
+      auto in = srtp_session::make(s.remote_crypto, srtp_session::direction::inbound);
+      auto out = srtp_session::make(s.local_crypto, srtp_session::direction::outbound);
+      if (!in || !out) {
+        const auto& e = !in ? in.error() : out.error();
+        spdlog::warn("sip {}: refused: {}", call_id, e.message);
+        nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR(warning_of(e.message).c_str()), TAG_END());
+        return;
+      }
+      (*r)->set_srtp(std::move(*in), std::move(*out));
     }
     rtp.push_back(std::move(*r));
   }

@@ -31,25 +31,60 @@ void sip_service::impl::on_session_change(sip_call& c, const sip_t* sip, const c
     if (auto m = parse_rs_metadata(body->rs_metadata)) apply_siprec_update(c, *m);
     else spdlog::info("sip call {}: {} metadata ignored: {}", c.id, method, m.error().message);
   }
-  auto offer = body ? parse_offer(body->sdp, max_streams_per_call)
+  auto offer = body ? parse_offer(body->sdp, max_streams_per_call, policy(c.over_tls))
                     : result<sdp_offer>(tl::unexpected(body.error()));
-  // The streams' receivers and channels stay as they are: a new offer must keep their number
-  // and codecs (hold, resume, a new remote address, a session refresh all do).
+  // The streams' receivers and channels stay as they are: a new offer must keep their number,
+  // codecs and SRTP suites (hold, resume, a new remote address, a session refresh, new SRTP keys
+  // all do).
   bool same = offer.has_value() && offer->accepted() == c.offer.accepted();
+  // Accepted streams of the new offer, each with its receiver, whose peer key changed.
+  std::vector<std::pair<std::size_t, sdes_crypto>> rekeyed;
   if (same) {
-    std::size_t k = 0;
+    std::size_t k = 0, n = 0;
     for (const auto& s : offer->streams)
       if (s.accepted) {
         while (k < c.offer.streams.size() && !c.offer.streams[k].accepted) ++k;
-        same = same && k < c.offer.streams.size() && c.offer.streams[k].codec.codec == s.codec.codec &&
-               c.offer.streams[k].codec.payload_type == s.codec.payload_type;
+        const bool here = k < c.offer.streams.size();
+        same = same && here && c.offer.streams[k].codec.codec == s.codec.codec &&
+               c.offer.streams[k].codec.payload_type == s.codec.payload_type &&
+               c.offer.streams[k].secure == s.secure &&
+               (!s.secure || c.offer.streams[k].remote_crypto.suite == s.remote_crypto.suite);
+        if (same && s.secure && c.offer.streams[k].remote_crypto.key != s.remote_crypto.key)
+          rekeyed.emplace_back(n, s.remote_crypto);
         ++k;
+        ++n;
       }
   }
+  if (same) {
+    if (auto keys = choose_local_keys(*offer, &c.offer); !keys) same = false;
+  }
   if (!same) {
-    const auto warning = warning_of(std::string("a ") + method + " may not change the streams or codecs");
+    const auto warning = warning_of(std::string("a ") + method + " may not change the streams, codecs or SRTP suites");
     nua_respond(c.nh, SIP_488_NOT_ACCEPTABLE, NUTAG_WITH_THIS(nua), SIPTAG_WARNING_STR(warning.c_str()), TAG_END());
     return;
+  }
+  // RFC 4568 7.1.4: new keys in a re-offer start a new crypto context for what the peer sends.
+  // Every new session is made before any stream takes one: a refusal leaves the call as it was.
+  std::vector<std::unique_ptr<srtp_session>> sessions;
+  for (const auto& [i, key] : rekeyed) {
+    auto in = srtp_session::make(key, srtp_session::direction::inbound);
+    if (!in) {
+      const auto warning = warning_of(in.error().message);
+      nua_respond(c.nh, SIP_488_NOT_ACCEPTABLE, NUTAG_WITH_THIS(nua), SIPTAG_WARNING_STR(warning.c_str()), TAG_END());
+      return;
+    }
+    sessions.push_back(std::move(*in));
+  }
+  for (std::size_t j = 0; j < rekeyed.size(); ++j) {
+    const auto i = rekeyed[j].first;
+    if (i < c.rtp.size()) c.rtp[i]->rekey(std::move(sessions[j]));
+    spdlog::info("sip call {}: {} re-keys SRTP stream {}", c.id, method, i);
+    calls::call_event ev;
+    ev.type = "srtp_rekey";
+    ev.channel = static_cast<int>(i);
+    ev.at_ms = steady_ms() - c.started_ms;
+    ev.data = {{"method", method}, {"suite", suite_name(rekeyed[j].second.suite)}};
+    registry->event(c.id, std::move(ev));
   }
   c.offer = std::move(*offer);
   std::vector<uint16_t> ports;
@@ -137,6 +172,7 @@ void sip_service::impl::terminated(nua_handle_t* nh, const std::string& status_r
                               {"rtcp_received", k.rtcp_received.load()},  {"rtcp_invalid", k.rtcp_invalid.load()},
                               {"rtcp_sent", k.rtcp_sent.load()},          {"rtcp_bye", k.rtcp_bye.load()},
                               {"comfort_noise", k.comfort_noise_packets.load()},
+                              {"srtp_auth_failed", k.srtp_auth_failed.load()}, {"srtp_replayed", k.srtp_replayed.load()},
                               {"comfort_noise_ms", rate > 0 ? k.comfort_noise_samples.load() * 1000 / rate : 0}};
         if (--report->remaining > 0) return;
         reg->update_metadata(id, {{"rtp", report->streams}});

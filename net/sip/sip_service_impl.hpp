@@ -76,6 +76,8 @@ struct sip_call {
   std::optional<int64_t> answer_at_ms;
   uint64_t session_id = 0, session_version = 1;
   std::string answer;
+  // The INVITE came over SIP over TLS: SDES keys may be taken (and in its re-INVITEs).
+  bool over_tls = false;
   int64_t started_ms = 0;
   std::string end_reason;
 };
@@ -87,6 +89,13 @@ struct sip_service::impl {
   std::shared_ptr<port_pool> pool;
   source_filter allowed;  // sip.allowed_sources
   tenant_sources tenants;  // sip.tenant_sources (sip.tenant for the rest: cfg.tenant)
+  // What offers may be taken (sip.srtp, sip.srtp_plain_signalling) for a dialog over TLS or not.
+  offer_policy policy(bool over_tls) const {
+    offer_policy p;
+    p.srtp = cfg.srtp == "off" ? srtp_mode::off : cfg.srtp == "require" ? srtp_mode::require : srtp_mode::allow;
+    p.keys_allowed = over_tls || cfg.srtp_plain_signalling;
+    return p;
+  }
   boost::asio::io_context ioc;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::thread io_thread, sip_thread;

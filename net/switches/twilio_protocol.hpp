@@ -19,6 +19,7 @@
 /// 8000 Hz mono, streamSid differing from start's.
 
 #include "net/switches/switch_protocol.hpp"
+#include "net/base64.hpp"
 
 namespace sluice::net::switches {
 
@@ -40,9 +41,7 @@ class twilio_protocol : public switch_protocol {
   std::vector<std::string> tracks_;
 };
 
-/// Standard base64 (RFC 4648 section 4, padding required) to bytes; nullopt if malformed.
-std::optional<std::vector<uint8_t>> decode_base64(std::string_view text);
-/// Bytes to standard base64.
-std::string encode_base64(std::span<const uint8_t> bytes);
+using net::decode_base64;
+using net::encode_base64;
 
 }  // namespace sluice::net::switches

@@ -41,7 +41,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     fuzz::require(s.codec.sample_rate == 8000 || s.codec.sample_rate == 16000, "a codec rate we do not decode");
     ports.push_back(static_cast<uint16_t>(40000 + 2 * ports.size()));
   }
+  fuzz::require(choose_local_keys(*o).has_value(), "no keys of ours for an accepted offer");
+  std::size_t secure = 0;
+  for (const auto& s : o->streams)
+    if (s.accepted && s.secure) {
+      ++secure;
+      fuzz::require(s.remote_crypto.key.size() == suite_key_bytes(s.remote_crypto.suite), "a peer key of the wrong length");
+      fuzz::require(s.local_crypto.key.size() == suite_key_bytes(s.local_crypto.suite), "a key of ours of the wrong length");
+    }
   const auto answer = render_answer(*o, "127.0.0.1", ports, 1, 1);
+  fuzz::require(count(answer, "\r\na=crypto:") == secure, "the answer's a=crypto lines differ from the SRTP streams");
   fuzz::require(count(answer, "\r\nm=") == o->streams.size(), "the answer's m= lines differ from the offer's");
   fuzz::require(count(answer, "\r\n") == count(answer, "\n"), "a bare line feed inside the answer");
   fuzz::require(count(answer, "\r") == count(answer, "\r\n"), "a bare carriage return inside the answer");

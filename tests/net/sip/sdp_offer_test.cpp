@@ -179,3 +179,182 @@ TEST_SUITE("sip sdp offer: opus, comfort noise, rtcp") {
     CHECK(b.find("rtcp-mux") == std::string::npos);
   }
 }
+
+// SRTP with SDES keys (RFC 4568). Expected key bytes were decoded by Python's base64 module, not
+// by the code under test.
+namespace {
+const char* savp_offer(const std::string& crypto_lines, const std::string& proto = "RTP/SAVP") {
+  static std::string s;
+  s = "v=0\r\no=- 1 1 IN IP4 192.0.2.2\r\ns=-\r\nc=IN IP4 192.0.2.2\r\nt=0 0\r\nm=audio 47208 " + proto +
+      " 0 101\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\na=sendrecv\r\n" + crypto_lines;
+  return s.c_str();
+}
+std::string hex(const std::vector<uint8_t>& b) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (auto v : b) {
+    out += d[v >> 4];
+    out += d[v & 15];
+  }
+  return out;
+}
+// The a=crypto line of an answer, or "".
+std::string crypto_line(const std::string& sdp) {
+  const auto p = sdp.find("a=crypto:");
+  if (p == std::string::npos) return {};
+  return sdp.substr(p + 9, sdp.find("\r\n", p) - p - 9);
+}
+}  // namespace
+
+TEST_SUITE("sip sdp srtp") {
+  TEST_CASE("RFC 4568's example a=crypto line: tag, suite and the 30-byte key and salt, and its MKI is refused") {
+    // RFC 4568 9.1's example carries an MKI (|1:32), which sluice does not take.
+    auto mki = parse_crypto("1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR|2^20|1:32");
+    REQUIRE_FALSE(mki.has_value());
+    CHECK(mki.error().code == errc::unsupported);
+    CHECK(mki.error().message.find("MKI") != std::string::npos);
+    auto c = parse_crypto("1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR|2^20");
+    REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error().message));
+    CHECK(c->tag == 1);
+    CHECK(c->suite == srtp_suite::aes_cm_128_hmac_sha1_80);
+    CHECK(hex(c->key) == "3d2d6e40255e7821426a75667239293f2c2335685c603d265d7b71695051");
+    CHECK(render_crypto(*c) == "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR");
+  }
+
+  TEST_CASE("each suite wants its own key length: 46 bytes for AES_256_CM, 28 for AEAD_AES_128_GCM") {
+    // bytes 0..45 and 100..127, base64 by Python.
+    auto a256 = parse_crypto("7 AES_256_CM_HMAC_SHA1_32 inline:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLQ==");
+    REQUIRE_MESSAGE(a256.has_value(), (a256 ? std::string() : a256.error().message));
+    CHECK(a256->tag == 7);
+    CHECK(a256->suite == srtp_suite::aes_256_cm_hmac_sha1_32);
+    REQUIRE(a256->key.size() == 46);
+    CHECK(a256->key[45] == 45);
+    // Without its padding (some peers leave it out): the same key.
+    auto unpadded = parse_crypto("7 AES_256_CM_HMAC_SHA1_32 inline:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLQ");
+    REQUIRE(unpadded.has_value());
+    CHECK(unpadded->key == a256->key);
+    auto gcm = parse_crypto("2 AEAD_AES_128_GCM inline:ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+fw==");
+    REQUIRE_MESSAGE(gcm.has_value(), (gcm ? std::string() : gcm.error().message));
+    CHECK(gcm->key.size() == 28);
+    CHECK(gcm->key[0] == 100);
+    // A 30-byte key under a 46-byte suite, and the reverse.
+    auto short_key = parse_crypto("1 AES_256_CM_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR");
+    REQUIRE_FALSE(short_key.has_value());
+    CHECK(short_key.error().code == errc::corrupt);
+    CHECK(short_key.error().message.find("46-byte") != std::string::npos);
+    CHECK_FALSE(parse_crypto("1 AEAD_AES_128_GCM inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR").has_value());
+  }
+
+  TEST_CASE("malformed and unsupported a=crypto values are errors, never crashes") {
+    const char* corrupt[] = {"", "1", "1 AES_CM_128_HMAC_SHA1_80", "x AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR",
+                             "1234567890 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR",
+                             "1 AES_CM_128_HMAC_SHA1_80 uri:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR",
+                             "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtx*VBR",
+                             "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR|forever",
+                             "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR|2^20|2^20|2^20"};
+    for (const char* v : corrupt) {
+      auto r = parse_crypto(v);
+      CHECK_MESSAGE(!r.has_value(), v);
+      if (!r) CHECK_MESSAGE(r.error().code == errc::corrupt, v);
+    }
+    const char* unsupported[] = {
+        "1 F8_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR",
+        "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR UNENCRYPTED_SRTP",
+        "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR;inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR"};
+    for (const char* v : unsupported) {
+      auto r = parse_crypto(v);
+      CHECK_MESSAGE(!r.has_value(), v);
+      if (!r) CHECK_MESSAGE(r.error().code == errc::unsupported, v);
+    }
+    // The window size hint is only a hint: taken.
+    CHECK(parse_crypto("1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR WSH=128").has_value());
+  }
+
+  TEST_CASE("baresip's RTP/SAVP offer is taken with its crypto line, and answered RTP/SAVP with the same tag and a key of ours") {
+    // The offer baresip 1.0 sends with mediaenc=srtp-mand (captured from it).
+    auto o = parse_offer(savp_offer("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:Uqmtvvj9ffs6aKR4wR09D6tMaN8eAZaY95BdkPF+\r\n"), 8);
+    REQUIRE_MESSAGE(o.has_value(), (o ? std::string() : o.error().message));
+    auto& s = o->streams[0];
+    CHECK(s.accepted);
+    CHECK(s.secure);
+    CHECK(s.proto == "RTP/SAVP");
+    CHECK(hex(s.remote_crypto.key) == "52a9adbef8fd7dfb3a68a478c11d3d0fab4c68df1e019698f7905d90f17e");
+    // Without our key the stream cannot be answered.
+    const std::vector<uint16_t> ports{40002};
+    CHECK(has_line(render_answer(*o, "127.0.0.1", ports, 1, 1), "m=audio 0 RTP/SAVP 0"));
+    REQUIRE(choose_local_keys(*o).has_value());
+    CHECK(s.local_crypto.tag == 1);
+    CHECK(s.local_crypto.key.size() == 30);
+    CHECK(s.local_crypto.key != s.remote_crypto.key);
+    const auto a = render_answer(*o, "127.0.0.1", ports, 1, 1);
+    CHECK(has_line(a, "m=audio 40002 RTP/SAVP 0 101"));
+    auto ours = parse_crypto(crypto_line(a));
+    REQUIRE(ours.has_value());
+    CHECK(ours->tag == 1);
+    CHECK(ours->suite == srtp_suite::aes_cm_128_hmac_sha1_80);
+    CHECK(ours->key == s.local_crypto.key);
+    // Two answers' keys differ (drawn from the random generator, not derived from the offer).
+    auto again = parse_offer(savp_offer("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:Uqmtvvj9ffs6aKR4wR09D6tMaN8eAZaY95BdkPF+\r\n"), 8);
+    REQUIRE(choose_local_keys(*again).has_value());
+    CHECK(again->streams[0].local_crypto.key != s.local_crypto.key);
+    // A re-offer with the same suite keeps our key; another suite gets a new one of its length.
+    auto re = parse_offer(savp_offer("a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR\r\n"), 8);
+    REQUIRE(choose_local_keys(*re, &*o).has_value());
+    CHECK(re->streams[0].local_crypto.key == s.local_crypto.key);
+    CHECK(re->streams[0].local_crypto.tag == 3);
+    auto re256 = parse_offer(
+        savp_offer("a=crypto:4 AES_256_CM_HMAC_SHA1_80 inline:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLQ==\r\n"), 8);
+    REQUIRE(choose_local_keys(*re256, &*o).has_value());
+    CHECK(re256->streams[0].local_crypto.key.size() == 46);
+  }
+
+  TEST_CASE("the first crypto line sluice takes wins, in the offer's order") {
+    auto o = parse_offer(savp_offer("a=crypto:1 F8_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR\r\n"
+                                    "a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR\r\n"
+                                    "a=crypto:3 AES_CM_128_HMAC_SHA1_80 inline:Uqmtvvj9ffs6aKR4wR09D6tMaN8eAZaY95BdkPF+\r\n"),
+                         8);
+    REQUIRE(o.has_value());
+    CHECK(o->streams[0].remote_crypto.tag == 2);
+    CHECK(o->streams[0].remote_crypto.suite == srtp_suite::aes_cm_128_hmac_sha1_32);
+  }
+
+  TEST_CASE("policy: off refuses RTP/SAVP, require refuses plain RTP, keys over plain SIP are refused or ignored") {
+    const std::string line = "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:Uqmtvvj9ffs6aKR4wR09D6tMaN8eAZaY95BdkPF+\r\n";
+    auto off = parse_offer(savp_offer(line), 8, {srtp_mode::off, true});
+    REQUIRE_FALSE(off.has_value());
+    CHECK(off.error().code == errc::unsupported);
+    CHECK(off.error().message.find("sip.srtp = \"off\"") != std::string::npos);
+    // a=crypto on RTP/AVP (best-effort SRTP): taken encrypted when allowed, plain when off.
+    auto best = parse_offer(savp_offer(line, "RTP/AVP"), 8, {srtp_mode::allow, true});
+    REQUIRE(best.has_value());
+    CHECK(best->streams[0].secure);
+    REQUIRE(choose_local_keys(*best).has_value());
+    const std::vector<uint16_t> ports{40002};
+    auto a = render_answer(*best, "127.0.0.1", ports, 1, 1);
+    CHECK(has_line(a, "m=audio 40002 RTP/AVP 0 101"));
+    CHECK_FALSE(crypto_line(a).empty());
+    auto plain = parse_offer(savp_offer(line, "RTP/AVP"), 8, {srtp_mode::off, true});
+    REQUIRE(plain.has_value());
+    CHECK_FALSE(plain->streams[0].secure);
+    CHECK(crypto_line(render_answer(*plain, "127.0.0.1", ports, 1, 1)).empty());
+    // require: plain RTP is refused, SRTP taken.
+    auto req_plain = parse_offer(sipp_offer, 8, {srtp_mode::require, true});
+    REQUIRE_FALSE(req_plain.has_value());
+    CHECK(req_plain.error().message.find("require") != std::string::npos);
+    CHECK(parse_offer(savp_offer(line), 8, {srtp_mode::require, true}).has_value());
+    // Keys over SIP that is not TLS: RTP/SAVP refused naming the key to set, a=crypto on
+    // RTP/AVP answered as plain RTP, and require refuses everything.
+    auto clear = parse_offer(savp_offer(line), 8, {srtp_mode::allow, false});
+    REQUIRE_FALSE(clear.has_value());
+    CHECK(clear.error().message.find("sip.srtp_plain_signalling") != std::string::npos);
+    auto clear_avp = parse_offer(savp_offer(line, "RTP/AVP"), 8, {srtp_mode::allow, false});
+    REQUIRE(clear_avp.has_value());
+    CHECK_FALSE(clear_avp->streams[0].secure);
+    CHECK_FALSE(parse_offer(savp_offer(line, "RTP/AVP"), 8, {srtp_mode::require, false}).has_value());
+    // RTP/SAVP with no crypto line sluice takes.
+    auto none = parse_offer(savp_offer("a=crypto:1 F8_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR\r\n"), 8);
+    REQUIRE_FALSE(none.has_value());
+    CHECK(none.error().message.find("a=crypto") != std::string::npos);
+    CHECK(none.error().message.find("F8_128_HMAC_SHA1_80") != std::string::npos);
+  }
+}

@@ -123,6 +123,29 @@ TEST_SUITE("sip calls from SIPp") {
     CHECK(wer(text) <= phone_wer_target);
   }
 
+  TEST_CASE("SRTP offered over UDP with sip.srtp_plain_signalling: answered RTP/SAVP, re-keyed by re-INVITE, a suite change refused") {
+    temp_dir tmp;
+    config::sip_config cfg;
+    cfg.srtp_plain_signalling = true;
+    sip_served s(cfg);
+    // SIPp checks the answers' RTP/SAVP and a=crypto lines (the tag of each offer) and expects
+    // the 488; it fails the call, and exits non-zero, otherwise.
+    auto r = run_sipp(s, tmp, "uac_srtp_rekey.xml", {{"@PAUSE_MS@", "300"}}, "-m 1");
+    const auto c = one_call(s, r);
+    CHECK(c.end_reason == "hangup");
+    CHECK(c.start.metadata["streams"][0]["srtp"] == "AES_CM_128_HMAC_SHA1_80");
+    // One re-key (the second re-INVITE was refused before any).
+    int rekeys = 0;
+    for (const auto& e : c.events)
+      if (e.type == "srtp_rekey") {
+        ++rekeys;
+        CHECK(e.channel == 0);
+        CHECK(e.data["method"] == "re-INVITE");
+        CHECK(e.data["suite"] == "AES_CM_128_HMAC_SHA1_80");
+      }
+    CHECK(rekeys == 1);
+  }
+
   TEST_CASE("SIPREC: a multipart INVITE with two recorded streams gives one channel per stream, named by its participant") {
     temp_dir tmp;
     sip_served s;
