@@ -283,6 +283,10 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
           const auto c = st_->webhook->stats();
           text += calls::webhook_prometheus(c.delivered, c.given_up, c.dropped, c.abandoned, c.attempts);
         }
+        {
+          std::lock_guard lock(st_->more_metrics->mu);
+          for (const auto& source : st_->more_metrics->sources) text += source();
+        }
         return reply(http::status::ok, "text/plain; version=0.0.4; charset=utf-8", text);
       }
       if (path == "/" || path == "/index.html") return reply(http::status::ok, "text/html; charset=utf-8", dashboard_html());

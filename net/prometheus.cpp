@@ -181,4 +181,24 @@ std::string server_prometheus(const server_figures& f) {
   return o.str();
 }
 
+std::string sip_prometheus(const sip_figures& f) {
+  std::ostringstream o;
+  auto one = [&](const char* name, const char* type, const char* help, int64_t v) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
+  };
+  one("sluice_sip_active_calls", "gauge", "SIP calls now.", f.live);
+  one("sluice_sip_calls_total", "counter", "SIP calls taken.", f.calls);
+  o << "# HELP sluice_sip_refused_total INVITEs refused, by reason (source 403, busy 503, offer 488, request 400/415).\n"
+       "# TYPE sluice_sip_refused_total counter\n";
+  const std::pair<const char*, int64_t> reasons[] = {
+      {"source", f.refused_source}, {"busy", f.refused_busy}, {"offer", f.refused_offer}, {"request", f.refused_request}};
+  for (const auto& [reason, v] : reasons) o << "sluice_sip_refused_total{reason=\"" << reason << "\"} " << v << "\n";
+  one("sluice_sip_srtp_streams_total", "counter", "SIP media streams taken with SRTP.", f.srtp_streams);
+  one("sluice_sip_srtp_auth_failures_total", "counter",
+      "SRTP/SRTCP packets of ended SIP streams that failed authentication.", f.srtp_auth_failed);
+  one("sluice_sip_srtp_replays_total", "counter",
+      "SRTP/SRTCP packets of ended SIP streams refused by the replay check.", f.srtp_replayed);
+  return o.str();
+}
+
 }  // namespace sluice::net

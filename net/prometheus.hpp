@@ -27,4 +27,18 @@ struct server_figures {
 };
 std::string server_prometheus(const server_figures& f);
 
+/// The SIP service's figures (net/sip/sip_service.hpp), since its start; exported from the
+/// first scrape, zeros included. Refusals by reason: "source" 403 (outside sip.allowed_sources),
+/// "busy" 503 (sip.max_calls, no free RTP port, the engine full, shutting down), "offer" 488
+/// (no SDP, no stream sluice takes, SRTP policy), "request" 400/415 (a body it cannot read).
+struct sip_figures {
+  int64_t live = 0;   ///< calls now
+  int64_t calls = 0;  ///< calls taken (registered)
+  int64_t refused_source = 0, refused_busy = 0, refused_offer = 0, refused_request = 0;
+  int64_t srtp_streams = 0;      ///< streams taken with SRTP
+  int64_t srtp_auth_failed = 0;  ///< SRTP/SRTCP packets that failed authentication, of ended streams
+  int64_t srtp_replayed = 0;     ///< and those refused by the replay check
+};
+std::string sip_prometheus(const sip_figures& f);
+
 }  // namespace sluice::net

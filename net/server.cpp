@@ -276,6 +276,11 @@ result<void> server::reload_keys() {
   return {};
 }
 
+void server::add_metrics(std::function<std::string()> source) {
+  std::lock_guard lock(state_->more_metrics->mu);
+  state_->more_metrics->sources.push_back(std::move(source));
+}
+
 result<void> server::reload() {
   const bool tls = state_->tls != nullptr, keys = state_->gate->keys() != nullptr;
   if (!tls && !keys)

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -114,6 +115,13 @@ struct server_state {
     bool open = true;
   };
   std::shared_ptr<io_gate> io = std::make_shared<io_gate>();
+  /// More /metrics text from services beside the server (the SIP service's figures), each
+  /// called at every scrape, in the order added (server::add_metrics).
+  struct metrics_sources {
+    std::mutex mu;
+    std::vector<std::function<std::string()>> sources;
+  };
+  std::shared_ptr<metrics_sources> more_metrics = std::make_shared<metrics_sources>();
 
   /// The connection limit of a port: server.max_connections for main, its own for the others.
   int max_connections(ws_listener l) const;
@@ -197,6 +205,9 @@ class server {
   const auth::key_streams& key_streams() const { return *state_->key_streams; }
   /// The same, for services outside the server that enrol their connections (RTSP pushes).
   std::shared_ptr<auth::key_streams> shared_key_streams() const { return state_->key_streams; }
+  /// Adds text to every /metrics scrape from now on (Prometheus exposition lines, each family
+  /// with its HELP and TYPE). `source` must stay callable for the server's life. Thread-safe.
+  void add_metrics(std::function<std::string()> source);
   /// Stops accepting, ends every stream (the engine drains them), stops the I/O threads, then
   /// writes the calls store's queue and stops it, and stops the webhook (calls still queued are
   /// posted for up to [calls] webhook_drain_ms, the rest are not).

@@ -57,17 +57,19 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
     if (!source || !allowed.allows(*source)) {
       spdlog::info("sip {}: refused 403: {} is not in sip.allowed_sources", call_id,
                    source ? source->to_string() : std::string("an unknown source"));
+      ++counters->refused_source;
       nua_respond(nh, SIP_403_FORBIDDEN, SIPTAG_WARNING_STR("399 sluice \"this address may not call (sip.allowed_sources)\""),
                   TAG_END());
       return;
     }
   }
   if (stop_requested) return refuse_503(nh, "Shutting down");
-  if (live >= cfg.max_calls) {
+  if (counters->live >= cfg.max_calls) {
     spdlog::info("sip {}: refused, {} calls at once (sip.max_calls)", call_id, cfg.max_calls);
     return refuse_503(nh, "Maximum calls in progress");
   }
   if (!sip || !sip->sip_payload || !sip->sip_payload->pl_data || sip->sip_payload->pl_len == 0) {
+    ++counters->refused_offer;
     nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR("399 sluice \"an INVITE without an SDP offer\""),
                 TAG_END());
     return;
@@ -75,6 +77,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   auto body = split_invite_body(content_type_of(sip), std::string_view(sip->sip_payload->pl_data, sip->sip_payload->pl_len));
   if (!body) {
     spdlog::info("sip {}: body refused: {}", call_id, body.error().message);
+    ++counters->refused_request;
     if (body.error().code == errc::unsupported)
       nua_respond(nh, SIP_415_UNSUPPORTED_MEDIA, SIPTAG_ACCEPT_STR("application/sdp, multipart/mixed"), TAG_END());
     else
@@ -96,6 +99,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   }
   if (!offer) {
     spdlog::info("sip {}: offer refused: {}", call_id, offer.error().message);
+    ++counters->refused_offer;
     nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR(warning_of(offer.error().message).c_str()), TAG_END());
     return;
   }
@@ -168,6 +172,7 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
       if (!in || !out) {
         const auto& e = !in ? in.error() : out.error();
         spdlog::warn("sip {}: refused: {}", call_id, e.message);
+        ++counters->refused_offer;
         nua_respond(nh, SIP_488_NOT_ACCEPTABLE, SIPTAG_WARNING_STR(warning_of(e.message).c_str()), TAG_END());
         return;
       }
@@ -179,7 +184,9 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   c->completion = std::make_shared<call_completion>(registry, c->id, static_cast<int>(rtp.size()));
   calls[c->key] = c;
   by_handle[nh] = c->key;
-  ++live;
+  ++counters->live;
+  ++counters->calls;
+  for (const auto& s : c->offer.streams) counters->srtp_streams += s.accepted && s.secure;
   spdlog::info("sip {}: call {} from {} with {} stream(s)", call_id, c->id, address_of(sip->sip_from), rtp.size());
 
   // One bridge per stream; the receivers get their sinks (not started yet, so not racing).

@@ -159,8 +159,10 @@ void sip_service::impl::terminated(nua_handle_t* nh, const std::string& status_r
     report->streams = nlohmann::json::array();
     for (std::size_t i = 0; i < c->rtp.size(); ++i) report->streams.push_back(nullptr);
     for (std::size_t i = 0; i < c->rtp.size(); ++i)
-      c->rtp[i]->stop([bridges = c->bridges, r = c->rtp[i], report, i, reg = registry, id = c->id] {
+      c->rtp[i]->stop([bridges = c->bridges, r = c->rtp[i], report, i, reg = registry, id = c->id, totals = counters] {
         const auto& k = r->counters();
+        totals->srtp_auth_failed += static_cast<int64_t>(k.srtp_auth_failed.load());
+        totals->srtp_replayed += static_cast<int64_t>(k.srtp_replayed.load());
         const auto rate = r->sample_rate();
         std::lock_guard lock(report->mu);
         report->streams[i] = {{"datagrams", k.datagrams.load()},          {"not_rtp", k.not_rtp.load()},
@@ -181,7 +183,7 @@ void sip_service::impl::terminated(nua_handle_t* nh, const std::string& status_r
     c->completion->call_over(reason);
     by_handle.erase(nh);
     calls.erase(c->key);
-    --live;
+    --counters->live;
   }
   nua_handle_destroy(nh);
 }

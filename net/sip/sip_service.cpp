@@ -246,7 +246,23 @@ result<std::unique_ptr<sip_service>> sip_service::start(actors::engine& engine,
 }
 
 uint16_t sip_service::port() const { return static_cast<uint16_t>(impl_->cfg.port); }
-int sip_service::live_calls() const { return impl_->live; }
+int sip_service::live_calls() const { return static_cast<int>(impl_->counters->live); }
+
+std::function<sip_figures()> sip_service::figures_source() const {
+  return [c = impl_->counters] {
+    sip_figures f;
+    f.live = c->live;
+    f.calls = c->calls;
+    f.refused_source = c->refused_source;
+    f.refused_busy = c->refused_busy;
+    f.refused_offer = c->refused_offer;
+    f.refused_request = c->refused_request;
+    f.srtp_streams = c->srtp_streams;
+    f.srtp_auth_failed = c->srtp_auth_failed;
+    f.srtp_replayed = c->srtp_replayed;
+    return f;
+  };
+}
 
 void sip_service::stop() {
   if (!impl_ || impl_->stopped.exchange(true)) return;

@@ -27,12 +27,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "actors/engine.hpp"
 #include "config/error.hpp"
 #include "config/sip_config.hpp"
 #include "net/calls/call_registry.hpp"
+#include "net/prometheus.hpp"
 
 namespace sluice::net::sip {
 
@@ -51,6 +53,10 @@ class sip_service {
   uint16_t port() const;
   /// Calls between INVITE and their end (thread-safe).
   int live_calls() const;
+  /// Reads the service's figures for /metrics (net/prometheus.hpp: calls, refusals by reason,
+  /// SRTP streams and failures). The function holds the counters, not the service: it may be
+  /// called after the service is gone (the server's /metrics outlives it in `sluice serve`).
+  std::function<sip_figures()> figures_source() const;
   /// Hangs up every call (BYE; 503 to unanswered ones), sends each channel its end, stops
   /// listening. Idempotent; bounded by a few seconds.
   void stop();

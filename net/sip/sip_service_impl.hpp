@@ -102,7 +102,12 @@ struct sip_service::impl {
   su_root_t* root = nullptr;
   nua_t* nua = nullptr;
   std::atomic<bool> stop_requested{false}, stopped{false};
-  std::atomic<int> live{0};
+  // What /metrics reads (sip_service::figures_source), which may outlive the service.
+  struct counters_t {
+    std::atomic<int64_t> live{0}, calls{0}, refused_source{0}, refused_busy{0}, refused_offer{0}, refused_request{0},
+        srtp_streams{0}, srtp_auth_failed{0}, srtp_replayed{0};
+  };
+  std::shared_ptr<counters_t> counters = std::make_shared<counters_t>();
   // Work for the sofia thread from other threads. Shared, so that a bridge actor that answers
   // after the service is gone posts into a queue nobody runs rather than into freed memory.
   struct command_queue {
@@ -149,6 +154,7 @@ struct sip_service::impl {
     return c == calls.end() ? nullptr : c->second;
   }
   void refuse_503(nua_handle_t* nh, const char* phrase) {
+    ++counters->refused_busy;
     const auto retry = std::to_string(cfg.retry_after_s);
     nua_respond(nh, sip_busy_everywhere, phrase, SIPTAG_RETRY_AFTER_STR(retry.c_str()), TAG_END());
   }

@@ -262,6 +262,24 @@ TEST_SUITE("server") {
     CHECK(expert_pairs);
   }
 
+  TEST_CASE("/metrics carries the text of services added beside the server, every scrape, in the order added") {
+    served s;
+    auto calls = std::make_shared<int>(0);
+    s.server->add_metrics([calls] {
+      return "# TYPE sluice_test_side_calls_total counter\nsluice_test_side_calls_total " + std::to_string(++*calls) + "\n";
+    });
+    s.server->add_metrics([] { return std::string("# TYPE sluice_test_side_flag gauge\nsluice_test_side_flag 1\n"); });
+    const auto body = http_request(s.port, http::verb::get, "/metrics").body;
+    const auto first = body.find("sluice_test_side_calls_total 1\n"), second = body.find("sluice_test_side_flag 1\n");
+    CHECK(first != std::string::npos);
+    CHECK(second != std::string::npos);
+    CHECK(first < second);
+    // Called again at the next scrape (a live figure, not a copy taken when added).
+    const auto again = parse_prometheus(http_request(s.port, http::verb::get, "/metrics").body);
+    CHECK(again.at("sluice_test_side_calls_total") == 2);
+    CHECK(again.at("sluice_up") == 1);
+  }
+
   TEST_CASE("hostile input: each bad client gets its own clear error, a good stream alongside is untouched") {
     config::sluice_config cfg;
     cfg.server.max_message_bytes = 64 * 1024;

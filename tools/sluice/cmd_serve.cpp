@@ -71,6 +71,8 @@ int cmd_serve(invocation& inv) {
       return exit_failure;
     }
     sip = std::move(*started);
+    // Its figures in /metrics; the source holds the counters, so it outlives the service.
+    (*srv)->add_metrics([figures = sip->figures_source()] { return net::sip_prometheus(figures()); });
   }
   // [rtsp]: pushes to rtsp://host:port/<name> and the pulls of rtsp.pull, as calls.
   std::unique_ptr<net::rtsp::rtsp_service> rtsp;

@@ -1,6 +1,7 @@
 // Hostile and malformed SIP over UDP, sent raw: each gets the status RFC 3261 names (or is
 // dropped), and the service answers a well-formed OPTIONS afterwards, so none of it crashed it.
 #include "tests/net/sip/sip_test_util.hpp"
+#include "tests/net/prometheus_samples.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
@@ -268,5 +269,47 @@ TEST_SUITE("sip hostile input") {
     // time until the BYE's handling, not by sending_ms; 1 s of refill at most here.
     CHECK(passed <= burst_passes + 10000 / size);
     CHECK(s.sip->live_calls() == 0);
+  }
+
+  TEST_CASE("the SIP figures for /metrics count calls and refusals by reason, as prometheus_client reads them") {
+    temp_dir tmp;
+    auto read = [&](const sip_served& s) {
+      return prometheus_samples(tmp, net::sip_prometheus(s.sip->figures_source()()), "'sluice_sip_'", "reason");
+    };
+    // Expected lines, in the order of the exposition; every family from the start, at zero.
+    auto expected = [](int active, int calls, int source, int busy, int offer, int request) {
+      return "gauge sluice_sip_active_calls - " + std::to_string(active) + "\n" +
+             "counter sluice_sip_calls_total - " + std::to_string(calls) + "\n" +
+             "counter sluice_sip_refused_total source " + std::to_string(source) + "\n" +
+             "counter sluice_sip_refused_total busy " + std::to_string(busy) + "\n" +
+             "counter sluice_sip_refused_total offer " + std::to_string(offer) + "\n" +
+             "counter sluice_sip_refused_total request " + std::to_string(request) + "\n" +
+             "counter sluice_sip_srtp_streams_total - 0\n"
+             "counter sluice_sip_srtp_auth_failures_total - 0\n"
+             "counter sluice_sip_srtp_replays_total - 0\n";
+    };
+    {
+      config::sip_config cfg;
+      cfg.allowed_sources = "10.0.0.0/8";  // not 127.0.0.1
+      sip_served s(cfg);
+      CHECK(read(s) == expected(0, 0, 0, 0, 0, 0));
+      CHECK(sip_udp_request(s.cfg.port, invite("m1", "Max-Forwards: 70\r\n", g729_only)).rfind("SIP/2.0 403", 0) == 0);
+      CHECK(read(s) == expected(0, 0, 1, 0, 0, 0));
+    }
+    config::sip_config cfg;
+    cfg.max_calls = 1;
+    sip_served s(cfg);
+    CHECK(sip_udp_request(s.cfg.port, invite("m2", "Max-Forwards: 70\r\n", g729_only)).rfind("SIP/2.0 488", 0) == 0);
+    CHECK(sip_udp_request(s.cfg.port, invite("m3", "Max-Forwards: 70\r\n", "")).rfind("SIP/2.0 488", 0) == 0);
+    CHECK(sip_udp_request(s.cfg.port, invite("m4", "Max-Forwards: 70\r\n", "<xml/>", "application/xml"))
+              .rfind("SIP/2.0 415", 0) == 0);
+    {
+      raw_call c(s.cfg.port, "m5");  // taken: the one call sip.max_calls allows
+      CHECK(read(s) == expected(1, 1, 0, 0, 2, 1));
+      CHECK(sip_udp_request(s.cfg.port, invite("m6", "Max-Forwards: 70\r\n", g729_only)).rfind("SIP/2.0 503", 0) == 0);
+      c.bye();
+    }
+    REQUIRE(s.wait_for([&] { return s.sip->live_calls() == 0; }));
+    CHECK(read(s) == expected(0, 1, 0, 1, 2, 1));
   }
 }

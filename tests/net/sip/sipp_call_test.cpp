@@ -144,6 +144,11 @@ TEST_SUITE("sip calls from SIPp") {
         CHECK(e.data["suite"] == "AES_CM_128_HMAC_SHA1_80");
       }
     CHECK(rekeys == 1);
+    // In /metrics: one call, one SRTP stream; SIPp sent no media, so nothing failed.
+    const auto f = s.sip->figures_source()();
+    CHECK(f.calls == 1);
+    CHECK(f.srtp_streams == 1);
+    CHECK(f.srtp_auth_failed == 0);
   }
 
   TEST_CASE("SIPREC: a multipart INVITE with two recorded streams gives one channel per stream, named by its participant") {
