@@ -86,6 +86,8 @@ void sip_service::impl::on_invite(nua_handle_t* nh, const sip_t* sip) {
   }
   // The transport the INVITE came over, from its topmost Via ("SIP/2.0/TLS" -> "tls"): the
   // hop that sent it to us wrote it. It decides whether SDES keys may be taken (RFC 4568 8.3).
+  // sofia's nta checks it against the transport the message came over and drops a mismatch
+  // ("Via check: invalid transport"), so a Via saying TLS did come over TLS.
   std::string proto;
   if (sip->sip_via && sip->sip_via->v_protocol) {
     proto = sip->sip_via->v_protocol;

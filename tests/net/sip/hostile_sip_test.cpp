@@ -271,6 +271,33 @@ TEST_SUITE("sip hostile input") {
     CHECK(s.sip->live_calls() == 0);
   }
 
+  TEST_CASE("an INVITE whose Via claims TLS over UDP never reaches the call set-up, so its SDES keys are not taken") {
+    // The set-up allows SDES keys when the top Via says TLS; sofia's nta drops a request whose
+    // Via names another transport than the one it came over. Shown here: the INVITE is not
+    // answered, and the OPTIONS sent after it (handled in order on sofia's thread) finds no
+    // offer refused and no call taken.
+    const std::string savp =
+        "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 7000 RTP/SAVP 0\r\n"
+        "a=rtpmap:0 PCMU/8000\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR\r\n";
+    sip_served s;
+    auto req = invite("v1", "Max-Forwards: 70\r\n", savp);
+    const auto via = req.find("SIP/2.0/UDP");
+    REQUIRE(via != std::string::npos);
+    req.replace(via, 11, "SIP/2.0/TLS");
+    CHECK(sip_udp_request(s.cfg.port, req, std::chrono::milliseconds(500)).empty());
+    CHECK(sip_udp_request(s.cfg.port, options("v2")) == "SIP/2.0 200 OK");
+    const auto f = s.sip->figures_source()();
+    CHECK(f.refused_offer == 0);
+    CHECK(f.calls == 0);
+    CHECK(s.sip_calls().empty());
+    // The same offer with its true Via (UDP) reaches the set-up and is refused for its keys.
+    std::string whole;
+    CHECK(sip_udp_request(s.cfg.port, invite("v3", "Max-Forwards: 70\r\n", savp), std::chrono::milliseconds(3000), &whole)
+              .rfind("SIP/2.0 488", 0) == 0);
+    CHECK(whole.find("srtp_plain_signalling") != std::string::npos);
+    CHECK(s.sip->figures_source()().refused_offer == 1);
+  }
+
   TEST_CASE("the SIP figures for /metrics count calls and refusals by reason, as prometheus_client reads them") {
     temp_dir tmp;
     auto read = [&](const sip_served& s) {
