@@ -19,6 +19,7 @@
 #include "net/sip/rtp_receiver.hpp"
 #include "net/sip/srtp_session.hpp"
 #include "tests/common/free_ports.hpp"
+#include "tests/common/poll_until.hpp"
 
 using namespace sluice;
 using namespace sluice::net::sip;
@@ -179,8 +180,10 @@ TEST_SUITE("sip srtp receiver") {
       REQUIRE((*before)->protect_rtp(p));
       b.send_to(asio::buffer(p), to);
     }
-    REQUIRE(h.wait_for(4 * samples_per_packet));
-    // The new session is queued on the receiver's strand before any later datagram's handler.
+    // All five read: the fifth datagram's handler has begun (the count is its first step), so
+    // the re-key posted now runs on the strand after it, and before any later datagram's
+    // handler. (Audio heard is not enough: the fifth packet may still be in the socket.)
+    REQUIRE(test::poll_until([&] { return receiver->counters().datagrams == 5; }, std::chrono::seconds(10)));
     receiver->rekey(*srtp_session::make(second_key, srtp_session::direction::inbound));
     for (uint16_t seq = 6; seq <= 10; ++seq) {
       auto p = pcmu_packet(seq, 0x1234);
