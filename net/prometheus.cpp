@@ -2,8 +2,10 @@
 
 #include <cctype>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -157,11 +159,22 @@ std::string to_prometheus(const std::string& snapshot_json) {
   return o.str();
 }
 
+namespace {
+// One family of one sample, with its HELP and TYPE.
+void one_sample(std::ostringstream& o, const char* name, const char* type, const char* help, int64_t v) {
+  o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
+}
+// One counter family with a sample per value of `label`.
+void counter_by_label(std::ostringstream& o, const char* name, const char* help, const char* label,
+                      std::initializer_list<std::pair<const char*, int64_t>> samples) {
+  o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n";
+  for (const auto& [value, v] : samples) o << name << "{" << label << "=\"" << value << "\"} " << v << "\n";
+}
+}  // namespace
+
 std::string server_prometheus(const server_figures& f) {
   std::ostringstream o;
-  auto one = [&](const char* name, const char* type, const char* help, int64_t v) {
-    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
-  };
+  auto one = [&](const char* name, const char* type, const char* help, int64_t v) { one_sample(o, name, type, help, v); };
   one("sluice_server_connections", "gauge", "Connections open now, on every port.", f.connections);
   one("sluice_server_draining", "gauge", "1 while the server drains before it stops.", f.draining ? 1 : 0);
   one("sluice_ws_streams", "gauge", "WebSocket sessions with an open engine channel.", f.ws_streams);
@@ -173,26 +186,20 @@ std::string server_prometheus(const server_figures& f) {
       f.ws_buffered_audio_peak_ms);
   one("sluice_ws_tls_half_closes_total", "counter",
       "wss streams whose client half-closed with a TLS 1.3 close_notify after its end.", f.ws_tls_half_closes);
-  o << "# HELP sluice_audiosocket_refused_total AudioSocket connections refused, by reason.\n"
-       "# TYPE sluice_audiosocket_refused_total counter\n"
-       "sluice_audiosocket_refused_total{reason=\"source\"} "
-    << f.audiosocket_refused_source << "\nsluice_audiosocket_refused_total{reason=\"limit\"} "
-    << f.audiosocket_refused_limit << "\n";
+  counter_by_label(o, "sluice_audiosocket_refused_total", "AudioSocket connections refused, by reason.", "reason",
+                   {{"source", f.audiosocket_refused_source}, {"limit", f.audiosocket_refused_limit}});
   return o.str();
 }
 
 std::string sip_prometheus(const sip_figures& f) {
   std::ostringstream o;
-  auto one = [&](const char* name, const char* type, const char* help, int64_t v) {
-    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
-  };
+  auto one = [&](const char* name, const char* type, const char* help, int64_t v) { one_sample(o, name, type, help, v); };
   one("sluice_sip_active_calls", "gauge", "SIP calls now.", f.live);
   one("sluice_sip_calls_total", "counter", "SIP calls taken.", f.calls);
-  o << "# HELP sluice_sip_refused_total INVITEs refused, by reason (source 403, busy 503, offer 488, request 400/415).\n"
-       "# TYPE sluice_sip_refused_total counter\n";
-  const std::pair<const char*, int64_t> reasons[] = {
-      {"source", f.refused_source}, {"busy", f.refused_busy}, {"offer", f.refused_offer}, {"request", f.refused_request}};
-  for (const auto& [reason, v] : reasons) o << "sluice_sip_refused_total{reason=\"" << reason << "\"} " << v << "\n";
+  counter_by_label(o, "sluice_sip_refused_total",
+                   "INVITEs refused, by reason (source 403, busy 503, offer 488, request 400/415).", "reason",
+                   {{"source", f.refused_source}, {"busy", f.refused_busy}, {"offer", f.refused_offer},
+                    {"request", f.refused_request}});
   one("sluice_sip_srtp_streams_total", "counter", "SIP media streams taken with SRTP.", f.srtp_streams);
   one("sluice_sip_srtp_auth_failures_total", "counter",
       "SRTP/SRTCP packets of ended SIP streams that failed authentication.", f.srtp_auth_failed);

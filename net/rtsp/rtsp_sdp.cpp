@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include "net/words.hpp"
+
 namespace sluice::net::rtsp {
 
 namespace {
@@ -142,13 +144,7 @@ result<rtsp_description> parse_description(std::string_view sdp, const std::stri
       if (lines.size() >= max_media)
         return fail(errc::limit_exceeded, "sdp: more than " + std::to_string(max_media) + " media");
       media_lines m;
-      std::vector<std::string_view> f;
-      for (std::size_t p = 0; p < value.size();) {
-        auto sp = value.find(' ', p);
-        if (sp == std::string_view::npos) sp = value.size();
-        if (sp > p) f.push_back(value.substr(p, sp - p));
-        p = sp + 1;
-      }
+      const auto f = words(value);
       if (f.size() < 4) return fail(errc::corrupt, "sdp: m= line " + std::to_string(line_no) + " has too few fields");
       m.kind = lower(f[0]);
       m.proto = lower(f[2]);

@@ -156,13 +156,8 @@ void rtp_receiver::on_datagram(std::size_t n) {
     // read as payload types 72-76 with the marker bit); SRTCP and SRTP differ in their trailers.
     const unsigned pt = n >= 2 ? buf_[1] & 0x7fu : 0u;
     const bool rtcp = rtcp_mux_ && pt >= 64 && pt <= 95;
-    if (!srtp_checked(size, rtcp)) return;
-    if (rtcp) {
-      const std::span<const uint8_t> d(buf_.data(), size);
-      if (parse_rtcp(d)) on_rtcp(d, from_);
-      else ++counters_.rtcp_invalid;
-      return;
-    }
+    if (!srtp_checked(buf_.data(), size, rtcp, counters_.not_rtp)) return;
+    if (rtcp) return take_rtcp({buf_.data(), size}, from_);
   }
   const std::span<const uint8_t> datagram(buf_.data(), size);
   auto p = parse_rtp(datagram);
@@ -190,13 +185,13 @@ void rtp_receiver::on_datagram(std::size_t n) {
   arm_gap_timer();
 }
 
-bool rtp_receiver::srtp_checked(std::size_t& size, bool rtcp) {
-  const auto r = rtcp ? srtp_in_->unprotect_rtcp(buf_.data(), size) : srtp_in_->unprotect_rtp(buf_.data(), size);
+bool rtp_receiver::srtp_checked(uint8_t* data, std::size_t& size, bool rtcp, std::atomic<uint64_t>& malformed) {
+  const auto r = rtcp ? srtp_in_->unprotect_rtcp(data, size) : srtp_in_->unprotect_rtp(data, size);
   switch (r) {
     case srtp_check::ok: return true;
     case srtp_check::replayed: ++counters_.srtp_replayed; return false;
     case srtp_check::auth_failed: ++counters_.srtp_auth_failed; return false;
-    case srtp_check::malformed: ++counters_.not_rtp; return false;
+    case srtp_check::malformed: ++malformed; return false;
   }
   return false;
 }
@@ -311,15 +306,12 @@ void rtp_receiver::do_receive_rtcp() {
 }
 
 void rtp_receiver::on_rtcp_datagram(std::size_t n) {
-  if (srtp_in_) {
-    const auto r = srtp_in_->unprotect_rtcp(rtcp_buf_.data(), n);
-    if (r == srtp_check::replayed) ++counters_.srtp_replayed;
-    if (r == srtp_check::auth_failed) ++counters_.srtp_auth_failed;
-    if (r == srtp_check::malformed) ++counters_.rtcp_invalid;
-    if (r != srtp_check::ok) return;
-  }
-  const std::span<const uint8_t> d(rtcp_buf_.data(), n);
-  if (parse_rtcp(d)) on_rtcp(d, rtcp_recv_from_);
+  if (srtp_in_ && !srtp_checked(rtcp_buf_.data(), n, true, counters_.rtcp_invalid)) return;
+  take_rtcp({rtcp_buf_.data(), n}, rtcp_recv_from_);
+}
+
+void rtp_receiver::take_rtcp(std::span<const uint8_t> datagram, const udp::endpoint& from) {
+  if (parse_rtcp(datagram)) on_rtcp(datagram, from);
   else ++counters_.rtcp_invalid;
 }
 

@@ -112,6 +112,8 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   void publish_stats();
   void do_receive_rtcp();
   void on_rtcp_datagram(std::size_t n);
+  // An RTCP compound (decrypted, when SRTCP) read, or counted as invalid.
+  void take_rtcp(std::span<const uint8_t> datagram, const boost::asio::ip::udp::endpoint& from);
   void on_rtcp(std::span<const uint8_t> datagram, const boost::asio::ip::udp::endpoint& from);
   void arm_rtcp_timer();
   void send_report(bool bye);
@@ -152,7 +154,8 @@ class rtp_receiver : public std::enable_shared_from_this<rtp_receiver> {
   rtcp_stats rtcp_stats_;
   // SRTP (set_srtp); strand only after start().
   std::unique_ptr<srtp_session> srtp_in_, srtp_out_;
-  bool srtp_checked(std::size_t& size, bool rtcp);
+  // Checks and decrypts `data` in place; a failure is counted (a malformed packet in `malformed`).
+  bool srtp_checked(uint8_t* data, std::size_t& size, bool rtcp, std::atomic<uint64_t>& malformed);
 };
 
 }  // namespace sluice::net::sip

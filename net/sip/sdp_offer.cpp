@@ -13,6 +13,7 @@
 #include <openssl/rand.h>
 
 #include "net/base64.hpp"
+#include "net/words.hpp"
 
 namespace sluice::net::sip {
 
@@ -46,13 +47,8 @@ bool token_char(unsigned char c) { return std::isalnum(c) || (c && std::strchr("
 
 // RFC 4566 5.14: media SP port ["/" integer] SP proto *("/" token) 1*(SP fmt), fmt a token.
 bool valid_media_line(std::string_view m) {
-  std::size_t word = 0, pos = 0;
-  while (pos < m.size()) {
-    auto end = m.find(' ', pos);
-    if (end == std::string_view::npos) end = m.size();
-    const auto w = m.substr(pos, end - pos);
-    pos = end + 1;
-    if (w.empty()) continue;
+  std::size_t word = 0;
+  for (const auto w : words(m)) {
     bool ok = true;
     bool after_slash = true;  // no empty part before or after a '/'
     for (unsigned char c : w) {
@@ -176,13 +172,7 @@ std::size_t suite_key_bytes(srtp_suite s) { return info_of(s).key_bytes; }
 
 result<sdes_crypto> parse_crypto(std::string_view value) {
   // tag SP suite SP key-params *(SP session-param)
-  std::vector<std::string_view> words;
-  for (std::size_t pos = 0; pos < value.size();) {
-    auto end = value.find_first_of(" \t", pos);
-    if (end == std::string_view::npos) end = value.size();
-    if (end > pos) words.push_back(value.substr(pos, end - pos));
-    pos = end + 1;
-  }
+  const auto words = net::words(value, " \t");
   if (words.size() < 3) return fail(errc::corrupt, "a=crypto: not \"<tag> <suite> inline:<key>\"");
   sdes_crypto c;
   if (!all_digits(words[0]) || words[0].size() > max_tag_digits)

@@ -66,6 +66,31 @@ srtp_check check_of(srtp_err_status_t e) {
 // RFC 3550 5.1 / 6.4.1: the RTP header is 12 bytes, an RTCP packet's first 8.
 constexpr std::size_t min_rtp = 12, min_rtcp = 8;
 
+// libsrtp's four calls share one shape: (session, packet, in/out length).
+using srtp_call = srtp_err_status_t (*)(srtp_t, void*, int*);
+
+srtp_check unprotect_with(srtp_call call, void* ctx, std::size_t min, uint8_t* packet, std::size_t& size) {
+  if (size < min || size > static_cast<std::size_t>(std::numeric_limits<int>::max())) return srtp_check::malformed;
+  int len = static_cast<int>(size);
+  const auto r = check_of(call(static_cast<srtp_t>(ctx), packet, &len));
+  if (r == srtp_check::ok) size = static_cast<std::size_t>(len);
+  return r;
+}
+
+// libsrtp writes the trailer after the packet: `trailer` bytes of room are made first.
+bool protect_with(srtp_call call, void* ctx, std::size_t min, std::size_t trailer, std::vector<uint8_t>& packet) {
+  if (packet.size() < min) return false;
+  const auto n = packet.size();
+  packet.resize(n + trailer);
+  int len = static_cast<int>(n);
+  if (call(static_cast<srtp_t>(ctx), packet.data(), &len) != srtp_err_status_ok) {
+    packet.resize(n);
+    return false;
+  }
+  packet.resize(static_cast<std::size_t>(len));
+  return true;
+}
+
 }  // namespace
 
 result<std::unique_ptr<srtp_session>> srtp_session::make(const sdes_crypto& key, direction dir) {
@@ -96,46 +121,20 @@ srtp_session::~srtp_session() {
 }
 
 srtp_check srtp_session::unprotect_rtp(uint8_t* packet, std::size_t& size) {
-  if (size < min_rtp || size > static_cast<std::size_t>(std::numeric_limits<int>::max())) return srtp_check::malformed;
-  int len = static_cast<int>(size);
-  const auto r = check_of(srtp_unprotect(static_cast<srtp_t>(ctx_), packet, &len));
-  if (r == srtp_check::ok) size = static_cast<std::size_t>(len);
-  return r;
+  return unprotect_with(srtp_unprotect, ctx_, min_rtp, packet, size);
 }
 
 srtp_check srtp_session::unprotect_rtcp(uint8_t* packet, std::size_t& size) {
-  if (size < min_rtcp || size > static_cast<std::size_t>(std::numeric_limits<int>::max())) return srtp_check::malformed;
-  int len = static_cast<int>(size);
-  const auto r = check_of(srtp_unprotect_rtcp(static_cast<srtp_t>(ctx_), packet, &len));
-  if (r == srtp_check::ok) size = static_cast<std::size_t>(len);
-  return r;
+  return unprotect_with(srtp_unprotect_rtcp, ctx_, min_rtcp, packet, size);
 }
 
+// The SRTCP trailer adds the E flag and index (4 bytes) before the tag.
 bool srtp_session::protect_rtcp(std::vector<uint8_t>& packet) {
-  if (packet.size() < min_rtcp) return false;
-  const auto n = packet.size();
-  // The SRTCP trailer: the E flag and index (4 bytes), then the tag.
-  packet.resize(n + SRTP_MAX_TRAILER_LEN + 4);
-  int len = static_cast<int>(n);
-  if (srtp_protect_rtcp(static_cast<srtp_t>(ctx_), packet.data(), &len) != srtp_err_status_ok) {
-    packet.resize(n);
-    return false;
-  }
-  packet.resize(static_cast<std::size_t>(len));
-  return true;
+  return protect_with(srtp_protect_rtcp, ctx_, min_rtcp, SRTP_MAX_TRAILER_LEN + 4, packet);
 }
 
 bool srtp_session::protect_rtp(std::vector<uint8_t>& packet) {
-  if (packet.size() < min_rtp) return false;
-  const auto n = packet.size();
-  packet.resize(n + SRTP_MAX_TRAILER_LEN);
-  int len = static_cast<int>(n);
-  if (srtp_protect(static_cast<srtp_t>(ctx_), packet.data(), &len) != srtp_err_status_ok) {
-    packet.resize(n);
-    return false;
-  }
-  packet.resize(static_cast<std::size_t>(len));
-  return true;
+  return protect_with(srtp_protect, ctx_, min_rtp, SRTP_MAX_TRAILER_LEN, packet);
 }
 
 }  // namespace sluice::net::sip

@@ -252,20 +252,17 @@ TEST_SUITE("sip sdp srtp") {
                              "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtx*VBR",
                              "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR|forever",
                              "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR|2^20|2^20|2^20"};
-    for (const char* v : corrupt) {
+    auto refused_as = [](const char* v, errc code) {
       auto r = parse_crypto(v);
       CHECK_MESSAGE(!r.has_value(), v);
-      if (!r) CHECK_MESSAGE(r.error().code == errc::corrupt, v);
-    }
+      if (!r) CHECK_MESSAGE(r.error().code == code, v);
+    };
+    for (const char* v : corrupt) refused_as(v, errc::corrupt);
     const char* unsupported[] = {
         "1 F8_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR",
         "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR UNENCRYPTED_SRTP",
         "1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR;inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR"};
-    for (const char* v : unsupported) {
-      auto r = parse_crypto(v);
-      CHECK_MESSAGE(!r.has_value(), v);
-      if (!r) CHECK_MESSAGE(r.error().code == errc::unsupported, v);
-    }
+    for (const char* v : unsupported) refused_as(v, errc::unsupported);
     // The window size hint is only a hint: taken.
     CHECK(parse_crypto("1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR WSH=128").has_value());
   }

@@ -67,29 +67,58 @@ struct heard {
     return cv.wait_for(lock, std::chrono::seconds(10), [&] { return samples.size() >= n; });
   }
 };
-}  // namespace
+// A started SRTP receiver on a loopback port (its I/O on a thread of its own) that takes the
+// peer's packets under `peer_key`, what its sinks hear, and the address to send to.
+struct srtp_rig {
+  asio::io_context ioc;
+  asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);
+  std::thread io;  // started last: a failed REQUIRE above it leaves no thread running
+  std::shared_ptr<rtp_receiver> receiver;
+  heard h;
+  asio::ip::udp::endpoint to;
 
-TEST_SUITE("sip srtp receiver") {
-  TEST_CASE("only packets under the peer's key are heard: other keys, plain RTP and replays are counted and dropped") {
-    asio::io_context ioc;
-    auto work = asio::make_work_guard(ioc);
-    std::thread io([&] { ioc.run(); });
+  explicit srtp_rig(const sdes_crypto& peer_key) {
     const int base = test::free_rtp_base(4);
-    auto pool = std::make_shared<port_pool>(base, base + 3);
-    const auto peer_key = key_of(1), wrong_key = key_of(101), our_key = key_of(201);
-    auto r = rtp_receiver::open(ioc, "127.0.0.1", pool, {}, codec_choice{}, -1, {});
+    auto r = rtp_receiver::open(ioc, "127.0.0.1", std::make_shared<port_pool>(base, base + 3), {}, codec_choice{}, -1, {});
     REQUIRE(r.has_value());
-    auto receiver = *r;
-    heard h;
+    receiver = *r;
     rtp_sinks sinks;
-    sinks.audio = [&h](std::vector<uint8_t> pcm) { h.add(pcm); };
+    sinks.audio = [this](std::vector<uint8_t> pcm) { h.add(pcm); };
     receiver->set_sinks(sinks);
     auto in = srtp_session::make(peer_key, srtp_session::direction::inbound);
-    auto out = srtp_session::make(our_key, srtp_session::direction::outbound);
+    auto out = srtp_session::make(key_of(201), srtp_session::direction::outbound);
     REQUIRE(in.has_value());
     REQUIRE(out.has_value());
     receiver->set_srtp(std::move(*in), std::move(*out));
     receiver->start();
+    to = asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), receiver->port());
+    io = std::thread([this] { ioc.run(); });
+  }
+  ~srtp_rig() {
+    work.reset();
+    ioc.stop();
+    if (io.joinable()) io.join();
+  }
+  asio::ip::udp::socket sender() {
+    asio::ip::udp::socket s(ioc);
+    s.open(asio::ip::udp::v4());
+    return s;
+  }
+  // Stops the receiver (it reads what its socket still queues first) and waits for the end.
+  void stop() {
+    std::promise<void> stopped;
+    receiver->stop([&] { stopped.set_value(); });
+    REQUIRE(stopped.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  }
+};
+}  // namespace
+
+TEST_SUITE("sip srtp receiver") {
+  TEST_CASE("only packets under the peer's key are heard: other keys, plain RTP and replays are counted and dropped") {
+    const auto peer_key = key_of(1), wrong_key = key_of(101);
+    srtp_rig rig(peer_key);
+    auto& h = rig.h;
+    const auto& to = rig.to;
 
     // The peer (socket b) and a stranger (socket a), each protecting with its own session.
     auto peer = srtp_session::make(peer_key, srtp_session::direction::outbound);
@@ -98,10 +127,7 @@ TEST_SUITE("sip srtp receiver") {
     REQUIRE(peer.has_value());
     REQUIRE(stranger.has_value());
     REQUIRE(stranger_with_peer_key.has_value());
-    asio::ip::udp::socket a(ioc), b(ioc);
-    a.open(asio::ip::udp::v4());
-    b.open(asio::ip::udp::v4());
-    const asio::ip::udp::endpoint to(asio::ip::make_address("127.0.0.1"), receiver->port());
+    auto a = rig.sender(), b = rig.sender();
 
     // First the stranger: five packets under another key. They must not latch it.
     for (uint16_t seq = 1; seq <= 5; ++seq) {
@@ -131,10 +157,8 @@ TEST_SUITE("sip srtp receiver") {
     REQUIRE((*stranger_with_peer_key)->protect_rtp(late));
     a.send_to(asio::buffer(late), to);
 
-    std::promise<void> stopped;
-    receiver->stop([&] { stopped.set_value(); });
-    REQUIRE(stopped.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
-    const auto& k = receiver->counters();
+    rig.stop();
+    const auto& k = rig.receiver->counters();
     CHECK(k.datagrams == 18);
     CHECK(k.srtp_auth_failed == 6);  // five under the wrong key, one in the clear
     CHECK(k.srtp_replayed == 1);
@@ -146,35 +170,18 @@ TEST_SUITE("sip srtp receiver") {
       CHECK(h.samples.size() == 10 * samples_per_packet);
       CHECK(std::all_of(h.samples.begin(), h.samples.end(), [](int16_t v) { return v == mulaw_max_linear; }));
     }
-    work.reset();
-    ioc.stop();
-    io.join();
   }
 
   TEST_CASE("a re-key (the peer's new key from a re-INVITE) takes effect from the next packet read") {
-    asio::io_context ioc;
-    auto work = asio::make_work_guard(ioc);
-    std::thread io([&] { ioc.run(); });
-    const int base = test::free_rtp_base(4);
-    auto pool = std::make_shared<port_pool>(base, base + 3);
     const auto first_key = key_of(1), second_key = key_of(51);
-    auto r = rtp_receiver::open(ioc, "127.0.0.1", pool, {}, codec_choice{}, -1, {});
-    REQUIRE(r.has_value());
-    auto receiver = *r;
-    heard h;
-    rtp_sinks sinks;
-    sinks.audio = [&h](std::vector<uint8_t> pcm) { h.add(pcm); };
-    receiver->set_sinks(sinks);
-    receiver->set_srtp(*srtp_session::make(first_key, srtp_session::direction::inbound),
-                       *srtp_session::make(key_of(201), srtp_session::direction::outbound));
-    receiver->start();
+    srtp_rig rig(first_key);
+    const auto& receiver = rig.receiver;
+    const auto& to = rig.to;
     auto before = srtp_session::make(first_key, srtp_session::direction::outbound);
     auto after = srtp_session::make(second_key, srtp_session::direction::outbound);
     REQUIRE(before.has_value());
     REQUIRE(after.has_value());
-    asio::ip::udp::socket b(ioc);
-    b.open(asio::ip::udp::v4());
-    const asio::ip::udp::endpoint to(asio::ip::make_address("127.0.0.1"), receiver->port());
+    auto b = rig.sender();
     for (uint16_t seq = 1; seq <= 5; ++seq) {
       auto p = pcmu_packet(seq, 0x1234);
       REQUIRE((*before)->protect_rtp(p));
@@ -194,15 +201,10 @@ TEST_SUITE("sip srtp receiver") {
     auto old = pcmu_packet(11, 0x1234);
     REQUIRE((*before)->protect_rtp(old));
     b.send_to(asio::buffer(old), to);
-    std::promise<void> stopped;
-    receiver->stop([&] { stopped.set_value(); });
-    REQUIRE(stopped.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    rig.stop();
     CHECK(receiver->counters().srtp_auth_failed == 1);
-    std::lock_guard lock(h.mu);
-    CHECK(h.samples.size() == 10 * samples_per_packet);
-    work.reset();
-    ioc.stop();
-    io.join();
+    std::lock_guard lock(rig.h.mu);
+    CHECK(rig.h.samples.size() == 10 * samples_per_packet);
   }
 
   TEST_CASE("sessions: a key of the wrong length is refused, and every suite protects and checks a packet") {
