@@ -10,6 +10,7 @@
 
 #include "actors/batcher_state.hpp"
 #include "actors/cpu_affinity.hpp"
+#include "actors/result_postproc.hpp"
 #include "kernels/cuda_backend.hpp"
 #include "kernels/device.hpp"
 #include "moe/device/cpu_backend.hpp"
@@ -104,6 +105,7 @@ void decode_here(const state_ptr& st, stream_entry& e, const moe::stream_logits&
   c.text = r.text;
   c.words.reserve(r.words.size());
   for (const auto& w : r.words) c.words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+  c.alternatives = to_alternative_events(r.alternatives, 0);
   if (done) st->meter.count("utterances_decoded");
 }
 

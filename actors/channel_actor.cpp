@@ -478,6 +478,7 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
                     ? u.end_sample / samples_per_ms
                     : offset_ms + (c.first_frame + n) * static_cast<int64_t>(st->res->decoder.frame_ms);
     for (const auto& w : r.words) ev.words.push_back({w.word, w.start_ms + offset_ms, w.end_ms + offset_ms, w.confidence});
+    ev.alternatives = to_alternative_events(r.alternatives, offset_ms);
     // Before anything leaves the channel: display form and redaction (partials here, finals in
     // flush_finals, in utterance order).
     if (!final) {
@@ -491,6 +492,11 @@ void on_logits(self_ptr self, const state_ptr& st, logits_chunk& c) {
     moe::decode_result r;
     r.text = c.text;
     for (const auto& w : c.words) r.words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+    for (const auto& a : c.alternatives) {
+      moe::decode_alternative alt{a.text, {}, 0, a.confidence};
+      for (const auto& w : a.words) alt.words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+      r.alternatives.push_back(std::move(alt));
+    }
     return r;
   };
   if (c.last) {

@@ -50,7 +50,14 @@ result<channel_pipeline> channel_pipeline::create(const engine_resources& res, c
   if (!ep) return tl::unexpected(ep.error());
   auto hw = parse_hotwords(req.hotwords, default_hotword_weight);
   if (!hw) return tl::unexpected(hw.error());
-  auto prepared = res.recognizer->prepare(moe::stream_config{*hw, std::nullopt, {}});
+  // A stream that asks for its own number of alternatives gets the engine's decoder settings
+  // with that number.
+  std::optional<moe::decoder_options> decoder;
+  if (req.alternatives >= 0) {
+    decoder = res.recognizer->decoder;
+    decoder->alternatives = req.alternatives;
+  }
+  auto prepared = res.recognizer->prepare(moe::stream_config{*hw, decoder, {}});
   if (!prepared) return tl::unexpected(prepared.error());
   channel_pipeline p{codec,
                      req.sample_rate,
@@ -61,6 +68,7 @@ result<channel_pipeline> channel_pipeline::create(const engine_resources& res, c
                      std::make_shared<const moe::prepared_stream>(std::move(*prepared)),
                      {}};
   p.request_hotwords = std::move(*hw);
+  p.request_decoder = std::move(decoder);
   p.tenant = req.tenant;
   p.offline = req.offline;
   p.post.redact = default_rules(res);
@@ -76,7 +84,7 @@ bool channel_pipeline::refresh_tenant(const engine_resources& res) {
   if (version == tenant_version) return false;
   tenant_version = version;
   post.redact = profile && profile->has_redaction ? profile->redaction : default_rules(res);
-  moe::stream_config config{request_hotwords, std::nullopt, {}};
+  moe::stream_config config{request_hotwords, request_decoder, {}};
   if (profile) {
     auto mine = parse_hotwords(profile->hotwords, default_hotword_weight);
     if (mine) {
@@ -89,7 +97,7 @@ bool channel_pipeline::refresh_tenant(const engine_resources& res) {
   auto prepared = res.recognizer->prepare(config);
   if (!prepared) {
     spdlog::warn("tenant {}: hotwords not used: {}", tenant, prepared.error().message);
-    prepared = res.recognizer->prepare(moe::stream_config{request_hotwords, std::nullopt, {}});
+    prepared = res.recognizer->prepare(moe::stream_config{request_hotwords, request_decoder, {}});
     if (!prepared) return true;  // the request's own hotwords were prepared at create(): cannot fail now
   }
   stream = std::make_shared<const moe::prepared_stream>(std::move(*prepared));

@@ -46,6 +46,9 @@ struct channel_pipeline {
   std::vector<uint8_t> partial_sample;  ///< bytes of a sample split across packets (PCM codecs)
   /// The request's own hotwords; the tenant's are added to them in `stream`.
   std::vector<moe::hotword> request_hotwords;
+  /// The request's own decoder settings (its number of alternatives), kept when the tenant's
+  /// rules rebuild `stream`; nullopt: the engine's.
+  std::optional<moe::decoder_options> request_decoder;
   std::string tenant;             ///< whose rules apply (empty: the engine defaults)
   bool offline = false;           ///< a file or upload channel (channel_request::offline)
   uint64_t tenant_version = 0;    ///< version of the tenant profile `stream` and `post` were built from (0: none)

@@ -54,6 +54,17 @@ struct word_event {
   float confidence = 0;
 };
 
+/// One reading of an utterance among the n best its decoder kept (decoder.alternatives, a
+/// client's ask), on finals only: lexical `text` and `words` (as spoken; masked as the final's
+/// are when redaction is on) and, after post-processing, `display_text`. `confidence`: the
+/// reading's share of the probability of the readings the search kept (moe::decode_alternative).
+struct alternative_event {
+  std::string text;
+  float confidence = 0;
+  std::vector<word_event> words;
+  std::string display_text;
+};
+
 /// Features of one utterance of one channel, channel -> batcher.
 struct feature_chunk {
   channel_id channel = 0;
@@ -88,6 +99,7 @@ struct logits_chunk {
   int32_t frames = 0;
   std::string text;
   std::vector<word_event> words;
+  std::vector<alternative_event> alternatives;  ///< with `decoded` and `last`: the decoder's n best
 };
 
 /// A stretch of audio whose words were masked (moe/postproc redaction), for a recorder to bleep.
@@ -116,6 +128,9 @@ struct transcript_event {
   std::string display_text;
   std::vector<word_event> display_words;  ///< a written token per entry (may hold blanks: "March 10th")
   std::vector<redaction_span> redactions;
+  /// Finals of a stream that asked for alternatives: the n best readings, best first (the first
+  /// is `text` itself); empty otherwise.
+  std::vector<alternative_event> alternatives;
 };
 
 /// How the wire carries a block's rows.
@@ -197,6 +212,9 @@ struct channel_request {
   /// Offline work (a file or an upload, fed as segments): yields to live streams, both in the
   /// lanes' micro-batches ([engine] live_priority) and for the CPU ([engine] offline_nice).
   bool offline = false;
+  /// Alternative readings on finals (decoder.alternatives for this stream, at most
+  /// moe::decoder_options::max_alternatives); -1: the engine's [decoder] alternatives.
+  int alternatives = -1;
 };
 
 // -- inspect ---------------------------------------------------------------------------------
@@ -209,11 +227,15 @@ typename Inspector::result_type inspect(Inspector& f, feature_chunk& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, logits_chunk& x) {
   return f(caf::meta::type_name("logits_chunk"), x.channel, x.utterance, x.first_frame, x.vocab, x.logits, x.last,
-           x.error, x.decoded, x.frames, x.text, x.words);
+           x.error, x.decoded, x.frames, x.text, x.words, x.alternatives);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, word_event& x) {
   return f(caf::meta::type_name("word_event"), x.word, x.start_ms, x.end_ms, x.confidence);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, alternative_event& x) {
+  return f(caf::meta::type_name("alternative_event"), x.text, x.confidence, x.words, x.display_text);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, redaction_span& x) {
@@ -222,7 +244,7 @@ typename Inspector::result_type inspect(Inspector& f, redaction_span& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, transcript_event& x) {
   return f(caf::meta::type_name("transcript_event"), x.channel, x.utterance, x.is_final, x.text, x.words, x.start_ms,
-           x.end_ms, x.error, x.display_text, x.display_words, x.redactions);
+           x.end_ms, x.error, x.display_text, x.display_words, x.redactions, x.alternatives);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
@@ -236,7 +258,7 @@ typename Inspector::result_type inspect(Inspector& f, open_reply& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, channel_request& x) {
   return f(caf::meta::type_name("channel_request"), x.label, x.sample_rate, x.codec, x.hotwords, x.partials,
-           x.tenant, x.offline);
+           x.tenant, x.offline, x.alternatives);
 }
 
 // Shared buffers: written out by value, read back into fresh buffers. An absent buffer is

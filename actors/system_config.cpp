@@ -8,6 +8,7 @@ engine_system_config::engine_system_config(int threads, int poll_sleep_us) {
   add_message_type<feature_chunk>("sluice.feature_chunk");
   add_message_type<logits_chunk>("sluice.logits_chunk");
   add_message_type<word_event>("sluice.word_event");
+  add_message_type<alternative_event>("sluice.alternative_event");
   add_message_type<redaction_span>("sluice.redaction_span");
   add_message_type<transcript_event>("sluice.transcript_event");
   add_message_type<block_msg>("sluice.block_msg");

@@ -5,6 +5,7 @@
 
 #include "dsp/pcm.hpp"
 #include "moe/decoder/context_graph.hpp"
+#include "moe/decoder/decoder_options.hpp"
 #include "net/json_fields.hpp"
 
 namespace sluice::net {
@@ -128,6 +129,8 @@ result<actors::channel_request> parse_sluice_start(std::string_view text) {
   req.partials = partials;
   SLUICE_TRY(hotwords, sluice_hotwords(j));
   req.hotwords = std::move(hotwords);
+  SLUICE_TRY(alternatives, get_int(j, "alternatives", -1, 0, moe::decoder_options::max_alternatives));
+  req.alternatives = static_cast<int>(alternatives);
   SLUICE_TRY(tenant, get_string(j, "tenant", "", max_tenant_bytes));
   for (const char c : tenant)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.')

@@ -28,9 +28,10 @@ inline constexpr std::size_t max_tenant_bytes = 64;  ///< as auth::valid_tenant
 inline constexpr double funasr_weight_scale = 0.1;
 
 /// sluice: {"type":"start","sample_rate":8000,"encoding":"pcm_s16le","channels":1,
-/// "hotwords":["acme 4", {"phrase":"acme","weight":4}],"partials":true,"tenant":"billing"};
-/// every field but "type" is optional (16000 Hz, pcm_s16le, 1 channel, no hotwords, partials
-/// on, no tenant). "tenant" names whose rules (hotwords, redaction) the stream uses; it counts
+/// "hotwords":["acme 4", {"phrase":"acme","weight":4}],"partials":true,"tenant":"billing",
+/// "alternatives":3}; every field but "type" is optional (16000 Hz, pcm_s16le, 1 channel, no
+/// hotwords, partials on, no tenant, the engine's [decoder] alternatives). "alternatives" (0 to
+/// moe::decoder_options::max_alternatives): how many readings each final lists. "tenant" names whose rules (hotwords, redaction) the stream uses; it counts
 /// only on a server without keys: with keys the stream always belongs to its key's tenant.
 result<actors::channel_request> parse_sluice_start(std::string_view text);
 

@@ -156,13 +156,14 @@ double beam_search_decoder::end_bonus(const hypothesis& h) const {
   return bonus;
 }
 
-decode_result beam_search_decoder::result_of(const hypothesis& h, double score) const {
+decode_result beam_search_decoder::result_of(const hypothesis& h, double score, bool timed) const {
   const std::vector<int32_t> labels = trie_.labels(h.node);
-  auto alignment = aligner_.align(frames_, labels);
   const frame_timing timing{frame_offset_, opts_.frame_ms};
-  if (alignment) return make_result(*alignment, *tokens_, timing, score);
-  // Unreachable: a hypothesis only grows by tokens of the stored frames, so a path exists. Should
-  // it ever fail, the words still come out, untimed and with no confidence.
+  if (timed)
+    if (auto alignment = aligner_.align(frames_, labels)) return make_result(*alignment, *tokens_, timing, score);
+  // Untimed on request; else unreachable: a hypothesis only grows by tokens of the stored frames,
+  // so a path exists. Should it ever fail, the words still come out, untimed and with no
+  // confidence.
   std::vector<aligned_token> untimed;
   for (int32_t l : labels) untimed.push_back({l, 0, 0, 0.0f});
   return make_result(untimed, *tokens_, timing, score);
@@ -173,13 +174,15 @@ decode_result beam_search_decoder::partial() const {
 }
 
 decode_result beam_search_decoder::finalize() {
-  std::size_t best = 0;
-  double best_score = neg_inf;
-  for (std::size_t i = 0; i < beams_.size(); ++i) {
-    const double s = beams_[i].total() + end_bonus(beams_[i]);
-    if (s > best_score) best = i, best_score = s;
-  }
-  decode_result r = result_of(beams_[best], best_score);
+  std::vector<final_candidate> ranked;
+  for (std::size_t i = 0; i < beams_.size(); ++i) ranked.push_back({i, beams_[i].total() + end_bonus(beams_[i])});
+  // Stable: of equal scores the first kept wins, as it always has.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const final_candidate& a, const final_candidate& b) { return a.score > b.score; });
+  decode_result r = result_of(beams_[ranked.front().index], ranked.front().score);
+  if (opts_.alternatives > 0)
+    r.alternatives = n_best(
+        ranked, opts_.alternatives, opts_.alternatives_scale, r, [&](std::size_t i) { return result_of(beams_[i], 0, false).text; },
+        [&](std::size_t i, double score) { return result_of(beams_[i], score); });
   frame_offset_ += frames_.size();
   start_utterance();
   return r;

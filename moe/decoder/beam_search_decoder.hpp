@@ -95,7 +95,8 @@ class beam_search_decoder {
   /// Score of the word that `h` ends with (LM term), advancing `lm_state`; 0 with no LM or word.
   double close_word(int32_t node, int32_t& lm_state) const;
   double end_bonus(const hypothesis& h) const;
-  decode_result result_of(const hypothesis& h, double score) const;
+  /// h's result; untimed (`timed` false): the words without the alignment, for its text alone.
+  decode_result result_of(const hypothesis& h, double score, bool timed = true) const;
 
   const token_table* tokens_;
   decoder_options opts_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace sluice::moe {
 
@@ -61,6 +62,37 @@ decode_result make_result(std::span<const aligned_token> alignment, const token_
     if (i < ends_word.size() && ends_word[i]) close_word();
   }
   close_word();
+  return out;
+}
+
+std::vector<decode_alternative> n_best(std::span<const final_candidate> ranked, int n, double scale,
+                                       const decode_result& best,
+                                       const std::function<std::string(std::size_t)>& text_of,
+                                       const std::function<decode_result(std::size_t, double)>& result_of) {
+  std::vector<decode_alternative> out;
+  if (n <= 0 || ranked.empty()) return out;
+  // Probabilities relative to the best reading's (no overflow; the best is 1).
+  const double top = ranked.front().score;
+  if (!std::isfinite(top)) return {{best.text, best.words, best.score, 1.0f}};  // nothing to weigh
+  double mass = 0;
+  std::vector<double> share;  // per listed text: its summed exp(score - top)
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    if (!(ranked[i].score > -std::numeric_limits<double>::infinity())) continue;  // cannot end here
+    const double p = std::exp(scale * (ranked[i].score - top));
+    mass += p;
+    std::string text = i == 0 ? best.text : text_of(ranked[i].index);
+    const auto same = std::find_if(out.begin(), out.end(), [&](const decode_alternative& a) { return a.text == text; });
+    if (same != out.end()) {
+      share[static_cast<std::size_t>(same - out.begin())] += p;
+      continue;
+    }
+    if (static_cast<int>(out.size()) == n) continue;  // only readings of listed texts still count
+    decode_result r = i == 0 ? best : result_of(ranked[i].index, ranked[i].score);
+    out.push_back({std::move(text), std::move(r.words), r.score, 0.0f});
+    share.push_back(p);
+  }
+  for (std::size_t k = 0; k < out.size(); ++k)
+    out[k].confidence = static_cast<float>(std::clamp(share[k] / mass, 0.0, 1.0));
   return out;
 }
 

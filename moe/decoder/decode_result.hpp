@@ -12,6 +12,7 @@
 /// posteriors, so one doubtful letter makes the whole word doubtful.
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,12 +29,47 @@ struct word_info {
   bool operator==(const word_info&) const = default;
 };
 
+/// One reading of an utterance among the n best a decoder kept (decoder.alternatives).
+struct decode_alternative {
+  std::string text;
+  std::vector<word_info> words;
+  double score = 0;       ///< the reading's log score (ln), as decode_result::score
+  /// Its share of the probability of every reading that could end the utterance in the beam
+  /// (exp(s x score) over the sum of their exp(s x score), s = decoder.alternatives_scale), in
+  /// [0, 1]; readings of the same text count together. 1 for a decoder that keeps one reading
+  /// (greedy).
+  float confidence = 0;
+  bool operator==(const decode_alternative&) const = default;
+};
+
 struct decode_result {
   std::string text;               ///< the words joined by single spaces
   std::vector<word_info> words;
   std::vector<int32_t> tokens;    ///< the CTC label sequence (blanks and repeats removed), <space> included
   double score = 0;               ///< the hypothesis' log score (ln): acoustic + hotword + LM terms
+  /// Final results with decoder.alternatives > 0: up to that many distinct readings, best first
+  /// (the first is this result itself). Empty otherwise, and in partial results.
+  std::vector<decode_alternative> alternatives;
 };
+
+/// A hypothesis that can end the utterance: where the decoder keeps it, and its final score
+/// (-inf: it cannot end there, and n_best leaves it out).
+struct final_candidate {
+  std::size_t index = 0;
+  double score = 0;
+};
+
+/// The n-best list of a final: `ranked` best first (every hypothesis that can end the utterance),
+/// `best` the result already made of ranked[0]. `text_of(index)` gives a
+/// hypothesis' text (cheap: no alignment), `result_of(index, score)` its whole result, asked only
+/// for the texts listed. Lists the first `n` distinct texts of the ranking; every ranked reading
+/// of a listed text adds its weight, exp(scale x score), to that text's, and confidences are
+/// shares of the weight of the whole ranking (scale in (0, 1]: decoder.alternatives_scale). Empty when n <= 0 or `ranked` is empty; `best` alone (confidence
+/// 1) when ranked[0]'s score is not finite.
+std::vector<decode_alternative> n_best(std::span<const final_candidate> ranked, int n, double scale,
+                                       const decode_result& best,
+                                       const std::function<std::string(std::size_t)>& text_of,
+                                       const std::function<decode_result(std::size_t, double)>& result_of);
 
 /// One token of an alignment; frames count from the start of the utterance.
 struct aligned_token {

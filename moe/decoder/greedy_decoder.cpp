@@ -44,6 +44,8 @@ decode_result greedy_decoder::partial() const {
 
 decode_result greedy_decoder::finalize() {
   decode_result r = partial();
+  // One path, one reading: the whole probability the decoder knows of.
+  if (opts_.alternatives > 0) r.alternatives = {{r.text, r.words, r.score, 1.0f}};
   frame_offset_ += n_frames_;
   path_.clear();
   prev_token_ = tokens_->blank_id();

@@ -502,7 +502,7 @@ double lexicon_decoder::end_bonus(const hypothesis& h) const {
   return bonus;
 }
 
-decode_result lexicon_decoder::result_of(const hypothesis& h, double score) const {
+decode_result lexicon_decoder::result_of(const hypothesis& h, double score, bool timed) const {
   const std::vector<int32_t> labels = trie_.labels(h.node);
   std::vector<int32_t> tokens(labels.size());
   // Not a vector<bool>: make_result reads the flags as a contiguous span.
@@ -514,9 +514,10 @@ decode_result lexicon_decoder::result_of(const hypothesis& h, double score) cons
   }
   const std::span<const bool> ends_word(ends.get(), labels.size());
   const frame_timing timing{frame_offset_, opts_.frame_ms};
-  auto alignment = aligner_.align(frames_, tokens);
-  if (alignment) return make_result(*alignment, *tokens_, timing, score, ends_word);
-  // Unreachable: a hypothesis only grows by tokens of the stored frames, so a path exists.
+  if (timed)
+    if (auto alignment = aligner_.align(frames_, tokens)) return make_result(*alignment, *tokens_, timing, score, ends_word);
+  // Untimed on request; else unreachable: a hypothesis only grows by tokens of the stored
+  // frames, so a path exists.
   std::vector<aligned_token> untimed;
   for (int32_t t : tokens) untimed.push_back({t, 0, 0, 0.0f});
   return make_result(untimed, *tokens_, timing, score, ends_word);
@@ -532,14 +533,19 @@ decode_result lexicon_decoder::partial() const { return result_of(beams_.front()
 
 decode_result lexicon_decoder::finalize() {
   // The best hypothesis that can end here; should none (every survivor mid-word), the best one.
-  std::size_t best = 0;
-  double best_score = neg_inf;
+  std::vector<final_candidate> ranked;
   for (std::size_t i = 0; i < beams_.size(); ++i) {
     const double s = beams_[i].total() + end_bonus(beams_[i]);
-    if (s > best_score) best = i, best_score = s;
+    if (s > neg_inf) ranked.push_back({i, s});
   }
-  if (best_score == neg_inf) best_score = beams_[best].total();
-  decode_result r = result_of(beams_[best], best_score);
+  // Stable: of equal scores the first kept wins, as it always has.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const final_candidate& a, const final_candidate& b) { return a.score > b.score; });
+  if (ranked.empty()) ranked.push_back({0, beams_.front().total()});
+  decode_result r = result_of(beams_[ranked.front().index], ranked.front().score);
+  if (opts_.alternatives > 0)
+    r.alternatives = n_best(
+        ranked, opts_.alternatives, opts_.alternatives_scale, r, [&](std::size_t i) { return result_of(beams_[i], 0, false).text; },
+        [&](std::size_t i, double score) { return result_of(beams_[i], score); });
   frame_offset_ += frames_.size();
   start_utterance();
   return r;

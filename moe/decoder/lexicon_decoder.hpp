@@ -177,7 +177,9 @@ class lexicon_decoder {
   }
   /// The score change of ending the utterance in `h` (-inf when it cannot end there).
   double end_bonus(const hypothesis& h) const;
-  decode_result result_of(const hypothesis& h, double score) const;
+  /// h's result; untimed (`timed` false): the words without the alignment (times and
+  /// confidences 0), for its text alone.
+  decode_result result_of(const hypothesis& h, double score, bool timed = true) const;
 
   const token_table* tokens_;
   decoder_options opts_;

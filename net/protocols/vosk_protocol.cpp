@@ -1,8 +1,10 @@
 #include "net/protocols/vosk_protocol.hpp"
 
+#include <algorithm>
 #include <deque>
 
 #include "dsp/pcm.hpp"
+#include "moe/decoder/decoder_options.hpp"
 #include "net/json_fields.hpp"
 #include "net/ws_messages.hpp"
 
@@ -11,7 +13,9 @@ namespace sluice::net {
 namespace {
 
 constexpr double ms_per_s = 1000.0;
-constexpr int64_t max_alternatives_limit = 10;
+// Vosk's server takes any count (its own test_alternatives.py asks for 20); sluice refuses a
+// count beyond this as a mistake and serves at most decoder_options::max_alternatives.
+constexpr int64_t max_alternatives_limit = 100;
 
 result<vosk_config> parse_config(const json& c) {
   if (!c.is_object()) return fail(errc::invalid_argument, "\"config\" must be an object");
@@ -175,6 +179,9 @@ class vosk_protocol final : public ws_protocol {
     req.codec = "pcm_s16le";
     req.sample_rate = cfg_.sample_rate;
     req.hotwords = cfg_.phrases;
+    // The n best only when the client asks (Vosk's max_alternatives), whatever the engine's
+    // default: a client that did not ask reads "text".
+    req.alternatives = std::min(cfg_.max_alternatives, moe::decoder_options::max_alternatives);
     return req;
   }
 
@@ -215,30 +222,62 @@ class vosk_protocol final : public ws_protocol {
     }
   }
 
+  // A Vosk word: {"conf", "start", "end", "word"} (seconds).
+  static json word_json(const actors::word_event& w) {
+    return {{"conf", w.confidence},
+            {"start", static_cast<double>(w.start_ms) / ms_per_s},
+            {"end", static_cast<double>(w.end_ms) / ms_per_s},
+            {"word", w.word}};
+  }
+
   // One result from finals (several when they were waiting for a reset or eof).
   json combined(const std::vector<actors::transcript_event>& evs) const {
+    if (cfg_.max_alternatives > 0) return combined_alternatives(evs);
     std::string text;
     json words = json::array();
-    double conf_sum = 0;
     for (const auto& ev : evs) {
       if (!ev.text.empty()) text += (text.empty() ? "" : " ") + ev.text;
-      for (const auto& w : ev.words) {
-        words.push_back({{"conf", w.confidence},
-                         {"start", static_cast<double>(w.start_ms) / ms_per_s},
-                         {"end", static_cast<double>(w.end_ms) / ms_per_s},
-                         {"word", w.word}});
-        conf_sum += w.confidence;
-      }
-    }
-    if (cfg_.max_alternatives > 0) {
-      // sluice keeps one hypothesis: one alternative, its confidence the mean word confidence.
-      json alt = {{"confidence", words.empty() ? 0.0 : conf_sum / static_cast<double>(words.size())}, {"text", text}};
-      if (cfg_.words) alt["result"] = words;
-      return json{{"alternatives", json::array({alt})}};
+      for (const auto& w : ev.words) words.push_back(word_json(w));
     }
     json r = {{"text", text}};
     if (cfg_.words && !words.empty()) r["result"] = words;
     return r;
+  }
+
+  // {"alternatives": [{"confidence", "result" (with words), "text"}]}, best first, at most
+  // max_alternatives of them. One final: its n best readings, each with its share of the
+  // probability of the readings the decoder kept. Several finals (a reset or eof after more than
+  // one utterance): reading k joins each utterance's k-th reading (its best where it has fewer),
+  // its confidence the product of theirs, repeated texts left out. A final without readings (the
+  // engine's own, or an empty one) counts as its text with confidence 1.
+  json combined_alternatives(const std::vector<actors::transcript_event>& evs) const {
+    std::vector<std::vector<actors::alternative_event>> per;
+    std::size_t most = 1;
+    for (const auto& ev : evs) {
+      if (ev.text.empty() && ev.alternatives.empty()) continue;
+      per.push_back(ev.alternatives.empty() ? std::vector<actors::alternative_event>{{ev.text, 1.0f, ev.words, {}}}
+                                            : ev.alternatives);
+      most = std::max(most, per.back().size());
+    }
+    json alts = json::array();
+    std::vector<std::string> seen;
+    for (std::size_t k = 0; k < most && alts.size() < static_cast<std::size_t>(cfg_.max_alternatives); ++k) {
+      std::string text;
+      json words = json::array();
+      double confidence = 1;
+      for (const auto& readings : per) {
+        const auto& a = readings[std::min(k, readings.size() - 1)];
+        if (!a.text.empty()) text += (text.empty() ? "" : " ") + a.text;
+        for (const auto& w : a.words) words.push_back(word_json(w));
+        confidence *= a.confidence;
+      }
+      if (std::find(seen.begin(), seen.end(), text) != seen.end()) continue;
+      seen.push_back(text);
+      json alt = {{"confidence", confidence}, {"text", text}};
+      if (cfg_.words) alt["result"] = std::move(words);
+      alts.push_back(std::move(alt));
+    }
+    return json{{"alternatives", std::move(alts)}};
   }
 
   vosk_config cfg_;

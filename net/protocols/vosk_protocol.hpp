@@ -5,13 +5,16 @@
 /// granted when offered) and on /vosk of the main port.
 ///   client -> optional, before any audio: {"config": {"sample_rate": 8000, "phrase_list":
 ///             ["..."], "words": true, "max_alternatives": 0}}; no reply. Without it 8000 Hz.
+///             max_alternatives: 0-100 taken (Vosk's own client asks for 20), at most
+///             moe::decoder_options::max_alternatives readings served.
 ///             phrase_list becomes hotwords (sluice boosts, it does not restrict).
 ///   client -> binary int16 LE PCM; {"eof": 1}; {"reset": 1}
 ///   server -> lock-step: exactly one reply per binary message and per eof/reset, in order:
 ///             {"partial": "..."} (the open utterance's newest text), or, when a final has come
 ///             since the last reply, {"result": [{"conf","start","end","word"}] (s; only with
 ///             words), "text": "..."}, or with max_alternatives > 0
-///             {"alternatives": [{"confidence", "result", "text"}]} (sluice has one hypothesis).
+///             {"alternatives": [{"confidence", "result", "text"}]}: the decoder's n best
+///             readings, confidence their share of the probability of the readings kept.
 ///             reset: every utterance so far finished, their finals in one result; the stream
 ///             goes on (a new engine channel). eof: the same, then close 1000.
 /// Errors: {"error": "...", "code": ...} then a close; it counts as the reply of the message

@@ -197,7 +197,8 @@ TEST_SUITE("vosk protocol") {
     c.send_text(R"({"reset" : 1})");
     const auto reset = c.reply();
     REQUIRE(reset.contains("alternatives"));
-    REQUIRE(reset["alternatives"].size() == 1);
+    REQUIRE(reset["alternatives"].size() >= 1);
+    CHECK(reset["alternatives"].size() <= 2);
     CHECK(reset["alternatives"][0].contains("confidence"));
     before += reset["alternatives"][0]["text"].get<std::string>();
     CHECK(before.size() > 5);  // the first half had speech
@@ -219,6 +220,58 @@ TEST_SUITE("vosk protocol") {
     CHECK(call.start.source == "vosk");
     REQUIRE(call.channels.size() == 1);
     CHECK(call.channels[0].finals.size() >= 2);
+  }
+
+  TEST_CASE("max_alternatives as Vosk's test_alternatives.py asks (20): each result lists distinct readings, the first the final /v1/stream gives") {
+    served s({}, true);
+    const auto frames = pcm16_messages(call_pcm16(0, 8000), samples_per_message);
+    // /v1/stream with "alternatives": its finals carry them too, the first the final's own text.
+    auto ref = ws_session(s.port, "/v1/stream", {R"({"type":"start","sample_rate":8000,"alternatives":3})"}, frames,
+                          {R"({"type":"end"})"});
+    const auto want = joined(final_texts(ref.messages));
+    REQUIRE(want.size() > 10);
+    std::size_t most = 0;
+    for (const auto& m : ref.messages) {
+      if (m.value("type", "") != "final") continue;
+      REQUIRE(m.contains("alternatives"));
+      CHECK(m["alternatives"].size() <= 3);
+      CHECK(m["alternatives"][0]["text"] == m["text"]);
+      CHECK(m["alternatives"][0]["display_text"] == m["display_text"]);
+      most = std::max<std::size_t>(most, m["alternatives"].size());
+    }
+    CHECK(most >= 2);
+    vosk_client c(s.server->port(net::ws_listener::vosk));
+    c.send_text(R"({"config" : { "max_alternatives" : 20, "sample_rate" : 8000 } })");
+    std::vector<std::string> best;
+    std::size_t listed = 0;
+    auto take = [&](const json& r) {
+      if (r.contains("partial")) return;
+      REQUIRE(r.contains("alternatives"));
+      const auto& alts = r["alternatives"];
+      REQUIRE(alts.size() >= 1);
+      CHECK(alts.size() <= 20);
+      listed = std::max<std::size_t>(listed, alts.size());
+      std::vector<std::string> texts;
+      double sum = 0;
+      for (const auto& a : alts) {
+        CHECK(!a.contains("result"));  // words only when asked for
+        CHECK(std::find(texts.begin(), texts.end(), a["text"].get<std::string>()) == texts.end());
+        texts.push_back(a["text"]);
+        CHECK(a["confidence"].get<double>() >= 0.0);
+        sum += a["confidence"].get<double>();
+      }
+      CHECK(sum <= 1.0 + 1e-4);
+      best.push_back(alts[0]["text"]);
+    };
+    for (const auto& f : frames) {
+      c.send_binary(f);
+      take(c.reply());
+    }
+    c.send_text(R"({"eof" : 1})");
+    take(c.reply());
+    CHECK(c.close_code() == 1000);
+    CHECK(joined(best) == want);
+    CHECK(listed >= 2);
   }
 
   TEST_CASE("hostile Vosk input: config after audio, wrong types, unknown message, not JSON get a clear error - honest stream unaffected") {

@@ -13,8 +13,9 @@ TEST_SUITE("ws messages") {
   TEST_CASE("sluice start: the documented fields become the channel request") {
     auto r = parse_sluice_start(
         R"({"type":"start","sample_rate":8000,"encoding":"mulaw","channels":1,"partials":false,
-            "hotwords":["acme 4",{"phrase":"refund","weight":2.5},{"phrase":"order"}]})");
+            "hotwords":["acme 4",{"phrase":"refund","weight":2.5},{"phrase":"order"}],"alternatives":3})");
     REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    CHECK(r->alternatives == 3);
     CHECK(r->sample_rate == 8000);
     CHECK(r->codec == "mulaw");
     CHECK(r->partials == false);
@@ -28,6 +29,10 @@ TEST_SUITE("ws messages") {
     CHECK(d->codec == "pcm_s16le");
     CHECK(d->partials == true);
     CHECK(d->hotwords.empty());
+    CHECK(d->alternatives == -1);  // the engine's [decoder] alternatives
+    auto none = parse_sluice_start(R"({"type":"start","alternatives":0})");
+    REQUIRE(none.has_value());
+    CHECK(none->alternatives == 0);
   }
 
   TEST_CASE("sluice start: each bad field is an invalid_argument naming it") {
@@ -57,6 +62,10 @@ TEST_SUITE("ws messages") {
         {R"({"type":"start","hotwords":[")" + std::string(max_hotword_bytes + 1, 'a') + R"("]})", "bytes"},
         {R"({"type":"start","encoding":")" + std::string(max_name_bytes + 1, 'a') + R"("})", "encoding"},
         {many_hotwords, "hotwords"},
+        {R"({"type":"start","alternatives":21})", "alternatives"},
+        {R"({"type":"start","alternatives":-1})", "alternatives"},
+        {R"({"type":"start","alternatives":"2"})", "alternatives"},
+        {R"({"type":"start","alternatives":2.5})", "alternatives"},
     };
     for (const auto& [text, about] : cases) {
       CAPTURE(text);

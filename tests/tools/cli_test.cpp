@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 #include <sys/wait.h>
@@ -638,5 +639,99 @@ TEST_SUITE("postproc") {
     auto alone = sluice_cli("transcribe " + model + "--lexical --postproc.redact_carry_finals=0 " + wav, tmp);
     REQUIRE(alone.status == 0);
     CHECK_MESSAGE(!card_leak(alone.out).empty(), alone.out);
+  }
+
+  // decoder.alternatives: every segment's n best readings in the JSON.
+  void check_alternatives(const nlohmann::json& seg, std::size_t most) {
+    CAPTURE(seg.dump());
+    REQUIRE(seg.contains("alternatives"));
+    const auto& alts = seg["alternatives"];
+    REQUIRE(alts.size() >= 1);
+    CHECK(alts.size() <= most);
+    CHECK(alts[0]["text"] == seg["text"]);  // the first is the segment's own reading
+    CHECK(alts[0]["display_text"] == seg["display_text"]);
+    CHECK(alts[0]["words"].size() == seg["words"].size());
+    std::set<std::string> texts;
+    double sum = 0;
+    for (const auto& a : alts) {
+      texts.insert(a["text"].get<std::string>());
+      const double c = a["confidence"].get<double>();
+      CHECK(c >= 0.0);
+      CHECK(c <= 1.0);
+      sum += c;
+      for (const auto& w : a["words"]) {
+        CHECK(w["end_ms"].get<int64_t>() > w["start_ms"].get<int64_t>());
+        CHECK(w["start_ms"].get<int64_t>() >= seg["start_ms"].get<int64_t>());
+      }
+    }
+    CHECK(texts.size() == alts.size());  // distinct readings
+    CHECK(sum <= 1.0 + 1e-4);            // shares of one whole
+  }
+
+  TEST_CASE("alternatives: json lists each segment's n best, the first its own reading, decoded in the channel or the lane") {
+    sluice::test::temp_dir tmp;
+    const std::string wav = SLUICE_TEST_DATA_DIR "/e2e/cancelled_march_8k_mulaw.wav";
+    auto plain = sluice_cli("transcribe " + model + "--format json " + wav, tmp);
+    REQUIRE(plain.status == 0);
+    const auto plain_json = nlohmann::json::parse(plain.out);
+    const auto& plain_segs = plain_json["channels"][0]["segments"];
+    for (const auto& seg : plain_segs) CHECK(!seg.contains("alternatives"));
+    for (const std::string lane : {"false", "true"}) {
+      CAPTURE(lane);
+      auto r = sluice_cli("transcribe " + model + "--decoder.alternatives=4 --engine.lane_decoding=" + lane +
+                              " --format json " + wav,
+                          tmp);
+      REQUIRE_MESSAGE(r.status == 0, r.err);
+      const auto j = nlohmann::json::parse(r.out);
+      std::size_t most = 0;
+      for (const auto& seg : j["channels"][0]["segments"]) {
+        check_alternatives(seg, 4);
+        most = std::max(most, seg["alternatives"].size());
+      }
+      // The lexicon decoder keeps 28 readings of the sentence: more than one distinct text.
+      CHECK(most >= 2);
+      // Asking for alternatives changes no segment's own reading.
+      REQUIRE(j["channels"][0]["segments"].size() == plain_segs.size());
+      for (std::size_t i = 0; i < plain_segs.size(); ++i) CHECK(j["channels"][0]["segments"][i]["text"] == plain_segs[i]["text"]);
+    }
+    // The greedy decoder has one reading, all the probability it knows of.
+    auto greedy = sluice_cli("transcribe " + model + "--decoder.mode=greedy --decoder.alternatives=3 --format json " + wav, tmp);
+    REQUIRE(greedy.status == 0);
+    const auto greedy_json = nlohmann::json::parse(greedy.out);
+    for (const auto& seg : greedy_json["channels"][0]["segments"]) {
+      check_alternatives(seg, 1);
+      CHECK(seg["alternatives"][0]["confidence"].get<double>() == 1.0);
+    }
+    // More than the most is refused by the config check.
+    auto many = sluice_cli("transcribe " + model + "--decoder.alternatives=21 " + wav, tmp);
+    CHECK(many.status != 0);
+    CHECK_MESSAGE(many.err.find("alternatives") != std::string::npos, many.err);
+  }
+
+  TEST_CASE("alternatives: a spoken card number never leaks through an alternative reading") {
+    sluice::test::temp_dir tmp;
+    const std::string wav = tmp.file("card.wav");
+    REQUIRE(sluice::test::espeak("my card number is 4 1 1 1, 1 1 1 1, 1 1 1 1, 1 1 1 1.", wav, "en-us", 150));
+    auto r = sluice_cli("transcribe " + model + "--decoder.alternatives=8 --format json " + wav, tmp);
+    REQUIRE_MESSAGE(r.status == 0, r.err);
+    CHECK_MESSAGE(card_leak(without_dir(r.out, tmp)).empty(), r.out);
+    // Readings that differ only inside the card read alike once masked: one entry each.
+    const auto masked = nlohmann::json::parse(r.out);
+    std::size_t readings = 0;
+    for (const auto& seg : masked["channels"][0]["segments"]) {
+      check_alternatives(seg, 8);
+      readings += seg["alternatives"].size();
+    }
+    CHECK(readings >= 1);
+    // Control: with redaction off the alternatives carry the digits, so the check above can fail
+    // on them: some reading other than a segment's first holds a spoken digit run.
+    auto open = sluice_cli("transcribe " + model + "--postproc.redact=false --decoder.alternatives=8 --format json " + wav, tmp);
+    REQUIRE(open.status == 0);
+    bool leaked = false;
+    const auto unmasked = nlohmann::json::parse(open.out);
+    for (const auto& seg : unmasked["channels"][0]["segments"])
+      for (std::size_t k = 1; k < seg["alternatives"].size(); ++k)
+        leaked = leaked || !card_leak(seg["alternatives"][k]["text"].get<std::string>()).empty();
+    CHECK_MESSAGE(leaked, open.out);
   }
 }

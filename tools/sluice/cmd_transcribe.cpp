@@ -354,6 +354,11 @@ int run_files(const config::sluice_config& cfg, const transcribe_args& args, con
           for (const auto& w : ev.display_words)
             seg.display_words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
           for (const auto& r : ev.redactions) seg.redactions.push_back({r.start_ms, r.end_ms, r.kind});
+          for (const auto& a : ev.alternatives) {
+            transcript_alternative alt{a.text, a.display_text, a.confidence, {}};
+            for (const auto& w : a.words) alt.words.push_back({w.word, w.start_ms, w.end_ms, w.confidence});
+            seg.alternatives.push_back(std::move(alt));
+          }
           job.transcript.channels[it->second.channel].segments.push_back(std::move(seg));
         },
         [&](actors::drained_atom, actors::channel_id id) {

@@ -87,13 +87,23 @@ nlohmann::json to_json(const file_transcript& t) {
     for (const auto& s : ch.segments) {
       nlohmann::json red = nlohmann::json::array();
       for (const auto& r : s.redactions) red.push_back({{"start_ms", r.start_ms}, {"end_ms", r.end_ms}, {"kind", r.kind}});
-      segs.push_back({{"start_ms", s.start_ms},
-                      {"end_ms", s.end_ms},
-                      {"text", s.text},
-                      {"words", words_json(s.words)},
-                      {"display_text", s.display_text},
-                      {"display_words", words_json(s.display_words)},
-                      {"redactions", red}});
+      nlohmann::json seg = {{"start_ms", s.start_ms},
+                            {"end_ms", s.end_ms},
+                            {"text", s.text},
+                            {"words", words_json(s.words)},
+                            {"display_text", s.display_text},
+                            {"display_words", words_json(s.display_words)},
+                            {"redactions", red}};
+      if (!s.alternatives.empty()) {
+        nlohmann::json alts = nlohmann::json::array();
+        for (const auto& a : s.alternatives)
+          alts.push_back({{"text", a.text},
+                          {"display_text", a.display_text},
+                          {"confidence", a.confidence},
+                          {"words", words_json(a.words)}});
+        seg["alternatives"] = std::move(alts);
+      }
+      segs.push_back(std::move(seg));
     }
     channels.push_back({{"channel", ch.channel}, {"label", ch.label}, {"segments", segs}});
   }

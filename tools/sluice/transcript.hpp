@@ -18,6 +18,14 @@ struct redacted_stretch {
 
 /// One speech segment of one channel, with times absolute in the file, in both forms: lexical
 /// (as spoken) and display (numbers written, punctuated, cased); masked data is masked in both.
+/// One alternative reading of a segment ([decoder] alternatives).
+struct transcript_alternative {
+  std::string text;                   ///< lexical
+  std::string display_text;
+  float confidence = 0;               ///< its share of the probability of the readings kept
+  std::vector<moe::word_info> words;  ///< lexical, absolute in the file
+};
+
 struct transcript_segment {
   int64_t start_ms = 0;
   int64_t end_ms = 0;
@@ -26,6 +34,7 @@ struct transcript_segment {
   std::string display_text;
   std::vector<moe::word_info> display_words;  ///< one per written token
   std::vector<redacted_stretch> redactions;
+  std::vector<transcript_alternative> alternatives;  ///< best first; empty unless asked for
 };
 
 struct channel_transcript {

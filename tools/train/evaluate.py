@@ -210,10 +210,80 @@ def engine_eval(args) -> dict:
         print(f"{mode}: {len(files)} files in {wall:.1f} s", flush=True)
     if getattr(args, "compare_set", None):
         report["compare"] = compare_eval(args, conditions, files, by_mode)
+    if getattr(args, "oracle", 0):
+        report["oracle"] = oracle_eval(args, conditions, files, args.oracle)
     shifts = [float(x) for x in args.shift_ms.split(",") if x.strip()] if args.shift_ms else []
     if shifts:
         report["shift"] = shift_eval(args, conditions, files, by_mode, shifts)
     return report
+
+
+def engine_readings(args, mode: str, files: list[str], n: int) -> dict[str, list[list[tuple[str, float]]]]:
+    """{realpath: [readings of each segment]} of one `sluice transcribe --decoder.alternatives=N`:
+    each segment's alternatives as (text, confidence), best first (its own text, confidence 1,
+    when it lists none)."""
+    import subprocess
+    cmd = [args.engine, "transcribe", "--model.dir=" + args.model_dir, "--decoder.mode=" + mode,
+           "--engine.max_queue_wait_ms=600000", "--postproc.redact=false", f"--decoder.alternatives={n}",
+           "--format", "json"] + ["--" + kv for kv in getattr(args, "set", None) or []] + files
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        raise SystemExit(f"{args.engine} transcribe --decoder.alternatives={n} failed (status {run.returncode}):\n"
+                         f"{run.stderr[-3000:]}")
+    out = {}
+    for d in read_json_stream(run.stdout):
+        segs = [s for c in d["channels"] for s in c["segments"]]
+        out[os.path.realpath(d["file"])] = [[(a["text"], a["confidence"]) for a in s.get("alternatives", [])]
+                                            or [(s["text"], 1.0)] for s in segs if s["text"]]
+    return out
+
+
+def oracle_hyp(readings: list[list[str]], ref: str) -> str:
+    """The text nearest `ref` (word edit distance) that picks one reading per segment: each
+    segment's choice in turn, the others held at their current one (their best to start), two
+    passes. Exact for one segment, the common case of the held-out sets."""
+    choice = [0] * len(readings)
+
+    def text(ch):
+        return " ".join(r[c] for r, c in zip(readings, ch) if r[c])
+    for _ in range(2):
+        for i, r in enumerate(readings):
+            best = min(range(len(r)), key=lambda k: (ctc_metrics.edit_distance(
+                text(choice[:i] + [k] + choice[i + 1:]).split(), ref.split()), k))
+            choice[i] = best
+    return text(choice)
+
+
+def oracle_eval(args, conditions: dict, files: list[str], n: int) -> dict:
+    """Per condition and mode, the WER of the best of each segment's n best readings against the
+    reference (the n-best oracle): how far a perfect rescoring of what the decoder keeps could go.
+    Also, over the utterances decoded as one segment, how well the best reading's confidence
+    tells whether it is exactly right: the mean confidence against the share exactly right, and
+    the Brier score (mean squared gap between confidence and right = 1 / wrong = 0)."""
+    out = {"n": n, "conditions": {}}
+    for mode in args.decoders.split(","):
+        readings = engine_readings(args, mode, files, n)
+        for cond, items in conditions.items():
+            rates = ctc_metrics.ErrorRates()
+            listed = 0
+            conf, right = [], []
+            for wav, ref in items:
+                r = readings.get(wav, [])
+                listed += sum(len(x) for x in r)
+                rates.add(oracle_hyp([[t for t, _ in x] for x in r], ref) if r else "", ref)
+                if len(r) == 1:
+                    conf.append(r[0][0][1])
+                    right.append(1.0 if r[0][0][0] == ref else 0.0)
+            res = {"utts": len(items), "oracle_cer": rates.cer(), "oracle_wer": rates.wer(), "readings": listed}
+            if conf:
+                res.update({"one_segment": len(conf), "mean_confidence": sum(conf) / len(conf),
+                            "exactly_right": sum(right) / len(right),
+                            "brier": sum((c - y) ** 2 for c, y in zip(conf, right)) / len(conf)})
+            out["conditions"][cond + "/" + mode] = res
+            print(f"{cond} {mode}: {n}-best oracle CER {rates.cer():.3f} WER {rates.wer():.3f} ({listed} readings)"
+                  + (f"; best reading: confidence {res['mean_confidence']:.3f}, exactly right {res['exactly_right']:.3f}, "
+                     f"Brier {res['brier']:.3f} ({len(conf)} one-segment utterances)" if conf else ""), flush=True)
+    return out
 
 
 def compare_eval(args, conditions: dict, files: list[str], by_mode: dict) -> dict:
@@ -341,6 +411,9 @@ def main() -> None:
     ap.add_argument("--manifest", action="append", default=[], metavar="NAME=TSV",
                     help="with --engine: the rows marked test of an extractor's manifest as condition NAME")
     ap.add_argument("--shift-decoder", default="lexicon", help="decoder mode of the --shift-ms runs")
+    ap.add_argument("--oracle", type=int, default=0, metavar="N",
+                    help="with --engine: also decode with decoder.alternatives=N and report the WER of "
+                         "the best of each segment's N readings (the n-best oracle)")
     ap.add_argument("--compare-set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="with --engine: decode every file again with these overrides added (repeatable, "
                          "e.g. model.math=bf16) and report its CER/WER and the share of characters its "
@@ -348,6 +421,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.compare_set and not args.engine:
         ap.error("--compare-set needs --engine")
+    if args.oracle and not args.engine:
+        ap.error("--oracle needs --engine")
     if args.manifest and not args.engine:
         ap.error("--manifest needs --engine")
     if args.engine:

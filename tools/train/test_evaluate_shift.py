@@ -1,6 +1,7 @@
 """Tests of evaluate.py's engine runs: --set overrides reach the command line, the engine runs
 without redaction (it would score "[card]" against spoken digits), --manifest adds an
-extractor's held-out rows as a condition, and the
+extractor's held-out rows as a condition, the n-best oracle (--oracle: the best of each
+segment's alternative readings against the reference), and the
 delayed-audio measurement (shift_eval): sox pads each file with the
 delay's silence in the file's own format, the delayed files are decoded, and WER against the
 reference, WER against the undelayed text and the share of changed utterances are computed per
@@ -191,6 +192,78 @@ class ShiftEvalTest(unittest.TestCase):
             head = w.readframes(21)
         self.assertEqual(head[:40], bytes(40))
         self.assertNotEqual(head[40:42], bytes(2))
+
+
+# Prints `sluice transcribe --format json` documents whose segments list alternatives when the
+# command asks for them (--decoder.alternatives=N): two segments, "one two" read first and "one
+# too" second, then "three" first and "four" second. Without the option, no alternatives.
+FAKE_NBEST_ENGINE = r'''#!/usr/bin/python3
+import json, sys
+files = [a for a in sys.argv[1:] if a.endswith(".wav")]
+n = next((int(a.split("=")[1]) for a in sys.argv if a.startswith("--decoder.alternatives=")), 0)
+assert "--postproc.redact=false" in sys.argv
+for f in files:
+    segs = [{"text": "one two", "alternatives": [{"text": "one two", "confidence": 0.7},
+                                                 {"text": "one too", "confidence": 0.3}][:n]},
+            {"text": "three", "alternatives": [{"text": "three", "confidence": 0.6},
+                                               {"text": "four", "confidence": 0.4}][:n]},
+            {"text": ""}]
+    if "/one" in f:
+        segs = [{"text": "yes", "alternatives": [{"text": "yes", "confidence": 0.8},
+                                                 {"text": "yet", "confidence": 0.2}][:n]}]
+    if n == 0:
+        for s in segs:
+            s.pop("alternatives", None)
+    print(json.dumps({"file": f, "channels": [{"segments": segs}]}))
+'''
+
+
+class OracleTest(unittest.TestCase):
+    def test_the_oracle_picks_each_segments_nearest_reading(self):
+        self.assertEqual(evaluate.oracle_hyp([["a b", "a c"], ["x y", "x z"]], "a c x z"), "a c x z")
+        self.assertEqual(evaluate.oracle_hyp([["a b", "a c"], ["x y", "x z"]], "a b x y"), "a b x y")
+        self.assertEqual(evaluate.oracle_hyp([["one"]], "two"), "one")  # one reading: it
+        # Ties keep the earlier (better ranked) reading.
+        self.assertEqual(evaluate.oracle_hyp([["p", "q"]], "r"), "p")
+
+    def test_oracle_eval_scores_the_best_reading_of_each_segment(self):
+        tmp = tempfile.mkdtemp(prefix="sluice-oracle-test-")
+        try:
+            engine = os.path.join(tmp, "fake_sluice")
+            with open(engine, "w") as f:
+                f.write(FAKE_NBEST_ENGINE)
+            os.chmod(engine, os.stat(engine).st_mode | stat.S_IEXEC)
+            a = os.path.join(tmp, "a.wav")
+            write_wav(a, 8000, 800)
+            wav = os.path.realpath(a)
+            args = argparse.Namespace(engine=engine, model_dir=tmp, decoders="lexicon", set=[])
+            # Reference "one too four": the best readings ("one two three") get 2 of 3 words wrong;
+            # the second readings of both segments match it.
+            conditions = {"c": [(wav, "one too four")]}
+            out = evaluate.oracle_eval(args, conditions, [wav], 2)
+            r = out["conditions"]["c/lexicon"]
+            self.assertEqual(r["oracle_wer"], 0.0)
+            self.assertEqual(r["readings"], 4)
+            # One reading per segment: the oracle is the best reading's WER, 2 of 3 words.
+            one = evaluate.oracle_eval(args, conditions, [wav], 1)["conditions"]["c/lexicon"]
+            self.assertAlmostEqual(one["oracle_wer"], 2 / 3)
+            self.assertEqual(one["readings"], 2)
+            self.assertNotIn("brier", one)  # two segments: no calibration figures
+            # Calibration over one-segment utterances: "yes" right at 0.8, and at 0.8 wrong
+            # (reference "yet"): mean confidence 0.8, half right, Brier (0.2^2 + 0.8^2) / 2.
+            b = os.path.join(tmp, "one.wav")
+            c = os.path.join(tmp, "one_other.wav")
+            write_wav(b, 8000, 800)
+            write_wav(c, 8000, 800)
+            cal = evaluate.oracle_eval(args, {"c": [(os.path.realpath(b), "yes"), (os.path.realpath(c), "yet")]},
+                                       [os.path.realpath(b), os.path.realpath(c)], 2)["conditions"]["c/lexicon"]
+            self.assertEqual(cal["one_segment"], 2)
+            self.assertAlmostEqual(cal["mean_confidence"], 0.8)
+            self.assertAlmostEqual(cal["exactly_right"], 0.5)
+            self.assertAlmostEqual(cal["brier"], (0.2 ** 2 + 0.8 ** 2) / 2)
+            self.assertEqual(cal["oracle_wer"], 0.0)  # "yet" is the second reading
+        finally:
+            shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":
