@@ -128,8 +128,9 @@ struct transcript_event {
   std::string display_text;
   std::vector<word_event> display_words;  ///< a written token per entry (may hold blanks: "March 10th")
   std::vector<redaction_span> redactions;
-  /// Finals of a stream that asked for alternatives: the n best readings, best first (the first
-  /// is `text` itself); empty otherwise.
+  /// Finals of a stream with alternatives (its own ask, else the engine's [decoder] alternatives):
+  /// the n best readings, best first (the first is `text` itself); empty otherwise, in partials,
+  /// and in a lost utterance's error.
   std::vector<alternative_event> alternatives;
 };
 

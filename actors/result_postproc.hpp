@@ -19,9 +19,12 @@ std::vector<alternative_event> to_alternative_events(const std::vector<moe::deco
 /// `ev.words` too. Without a postprocessor (res.postproc null) the display form is a copy of the
 /// lexical one. Events with `error` set are left alone. `carry`: the channel's redaction state
 /// (moe::postproc::redaction_carry), updated by a final; finals must come in utterance order.
-/// A final's alternatives are each post-processed as if they were the final (from the same
-/// carry, which only the final itself updates): masked, with their display text; readings that
-/// then read alike (they differed only in what was masked) become one, their confidences added.
+/// A final's alternatives are each post-processed as if they were the final (from the carry as
+/// it stood before it): masked, with their display text. Where the final masked something, every
+/// number an alternative says up to the end of the final's last masked span is masked too (a
+/// reading one digit off a masked card fails the Luhn check by itself). The carry the next final
+/// reads is widened by what any reading left open (a trailing digit run, a context). Readings
+/// that then read alike (they differed only in what was masked) become one, shares added.
 void apply_postproc(const engine_resources& res, const moe::postproc::postproc_options& opt, transcript_event& ev,
                     moe::postproc::redaction_carry* carry = nullptr);
 

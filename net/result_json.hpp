@@ -4,7 +4,8 @@
 ///    "display_text", "display_words": [...], "redactions": [{"start_ms", "end_ms", "kind"}]}
 /// `text`/`words` are the lexical form, `display_*` the display form (moe/postproc); both are
 /// already masked where redaction applies. Words are {"word", "start_ms", "end_ms", "confidence"}.
-/// A final of a stream that asked for alternatives also has "alternatives": [{"text",
+/// A final with alternatives (the stream's ask, else the engine's [decoder] alternatives) also has
+/// "alternatives": [{"text",
 /// "display_text", "confidence", "words"}], best first (the first is the final's own reading).
 
 #include <nlohmann/json.hpp>

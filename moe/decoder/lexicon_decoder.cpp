@@ -536,7 +536,7 @@ decode_result lexicon_decoder::finalize() {
   std::vector<final_candidate> ranked;
   for (std::size_t i = 0; i < beams_.size(); ++i) {
     const double s = beams_[i].total() + end_bonus(beams_[i]);
-    if (s > neg_inf) ranked.push_back({i, s});
+    if (s > neg_inf) ranked.push_back({i, s});  // not -inf, not NaN: the sort needs an order
   }
   // Stable: of equal scores the first kept wins, as it always has.
   std::stable_sort(ranked.begin(), ranked.end(), [](const final_candidate& a, const final_candidate& b) { return a.score > b.score; });

@@ -266,7 +266,7 @@ class vosk_protocol final : public ws_protocol {
       json words = json::array();
       double confidence = 1;
       for (const auto& readings : per) {
-        const auto& a = readings[std::min(k, readings.size() - 1)];
+        const auto& a = readings[k < readings.size() ? k : 0];
         if (!a.text.empty()) text += (text.empty() ? "" : " ") + a.text;
         for (const auto& w : a.words) words.push_back(word_json(w));
         confidence *= a.confidence;

@@ -16,8 +16,6 @@ struct redacted_stretch {
   std::string kind;  ///< card, expiry, cvv, ssn, account, email, word
 };
 
-/// One speech segment of one channel, with times absolute in the file, in both forms: lexical
-/// (as spoken) and display (numbers written, punctuated, cased); masked data is masked in both.
 /// One alternative reading of a segment ([decoder] alternatives).
 struct transcript_alternative {
   std::string text;                   ///< lexical
@@ -26,6 +24,8 @@ struct transcript_alternative {
   std::vector<moe::word_info> words;  ///< lexical, absolute in the file
 };
 
+/// One speech segment of one channel, with times absolute in the file, in both forms: lexical
+/// (as spoken) and display (numbers written, punctuated, cased); masked data is masked in both.
 struct transcript_segment {
   int64_t start_ms = 0;
   int64_t end_ms = 0;
