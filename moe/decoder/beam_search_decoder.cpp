@@ -174,14 +174,8 @@ decode_result beam_search_decoder::partial() const {
 }
 
 decode_result beam_search_decoder::finalize() {
-  std::vector<final_candidate> ranked;
-  for (std::size_t i = 0; i < beams_.size(); ++i) {
-    const double s = beams_[i].total() + end_bonus(beams_[i]);
-    if (s > neg_inf) ranked.push_back({i, s});  // not -inf, not NaN: the sort needs an order
-  }
-  // Stable: of equal scores the first kept wins, as it always has; with none, the first kept.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const final_candidate& a, const final_candidate& b) { return a.score > b.score; });
-  if (ranked.empty()) ranked.push_back({0, neg_inf});
+  const auto ranked =
+      rank_finals(beams_.size(), [&](std::size_t i) { return beams_[i].total() + end_bonus(beams_[i]); }, neg_inf);
   decode_result r = result_of(beams_[ranked.front().index], ranked.front().score);
   if (opts_.alternatives > 0)
     r.alternatives = n_best(

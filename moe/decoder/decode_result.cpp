@@ -65,6 +65,19 @@ decode_result make_result(std::span<const aligned_token> alignment, const token_
   return out;
 }
 
+std::vector<final_candidate> rank_finals(std::size_t n, const std::function<double(std::size_t)>& score,
+                                         double fallback) {
+  std::vector<final_candidate> ranked;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double s = score(i);
+    if (s > -std::numeric_limits<double>::infinity()) ranked.push_back({i, s});  // the sort needs an order
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const final_candidate& a, const final_candidate& b) { return a.score > b.score; });
+  if (ranked.empty()) ranked.push_back({0, fallback});
+  return ranked;
+}
+
 std::vector<decode_alternative> n_best(std::span<const final_candidate> ranked, int n, double scale,
                                        const decode_result& best,
                                        const std::function<std::string(std::size_t)>& text_of,

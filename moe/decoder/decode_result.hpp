@@ -59,6 +59,12 @@ struct final_candidate {
   double score = 0;
 };
 
+/// The hypotheses 0 .. n - 1 that can end the utterance, best first: those whose `score(i)` is
+/// above -inf (a NaN is not), equal scores in index order (of equal bests the first kept wins);
+/// when none can, {0, fallback} alone. For n >= 1.
+std::vector<final_candidate> rank_finals(std::size_t n, const std::function<double(std::size_t)>& score,
+                                         double fallback);
+
 /// The n-best list of a final: `ranked` best first (every hypothesis that can end the utterance),
 /// `best` the result already made of ranked[0]. `text_of(index)` gives a
 /// hypothesis' text (cheap: no alignment), `result_of(index, score)` its whole result, asked only

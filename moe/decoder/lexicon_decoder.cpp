@@ -533,14 +533,8 @@ decode_result lexicon_decoder::partial() const { return result_of(beams_.front()
 
 decode_result lexicon_decoder::finalize() {
   // The best hypothesis that can end here; should none (every survivor mid-word), the best one.
-  std::vector<final_candidate> ranked;
-  for (std::size_t i = 0; i < beams_.size(); ++i) {
-    const double s = beams_[i].total() + end_bonus(beams_[i]);
-    if (s > neg_inf) ranked.push_back({i, s});  // not -inf, not NaN: the sort needs an order
-  }
-  // Stable: of equal scores the first kept wins, as it always has.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const final_candidate& a, const final_candidate& b) { return a.score > b.score; });
-  if (ranked.empty()) ranked.push_back({0, beams_.front().total()});
+  const auto ranked = rank_finals(
+      beams_.size(), [&](std::size_t i) { return beams_[i].total() + end_bonus(beams_[i]); }, beams_.front().total());
   decode_result r = result_of(beams_[ranked.front().index], ranked.front().score);
   if (opts_.alternatives > 0)
     r.alternatives = n_best(

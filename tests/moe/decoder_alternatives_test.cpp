@@ -19,39 +19,11 @@ using namespace sluice::moe::test;
 
 namespace {
 
-// "i see" and "the sea" are likely bigrams; every other pair backs off (weight 0) to unigrams of
-// equal probability.
-const char* see_sea_arpa = R"(\data\
-ngram 1=7
-ngram 2=2
-
-\1-grams:
--1.0	</s>
--99	<s>	0
--2.0	<unk>
--1.0	i	0
--1.0	the	0
--1.0	sea	0
--1.0	see	0
-
-\2-grams:
--0.1	i see
--0.1	the sea
-
-\end\
-)";
-
-// "i", then "se" and one frame torn evenly between 'a' and 'e': "sea" and "see" have the same
-// best path probability. Their sums over paths differ only by paths through the frames' other
-// tokens (each (1 - 0.9) / 28 or (1 - 0.9) / 27 next to a peak of 0.9, on the two frames around
-// the torn one): by under 2%.
+// see_or_sea("_i_"): "sea" and "see" have the same best path probability. Their sums over paths
+// differ only by paths through the frames' other tokens (each (1 - 0.9) / 28 or (1 - 0.9) / 27
+// next to a peak of 0.9, on the two frames around the torn one): by under 2%.
 constexpr double acoustic_slack = 0.02;
-std::vector<float> i_see_or_sea() {
-  auto frames = peaky_frames("_i_s_e_");
-  frames.push_back({{{'a', 0.45f}, {'e', 0.45f}}});
-  frames.push_back({{{'_', peak_prob}}});
-  return make_logits(recipe_tokens(), frames);
-}
+std::vector<float> i_see_or_sea() { return see_or_sea("_i_"); }
 
 // Confidences at scale 1: a reading's share is its probability's (the hand-worked figures below).
 decoder_options with_alternatives(int n) {
@@ -154,15 +126,15 @@ TEST_SUITE("decoder") {
     best.text = "a";
     best.score = 0;
     std::vector<std::size_t> made;
-    const auto alts = n_best(
-        ranked, 2, 1.0, best, [&](std::size_t i) { return text[i]; },
-        [&](std::size_t i, double score) {
-          made.push_back(i);
-          decode_result r;
-          r.text = text[i];
-          r.score = score;
-          return r;
-        });
+    const auto text_of = [&](std::size_t i) { return text[i]; };
+    const auto result_of = [&](std::size_t i, double score) {
+      made.push_back(i);
+      decode_result r;
+      r.text = text[i];
+      r.score = score;
+      return r;
+    };
+    const auto alts = n_best(ranked, 2, 1.0, best, text_of, result_of);
     REQUIRE(alts.size() == 2);
     CHECK(alts[0].text == "a");
     CHECK(alts[1].text == "b");
@@ -173,13 +145,7 @@ TEST_SUITE("decoder") {
     CHECK(made == std::vector<std::size_t>{1});  // the best was given; the duplicate and c not made
 
     // At scale 0.5 each reading weighs exp(0.5 x score): shares flatten, the order stays.
-    const auto flat = n_best(ranked, 2, 0.5, best, [&](std::size_t i) { return text[i]; },
-                             [&](std::size_t i, double score) {
-                               decode_result r;
-                               r.text = text[i];
-                               r.score = score;
-                               return r;
-                             });
+    const auto flat = n_best(ranked, 2, 0.5, best, text_of, result_of);
     REQUIRE(flat.size() == 2);
     CHECK(flat[0].text == "a");
     const double half = 1 + std::exp(-0.5) + std::exp(-1.0) + std::exp(-1.5);
@@ -189,17 +155,14 @@ TEST_SUITE("decoder") {
 
     // A reading that cannot end (-inf) is left out; a best that cannot end stands alone.
     const std::vector<final_candidate> with_dead = {{0, 0.0}, {1, -std::numeric_limits<double>::infinity()}};
-    const auto one = n_best(with_dead, 3, 1.0, best, [&](std::size_t i) { return text[i]; },
-                            [&](std::size_t, double) { return decode_result{}; });
+    const auto one = n_best(with_dead, 3, 1.0, best, text_of, result_of);
     REQUIRE(one.size() == 1);
     CHECK(one[0].confidence == 1.0f);
     const std::vector<final_candidate> dead = {{0, -std::numeric_limits<double>::infinity()}};
-    const auto alone = n_best(dead, 3, 1.0, best, [&](std::size_t i) { return text[i]; },
-                              [&](std::size_t, double) { return decode_result{}; });
+    const auto alone = n_best(dead, 3, 1.0, best, text_of, result_of);
     REQUIRE(alone.size() == 1);
     CHECK(alone[0].text == "a");
-    CHECK(n_best(ranked, 0, 1.0, best, [&](std::size_t i) { return text[i]; }, [&](std::size_t, double) { return decode_result{}; })
-              .empty());
+    CHECK(n_best(ranked, 0, 1.0, best, text_of, result_of).empty());
   }
 
   TEST_CASE("alternatives: the setting is checked like every decoder setting") {

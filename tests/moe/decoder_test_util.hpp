@@ -82,4 +82,35 @@ inline int32_t n_frames_of(const token_table& t, const std::vector<float>& logit
   return static_cast<int32_t>(logits.size() / static_cast<std::size_t>(t.size()));
 }
 
+// Bigrams "i see" and "the sea" are likely; every other pair backs off (weight 0) to unigrams of
+// equal probability. So after "i" the LM prefers "see", after "the" it prefers "sea".
+inline const char* see_sea_arpa = R"(\data\
+ngram 1=7
+ngram 2=2
+
+\1-grams:
+-1.0	</s>
+-99	<s>	0
+-2.0	<unk>
+-1.0	i	0
+-1.0	the	0
+-1.0	sea	0
+-1.0	see	0
+
+\2-grams:
+-0.1	i see
+-0.1	the sea
+
+\end\
+)";
+
+// Frames spelling `prefix`, then "se" and one frame torn evenly between 'a' and 'e': "sea" and
+// "see" (e, blank, e) have the same best path probability.
+inline std::vector<float> see_or_sea(std::string_view prefix) {
+  auto frames = peaky_frames(std::string(prefix) + "_s_e_");
+  frames.push_back({{{'a', 0.45f}, {'e', 0.45f}}});
+  frames.push_back({{{'_', peak_prob}}});
+  return make_logits(recipe_tokens(), frames);
+}
+
 }  // namespace sluice::moe::test

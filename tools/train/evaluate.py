@@ -222,16 +222,9 @@ def engine_readings(args, mode: str, files: list[str], n: int) -> dict[str, list
     """{realpath: [readings of each segment]} of one `sluice transcribe --decoder.alternatives=N`:
     each segment's alternatives as (text, confidence), best first (its own text, confidence 1,
     when it lists none)."""
-    import subprocess
-    cmd = [args.engine, "transcribe", "--model.dir=" + args.model_dir, "--decoder.mode=" + mode,
-           "--engine.max_queue_wait_ms=600000", "--postproc.redact=false", f"--decoder.alternatives={n}",
-           "--format", "json"] + ["--" + kv for kv in getattr(args, "set", None) or []] + files
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    if run.returncode != 0:
-        raise SystemExit(f"{args.engine} transcribe --decoder.alternatives={n} failed (status {run.returncode}):\n"
-                         f"{run.stderr[-3000:]}")
+    docs, _ = run_transcribe(args, mode, files, (f"--decoder.alternatives={n}",))
     out = {}
-    for d in read_json_stream(run.stdout):
+    for d in docs:
         segs = [s for c in d["channels"] for s in c["segments"]]
         out[os.path.realpath(d["file"])] = [[(a["text"], a["confidence"]) for a in s.get("alternatives", [])]
                                             or [(s["text"], 1.0)] for s in segs if s["text"]]
@@ -321,8 +314,9 @@ def compare_eval(args, conditions: dict, files: list[str], by_mode: dict) -> dic
     return out
 
 
-def engine_transcribe(args, mode: str, files: list[str]) -> tuple[dict[str, str], float]:
-    """{realpath: text} of one `sluice transcribe --decoder.mode=MODE` over `files`, and its wall time."""
+def run_transcribe(args, mode: str, files: list[str], extra: tuple[str, ...] = ()) -> tuple[list[dict], float]:
+    """The JSON documents of one `sluice transcribe --decoder.mode=MODE` over `files` (with the
+    `extra` options and --set overrides), and its wall time."""
     import subprocess
     import time
     # No load shedding: an evaluation waits for every file however busy the machine is. No
@@ -330,17 +324,23 @@ def engine_transcribe(args, mode: str, files: list[str]) -> tuple[dict[str, str]
     # which is masking, not recognition (until session 30 it was on here, and 5-10% of the
     # synthetic sets' utterances, the ones with card, PIN or zip code digits, lost those words).
     cmd = [args.engine, "transcribe", "--model.dir=" + args.model_dir, "--decoder.mode=" + mode,
-           "--engine.max_queue_wait_ms=600000", "--postproc.redact=false", "--format", "json"] + [
+           "--engine.max_queue_wait_ms=600000", "--postproc.redact=false", *extra, "--format", "json"] + [
                "--" + kv for kv in getattr(args, "set", None) or []] + files
     t0 = time.monotonic()
     run = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0
     if run.returncode != 0:
-        raise SystemExit(f"{args.engine} transcribe --decoder.mode={mode} over {len(files)} files failed "
-                         f"(status {run.returncode}):\n{run.stderr[-3000:]}")
+        raise SystemExit(f"{args.engine} transcribe --decoder.mode={mode} {' '.join(extra)} over {len(files)} files "
+                         f"failed (status {run.returncode}):\n{run.stderr[-3000:]}")
+    return read_json_stream(run.stdout), wall
+
+
+def engine_transcribe(args, mode: str, files: list[str]) -> tuple[dict[str, str], float]:
+    """{realpath: text} of one `sluice transcribe --decoder.mode=MODE` over `files`, and its wall time."""
+    docs, wall = run_transcribe(args, mode, files)
     hyps = {os.path.realpath(d["file"]): " ".join(s["text"] for c in d["channels"] for s in c["segments"]
                                                   if s["text"])
-            for d in read_json_stream(run.stdout)}
+            for d in docs}
     return hyps, wall
 
 
