@@ -21,6 +21,7 @@
 #include "net/tenant_api.hpp"
 #include "net/multipart.hpp"
 #include "net/prometheus.hpp"
+#include "net/protocols/deepgram_protocol.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/tenant_view.hpp"
 #include "net/switches/switch_routes.hpp"
@@ -215,7 +216,17 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         run_events_session(std::move(stream_), std::move(req), st_, std::move(*filter), slot_, id_, who_);
         return;
       }
-      auto proto = kind_ == ws_listener::main ? protocol_for_path(path) : protocol_for_listener(kind_);
+      std::unique_ptr<ws_protocol> proto;
+      if (kind_ == ws_listener::main && path == deepgram_path) {
+        // Deepgram's clients put every option in the query: a bad one is refused before the upgrade.
+        auto options = parse_deepgram_query(target);
+        if (!options)
+          return write(make_response(http::status::bad_request, "application/json",
+                                     error_body(options.error().message), req.version(), false));
+        proto = make_deepgram_protocol(std::move(*options));
+      } else {
+        proto = kind_ == ws_listener::main ? protocol_for_path(path) : protocol_for_listener(kind_);
+      }
       if (proto) {
         lowest().expires_never();
         run_ws_session(std::move(stream_), std::move(req), st_, std::move(proto), slot_, id_, who_);

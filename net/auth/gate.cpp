@@ -14,6 +14,7 @@ namespace {
 namespace http = boost::beast::http;
 
 constexpr std::string_view bearer_scheme = "bearer ";
+constexpr std::string_view token_scheme = "token ";  // Deepgram's SDKs: "Authorization: Token <key>"
 constexpr std::string_view token_param = "token=";
 constexpr std::string_view api_key_header = "X-API-Key";
 const std::string challenge = "Bearer realm=\"sluice\"";
@@ -58,15 +59,35 @@ std::optional<std::string> query_token(std::string_view target) {
   return std::nullopt;
 }
 
+// A browser cannot set headers on a WebSocket: Deepgram's browser client offers the subprotocols
+// "token, <key>" instead. The key when the header is exactly that pair.
+std::optional<std::string> subprotocol_key(std::string_view offered) {
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+  };
+  const auto comma = offered.find(',');
+  if (comma == std::string_view::npos || trim(offered.substr(0, comma)) != "token") return std::nullopt;
+  const auto key = trim(offered.substr(comma + 1));
+  if (key.empty() || key.find(',') != std::string_view::npos) return std::nullopt;
+  return std::string(key);
+}
+
 // The presented key, when there is one: header first, then the query where it is accepted.
 std::optional<std::string> presented_key(const http_request& req, const std::string& path) {
   if (const auto a = req[http::field::authorization]; !a.empty()) {
-    if (!iequals_prefix(a, bearer_scheme)) return std::string();  // present but not a bearer key: invalid
-    auto v = a.substr(bearer_scheme.size());
+    const std::size_t scheme = iequals_prefix(a, bearer_scheme) ? bearer_scheme.size()
+                               : iequals_prefix(a, token_scheme) ? token_scheme.size()
+                                                                 : 0;
+    if (scheme == 0) return std::string();  // present but neither a bearer nor a token key: invalid
+    auto v = a.substr(scheme);
     while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
     return std::string(v);
   }
   if (const auto k = req[api_key_header]; !k.empty()) return std::string(k);
+  if (boost::beast::websocket::is_upgrade(req))
+    if (auto k = subprotocol_key(req[http::field::sec_websocket_protocol])) return k;
   const bool query_allowed = boost::beast::websocket::is_upgrade(req) || path == "/" || path == "/index.html";
   if (query_allowed) return query_token(req.target());
   return std::nullopt;
@@ -117,7 +138,7 @@ tl::expected<principal, refusal> gate::admit(const http_request& req) const {
   const auto n = route_need(req, path, metrics_open_);
   if (!n.key) return principal::unauthenticated();
   const auto key = presented_key(req, path);
-  if (!key) return tl::unexpected(refusal{401, challenge, "an API key is required (Authorization: Bearer <key>)"});
+  if (!key) return tl::unexpected(refusal{401, challenge, "an API key is required (Authorization: Bearer <key>, or Token <key>)"});
   // A copy of the current store: a reload meanwhile swaps the pointer, never this store, and
   // the hashing runs outside the store's lock.
   const auto store = keys_->current();

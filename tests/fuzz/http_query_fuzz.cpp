@@ -1,8 +1,9 @@
-// libFuzzer target: net/http_query.hpp (the query string of a request target) and
-// net/multipart.hpp (the file part of a multipart/form-data upload).
+// libFuzzer target: net/http_query.hpp (the query string of a request target),
+// net/protocols/deepgram_query.hpp (a Deepgram live request's options) and net/multipart.hpp
+// (the file part of a multipart/form-data upload).
 // Input layout: the first line is the request target / Content-Type, the rest the body.
 // Beyond "no crash": accepted keys and values are valid UTF-8; query_int's result lies in its
-// range; a multipart part is a piece of the body, never more bytes than the body holds.
+// range; Deepgram options that parse are in their ranges, their hotwords valid UTF-8; a multipart part is a piece of the body, never more bytes than the body holds.
 
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "net/http_query.hpp"
 #include "net/json_fields.hpp"
 #include "net/multipart.hpp"
+#include "net/protocols/deepgram_query.hpp"
 #include "tests/fuzz/fuzz_checks.hpp"
 
 using namespace sluice;
@@ -33,6 +35,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     }
   } else {
     fuzz::require_message(q.error());
+  }
+
+  if (auto dg = net::parse_deepgram_query(head)) {
+    fuzz::require(dg->encoding == "linear16" || dg->encoding == "mulaw" || dg->encoding == "alaw",
+                  "a Deepgram encoding sluice does not take");
+    fuzz::require(dg->sample_rate >= 8000 && dg->sample_rate <= 48000, "a Deepgram sample_rate outside its range");
+    fuzz::require(dg->channels == 1 || (dg->channels == 2 && dg->multichannel), "Deepgram channels without multichannel");
+    fuzz::require(dg->alternatives >= 1 && dg->alternatives <= 20, "Deepgram alternatives outside its range");
+    fuzz::require(dg->hotwords.size() <= 256, "more Deepgram keywords than the hotword limit");
+    for (const auto& h : dg->hotwords) fuzz::require(net::valid_utf8(h) == h, "a Deepgram keyword is not UTF-8");
+  } else {
+    fuzz::require_message(dg.error());
   }
 
   if (auto part = net::first_multipart_part(head, body)) {

@@ -3,7 +3,7 @@
 // forward of the same model on the same threads, in the same run.
 //
 //   recognizer_bench [--model DIR] [--audio WAV] [--copies 16] [--threads 1] [--batch 16]
-//                    [--runs 3] [--torch] [--decoder auto|greedy|beam|lexicon]
+//                    [--runs 3] [--torch] [--decoder auto|greedy|beam|lexicon] [--math f32|bf16]
 //
 // Every segment of every channel of --copies copies of the call is one stream. Each of --threads
 // threads has its own recognizer (sharing one recognizer_resources) and every --threads-th stream,
@@ -44,6 +44,7 @@ struct options {
   int copies = 16, threads = 1, batch = 16, runs = 3;
   bool torch = false;
   std::string decoder;  // empty: the config's ([decoder] mode auto)
+  std::string math = "f32";  // model.math: f32, or bf16 products (AVX-512 BF16 CPUs)
 };
 
 double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
@@ -109,12 +110,13 @@ bool parse(int argc, char** argv, options& o) {
     else if (a == "--runs") o.runs = std::stoi(next());
     else if (a == "--decoder") o.decoder = next();
     else if (a == "--torch") o.torch = true;
+    else if (a == "--math") o.math = next();
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return false;
     }
   }
-  return o.copies > 0 && o.threads > 0 && o.batch > 0 && o.runs > 0;
+  return o.copies > 0 && o.threads > 0 && o.batch > 0 && o.runs > 0 && (o.math == "f32" || o.math == "bf16");
 }
 
 // PyTorch's x real time for `batch` streams of `seconds` each on `threads` threads, or 0.
@@ -145,11 +147,12 @@ int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr, "usage: recognizer_bench [--model DIR] [--audio WAV] [--copies N] [--threads T] "
-                         "[--batch B] [--runs R] [--torch] [--decoder MODE]\n");
+                         "[--batch B] [--runs R] [--torch] [--decoder MODE] [--math f32|bf16]\n");
     return 2;
   }
   config::sluice_config cfg;
   cfg.model.dir = o.model;
+  cfg.model.math = o.math;
   auto model = moe::load_model(o.model);
   if (!model) {
     std::fprintf(stderr, "model: %s\n", model.error().message.c_str());

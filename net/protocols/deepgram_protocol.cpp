@@ -1,0 +1,269 @@
+#include "net/protocols/deepgram_protocol.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <span>
+
+#include <openssl/evp.h>
+
+#include "net/json_fields.hpp"
+#include "net/switches/interleave.hpp"
+#include "net/switches/switch_json.hpp"
+
+namespace sluice::net {
+namespace {
+
+constexpr double ms_per_s = 1000.0;
+
+struct md_ctx_free {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+
+// "2026-12-07T09:50:00.123Z"
+std::string iso8601_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  char out[40];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+  return out;
+}
+
+class deepgram_protocol final : public ws_protocol {
+ public:
+  explicit deepgram_protocol(deepgram_options o)
+      : o_(std::move(o)),
+        n_(o_.channels),
+        width_(o_.encoding == "linear16" ? 2 : 1),
+        split_(width_),
+        pretty_(o_.punctuate || o_.smart_format),
+        sha_(EVP_MD_CTX_new()),
+        samples_(static_cast<std::size_t>(n_), 0) {
+    if (sha_ && EVP_DigestInit_ex(sha_.get(), EVP_sha256(), nullptr) != 1) sha_.reset();
+  }
+
+  std::string_view name() const override { return "deepgram"; }
+
+  std::string accept_subprotocol(std::string_view offered) const override {
+    // Browsers cannot set headers: Deepgram's browser client offers "token, <key>".
+    return offers_subprotocol(offered, "token") ? "token" : "";
+  }
+
+  void on_start(ws_transport& t) override {
+    created_ = iso8601_now();
+    calls::call_start call;
+    call.source = "deepgram";
+    call.channel_labels = n_ == 1 ? std::vector<std::string>{"mono"} : std::vector<std::string>{"channel 0", "channel 1"};
+    call.metadata = {{"encoding", o_.encoding},       {"sample_rate", o_.sample_rate},
+                     {"channels", o_.channels},       {"interim_results", o_.interim_results},
+                     {"language", o_.language},       {"smart_format", o_.smart_format || o_.punctuate}};
+    t.begin_call(std::move(call));
+    request_id_ = t.call();
+  }
+
+  void on_text(ws_transport& t, std::string_view text) override {
+    auto j = parse_object(text);
+    if (!j) return t.fail("protocol", "text messages must be JSON objects with a \"type\"", ws_close::policy);
+    const auto it = j->find("type");
+    if (it == j->end() || !it->is_string())
+      return t.fail("protocol", "a text message without a string \"type\"", ws_close::policy);
+    const auto& type = it->get_ref<const std::string&>();
+    if (type == "KeepAlive") return;
+    if (type == "Finalize") return end_generation(t, true);
+    if (type == "CloseStream") return close_stream(t);
+    t.fail("protocol", "unknown message type \"" + valid_utf8(type) + "\" (KeepAlive, Finalize, CloseStream)",
+           ws_close::policy);
+  }
+
+  void on_binary(ws_transport& t, std::vector<uint8_t> bytes) override {
+    if (bytes.empty()) return close_stream(t);  // the older way to end a stream
+    if (sha_ && EVP_DigestUpdate(sha_.get(), bytes.data(), bytes.size()) != 1) sha_.reset();
+    if (!active_) open_generation(t);
+    if (n_ == 2) {
+      auto [a, b] = split_.split(bytes);
+      push(t, 0, std::move(a));
+      push(t, 1, std::move(b));
+      return;
+    }
+    // Mono: whole samples only; a byte of a split sample waits for the next message.
+    carry_.insert(carry_.end(), bytes.begin(), bytes.end());
+    const std::size_t whole = carry_.size() - carry_.size() % width_;
+    std::vector<uint8_t> out(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(whole));
+    carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(whole));
+    push(t, 0, std::move(out));
+  }
+
+  void on_open(ws_transport&, std::size_t, const actors::open_reply&) override {}
+
+  void on_event(ws_transport& t, std::size_t i, const actors::transcript_event& ev) override {
+    if (!ev.error.empty()) {
+      t.send_text(*error_message(ev.utterance < 0 ? "audio" : "utterance_lost", ev.error));
+      return;
+    }
+    const int c = static_cast<int>(i % static_cast<std::size_t>(n_));
+    const int64_t off = offset_ms_[i];
+    if (o_.vad_events && ev.utterance != last_utterance_[i]) {
+      last_utterance_[i] = ev.utterance;
+      t.send_text(to_wire(json{{"type", "SpeechStarted"},
+                               {"channel", {c, n_}},
+                               {"timestamp", static_cast<double>(ev.start_ms + off) / ms_per_s}}));
+    }
+    if (!ev.is_final && (!o_.interim_results || ev.text.empty())) return;
+    t.send_text(to_wire(results(ev, c, off, finalizing_[i])));
+    if (ev.is_final && o_.utterance_end_ms && !ev.words.empty())
+      t.send_text(to_wire(json{{"type", "UtteranceEnd"},
+                               {"channel", {c, n_}},
+                               {"last_word_end", static_cast<double>(ev.words.back().end_ms + off) / ms_per_s}}));
+  }
+
+  void on_drained(ws_transport& t, std::size_t) override {
+    ++drained_;
+    if (closing_ && drained_ == t.channel_count()) finish(t);
+  }
+
+  std::optional<std::string> error_message(std::string_view code, std::string_view reason) const override {
+    return to_wire(json{{"type", "Error"}, {"description", reason}, {"message", code}});
+  }
+
+  void on_session_limit(ws_transport& t) override { close_stream(t); }
+
+ private:
+  void open_generation(ws_transport& t) {
+    std::vector<actors::channel_request> reqs;
+    std::vector<int> call_channels;
+    for (int c = 0; c < n_; ++c) {
+      actors::channel_request r;
+      r.label = n_ == 1 ? "mono" : "channel " + std::to_string(c);
+      r.codec = o_.encoding == "linear16" ? "pcm_s16le" : o_.encoding;
+      r.sample_rate = o_.sample_rate;
+      r.hotwords = o_.hotwords;
+      r.partials = o_.interim_results || o_.vad_events;
+      // Deepgram gives one reading unless asked: the engine default does not apply here.
+      r.alternatives = o_.alternatives > 1 ? o_.alternatives : 0;
+      reqs.push_back(std::move(r));
+      call_channels.push_back(c);
+      offset_ms_.push_back(samples_[static_cast<std::size_t>(c)] * 1000 / o_.sample_rate);
+      finalizing_.push_back(false);
+      last_utterance_.push_back(-1);
+    }
+    base_ = t.channel_count();
+    active_ = true;
+    t.open_channels(std::move(reqs), std::move(call_channels));
+  }
+
+  void push(ws_transport& t, int c, std::vector<uint8_t> bytes) {
+    if (bytes.empty()) return;
+    samples_[static_cast<std::size_t>(c)] += static_cast<int64_t>(bytes.size() / width_);
+    t.push_audio(base_ + static_cast<std::size_t>(c), std::move(bytes));
+  }
+
+  // Ends the open channels (their finals follow); the next audio opens new ones.
+  void end_generation(ws_transport& t, bool from_finalize) {
+    if (!active_) return;
+    for (int c = 0; c < n_; ++c) {
+      finalizing_[base_ + static_cast<std::size_t>(c)] = from_finalize;
+      t.end_channel(base_ + static_cast<std::size_t>(c));
+    }
+    active_ = false;
+  }
+
+  void close_stream(ws_transport& t) {
+    if (closing_) return;
+    closing_ = true;
+    t.input_done();
+    end_generation(t, false);
+    if (drained_ == t.channel_count()) finish(t);
+  }
+
+  void finish(ws_transport& t) {
+    std::string digest;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (sha_ && EVP_DigestFinal_ex(sha_.get(), md, &len) == 1) {
+      static constexpr char hex[] = "0123456789abcdef";
+      for (unsigned int k = 0; k < len; ++k) {
+        digest.push_back(hex[md[k] >> 4]);
+        digest.push_back(hex[md[k] & 15]);
+      }
+    }
+    t.send_text(to_wire(json{{"type", "Metadata"},
+                             {"transaction_key", "deprecated"},
+                             {"request_id", request_id_},
+                             {"sha256", digest},
+                             {"created", created_},
+                             {"duration", static_cast<double>(samples_[0]) / o_.sample_rate},
+                             {"channels", n_},
+                             {"models", json::array({model_uuid})},
+                             {"model_info", {{model_uuid, model_info()}}}}));
+    t.close(ws_close::normal, "done");
+  }
+
+  json model_info() const { return {{"name", "sluice-default"}, {"version", "1"}, {"arch", "sluice-moe-ctc"}}; }
+
+  json words(const std::vector<actors::word_event>& w, const std::vector<actors::word_event>* display,
+             int64_t off) const {
+    json out = json::array();
+    const bool pair = display && display->size() == w.size();
+    for (std::size_t k = 0; k < w.size(); ++k)
+      out.push_back({{"word", w[k].word},
+                     {"start", static_cast<double>(w[k].start_ms + off) / ms_per_s},
+                     {"end", static_cast<double>(w[k].end_ms + off) / ms_per_s},
+                     {"confidence", w[k].confidence},
+                     {"punctuated_word", pair && pretty_ ? (*display)[k].word : w[k].word}});
+    return out;
+  }
+
+  json results(const actors::transcript_event& ev, int c, int64_t off, bool from_finalize) const {
+    const bool ranked = ev.is_final && !ev.alternatives.empty();
+    json alts = json::array();
+    alts.push_back({{"transcript", pretty_ && !ev.display_text.empty() ? ev.display_text : ev.text},
+                    {"confidence", ranked ? ev.alternatives.front().confidence : switches::mean_confidence(ev)},
+                    {"words", words(ev.words, &ev.display_words, off)}});
+    for (std::size_t k = 1; ranked && k < ev.alternatives.size(); ++k) {
+      const auto& a = ev.alternatives[k];
+      alts.push_back({{"transcript", pretty_ && !a.display_text.empty() ? a.display_text : a.text},
+                      {"confidence", a.confidence},
+                      {"words", words(a.words, nullptr, off)}});
+    }
+    return json{{"type", "Results"},
+                {"channel_index", {c, n_}},
+                {"duration", static_cast<double>(ev.end_ms - ev.start_ms) / ms_per_s},
+                {"start", static_cast<double>(ev.start_ms + off) / ms_per_s},
+                {"is_final", ev.is_final},
+                {"speech_final", ev.is_final},
+                {"from_finalize", ev.is_final && from_finalize},
+                {"channel", {{"alternatives", alts}}},
+                {"metadata", {{"request_id", request_id_}, {"model_info", model_info()}, {"model_uuid", model_uuid}}}};
+  }
+
+  static constexpr const char* model_uuid = "sluice-default";
+
+  deepgram_options o_;
+  int n_;                       // call channels
+  std::size_t width_;           // bytes per sample
+  switches::deinterleaver split_;
+  bool pretty_;                 // display-form transcripts
+  std::unique_ptr<EVP_MD_CTX, md_ctx_free> sha_;  // of the audio bytes; null if OpenSSL failed
+  std::string created_, request_id_;
+  std::vector<uint8_t> carry_;  // mono: the bytes of a split sample
+  std::vector<int64_t> samples_;  // per call channel, pushed so far
+  // Per engine channel (n_ per generation; a Finalize ends one generation):
+  std::vector<int64_t> offset_ms_;       // the call channel's audio before it opened
+  std::vector<bool> finalizing_;         // ended by a Finalize
+  std::vector<int64_t> last_utterance_;  // for SpeechStarted
+  std::size_t base_ = 0;                 // the open generation's first engine channel
+  std::size_t drained_ = 0;
+  bool active_ = false, closing_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<ws_protocol> make_deepgram_protocol(deepgram_options options) {
+  return std::make_unique<deepgram_protocol>(std::move(options));
+}
+
+}  // namespace sluice::net

@@ -1,0 +1,366 @@
+// Deepgram's live protocol on /v1/listen, by a client written from its published format (the
+// message shapes of Deepgram's SDK types: LiveTranscriptionEvent, LiveMetadataEvent,
+// UtteranceEndEvent, SpeechStartedEvent; the SDK itself was run against `sluice serve` by hand:
+// see README). The reference for the text is /v1/stream given the same samples.
+#include "tests/net/auth_test_util.hpp"
+#include "tests/net/honest_stream.hpp"
+#include "tests/net/switch_test_util.hpp"
+#include "tests/common/audio_tools.hpp"
+
+#include <openssl/evp.h>
+
+#include "net/auth/key_store.hpp"
+#include "net/protocols/deepgram_query.hpp"
+
+using namespace sluice;
+using namespace sluice::test;
+
+namespace {
+
+std::vector<uint8_t> pcm16_bytes(const std::vector<int16_t>& pcm) {
+  std::vector<uint8_t> out;
+  for (int16_t v : pcm) {
+    out.push_back(static_cast<uint8_t>(v & 0xFF));
+    out.push_back(static_cast<uint8_t>((v >> 8) & 0xFF));
+  }
+  return out;
+}
+
+// `bytes` cut into messages of `n` bytes (an odd n splits samples across messages).
+std::vector<std::vector<uint8_t>> chunks(const std::vector<uint8_t>& bytes, std::size_t n) {
+  std::vector<std::vector<uint8_t>> out;
+  for (std::size_t i = 0; i < bytes.size(); i += n)
+    out.emplace_back(bytes.begin() + static_cast<std::ptrdiff_t>(i),
+                     bytes.begin() + static_cast<std::ptrdiff_t>(std::min(bytes.size(), i + n)));
+  return out;
+}
+
+std::string sha256_hex(const std::vector<uint8_t>& bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  REQUIRE(EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) == 1);
+  std::string out;
+  char hex[3];
+  for (unsigned int i = 0; i < len; ++i) {
+    std::snprintf(hex, sizeof hex, "%02x", md[i]);
+    out += hex;
+  }
+  return out;
+}
+
+std::vector<json> of_type(const std::vector<json>& messages, const std::string& type) {
+  std::vector<json> out;
+  for (const auto& m : messages)
+    if (m.value("type", std::string()) == type) out.push_back(m);
+  return out;
+}
+
+std::vector<json> finals(const std::vector<json>& messages) {
+  std::vector<json> out;
+  for (const auto& m : of_type(messages, "Results"))
+    if (m.value("is_final", false)) out.push_back(m);
+  return out;
+}
+
+std::string transcript(const json& results) { return results["channel"]["alternatives"][0]["transcript"]; }
+
+// The finals' transcripts with words (an empty final is a noise burst, which /v1/stream does not send).
+std::vector<std::string> final_transcripts(const std::vector<json>& messages, int channel = -1) {
+  std::vector<std::string> out;
+  for (const auto& f : finals(messages))
+    if ((channel < 0 || f["channel_index"][0] == channel) && !transcript(f).empty()) out.push_back(transcript(f));
+  return out;
+}
+
+// /v1/stream's finals for mono PCM16 at `rate`.
+std::vector<std::string> stream_finals(uint16_t port, const std::vector<int16_t>& pcm, int rate) {
+  auto ref = ws_session(port, "/v1/stream",
+                        {R"({"type":"start","encoding":"pcm_s16le","channels":1,"sample_rate":)" + std::to_string(rate) + "}"},
+                        pcm16_messages(pcm, 1600), {R"({"type":"end"})"});
+  std::vector<std::string> want;
+  for (auto& t : final_texts(ref.messages))
+    if (!t.empty()) want.push_back(std::move(t));
+  REQUIRE(want.size() >= 2);
+  return want;
+}
+
+const std::string close_stream = R"({"type":"CloseStream"})";
+
+}  // namespace
+
+TEST_SUITE("deepgram protocol") {
+  TEST_CASE("deepgram query: the options Deepgram's SDK sends are read, and what sluice cannot serve is refused by name") {
+    auto o = net::parse_deepgram_query(
+        "/v1/listen?model=nova-2&language=en-US&encoding=mulaw&sample_rate=8000&channels=2&multichannel=true&"
+        "interim_results=true&punctuate=false&smart_format=true&vad_events=true&utterance_end_ms=1000&"
+        "endpointing=300&keywords=northwind:5&keywords=refund&keyterm=credit%20card&keyterm=account+number&"
+        "alternatives=3&diarize=false");
+    REQUIRE(o.has_value());
+    CHECK(o->encoding == "mulaw");
+    CHECK(o->sample_rate == 8000);
+    CHECK(o->channels == 2);
+    CHECK(o->multichannel);
+    CHECK(o->interim_results);
+    CHECK_FALSE(o->punctuate);
+    CHECK(o->smart_format);
+    CHECK(o->vad_events);
+    CHECK(o->utterance_end_ms == 1000);
+    CHECK(o->alternatives == 3);
+    CHECK(o->language == "en-US");
+    // Boosts become hotword weights; a keyterm (and a keyword without one) gets /v1/stream's default 3;
+    // %20 and + are spaces.
+    CHECK(o->hotwords == std::vector<std::string>{"northwind 5.000000", "refund 3.000000", "credit card 3.000000",
+                                                  "account number 3.000000"});
+
+    const std::string ok = "/v1/listen?encoding=linear16&sample_rate=16000";
+    auto d = net::parse_deepgram_query(ok);
+    REQUIRE(d.has_value());
+    CHECK(d->channels == 1);
+    CHECK_FALSE(d->interim_results);
+    CHECK(d->alternatives == 1);
+    CHECK_FALSE(d->utterance_end_ms.has_value());
+
+    for (const auto& [query, names] : std::vector<std::pair<std::string, std::string>>{
+             {"/v1/listen?sample_rate=8000", "encoding"},
+             {"/v1/listen?encoding=opus&sample_rate=48000", "encoding"},
+             {"/v1/listen?encoding=linear16", "sample_rate"},
+             {"/v1/listen?encoding=linear16&sample_rate=4000", "sample_rate"},
+             {"/v1/listen?encoding=linear16&sample_rate=8000.5", "sample_rate"},
+             {ok + "&channels=3", "channels"},
+             {ok + "&channels=2", "multichannel"},
+             {ok + "&interim_results=yes", "interim_results"},
+             {ok + "&language=de", "language"},
+             {ok + "&keywords=refund:-4", "boost"},
+             {ok + "&keywords=refund:abc", "boost"},
+             {ok + "&keywords=", "keywords"},
+             {ok + "&alternatives=21", "alternatives"},
+             {ok + "&utterance_end_ms=10", "utterance_end_ms"},
+             {ok + "&keyterm=%zz", "'%'"},
+             {ok + "&keyterm=%ff%fe", "UTF-8"}}) {
+      CAPTURE(query);
+      auto r = net::parse_deepgram_query(query);
+      REQUIRE_FALSE(r.has_value());
+      CHECK(r.error().message.find(names) != std::string::npos);
+    }
+    std::string many = ok;
+    for (int i = 0; i <= 256; ++i) many += "&keyterm=w" + std::to_string(i);
+    CHECK_FALSE(net::parse_deepgram_query(many).has_value());
+  }
+
+  TEST_CASE("deepgram: a mono linear16 stream split mid-sample gets /v1/stream's finals, then Metadata with the "
+            "audio's duration and SHA-256, then close 1000") {
+    served s;
+    const auto pcm = call_pcm16(0, 16000);
+    const auto want = stream_finals(s.port, pcm, 16000);
+    const auto bytes = pcm16_bytes(pcm);
+    auto r = ws_session(s.port, "/v1/listen?encoding=linear16&sample_rate=16000&model=nova-2", {},
+                        chunks(bytes, 3333), {close_stream});
+    CHECK(r.close_code == 1000);
+    CHECK(final_transcripts(r.messages) == want);
+    // No interim_results: finals only.
+    CHECK(of_type(r.messages, "Results").size() == finals(r.messages).size());
+    double last_end = 0;
+    for (const auto& f : finals(r.messages)) {
+      CHECK(f["channel_index"] == json::array({0, 1}));
+      CHECK(f["speech_final"] == true);
+      CHECK(f["from_finalize"] == false);
+      const double start = f["start"], duration = f["duration"];
+      CHECK(start >= last_end - 1e-9);
+      CHECK(duration > 0);
+      last_end = start + duration;
+      for (const auto& w : f["channel"]["alternatives"][0]["words"]) {
+        CHECK(w["start"].get<double>() >= start - 1e-9);
+        CHECK(w["end"].get<double>() <= last_end + 1e-9);
+      }
+    }
+    CHECK(last_end <= static_cast<double>(pcm.size()) / 16000 + 1e-9);
+    REQUIRE_FALSE(r.messages.empty());
+    const auto& meta = r.messages.back();
+    CHECK(meta["type"] == "Metadata");
+    CHECK(meta["duration"].get<double>() == doctest::Approx(static_cast<double>(pcm.size()) / 16000));
+    CHECK(meta["channels"] == 1);
+    CHECK(meta["sha256"] == sha256_hex(bytes));
+    const auto call = wait_ended_call(*s.server, "deepgram");
+    CHECK(meta["request_id"] == call.id);
+    CHECK(finals(r.messages).front()["metadata"]["request_id"] == call.id);
+  }
+
+  TEST_CASE("deepgram: stereo with multichannel=true gets each channel's own finals, with interim results, "
+            "SpeechStarted and UtteranceEnd when asked") {
+    served s;
+    const auto left = call_pcm16(0, 8000), right = call_pcm16(1, 8000);
+    REQUIRE(left.size() == right.size());
+    const auto want0 = stream_finals(s.port, left, 8000), want1 = stream_finals(s.port, right, 8000);
+    std::vector<int16_t> both;
+    for (std::size_t i = 0; i < left.size(); ++i) {
+      both.push_back(left[i]);
+      both.push_back(right[i]);
+    }
+    auto r = ws_session(s.port,
+                        "/v1/listen?encoding=linear16&sample_rate=8000&channels=2&multichannel=true&"
+                        "interim_results=true&vad_events=true&utterance_end_ms=1000",
+                        {}, chunks(pcm16_bytes(both), 1001), {close_stream});
+    CHECK(r.close_code == 1000);
+    CHECK(final_transcripts(r.messages, 0) == want0);
+    CHECK(final_transcripts(r.messages, 1) == want1);
+    CHECK(of_type(r.messages, "Results").size() > finals(r.messages).size());  // interim results
+    // Per channel: a SpeechStarted before each utterance's first result, an UtteranceEnd right
+    // after each final with words, naming its last word's end.
+    for (int c = 0; c < 2; ++c) {
+      CAPTURE(c);
+      int open = 0;
+      std::size_t utterances = 0;
+      for (std::size_t i = 0; i < r.messages.size(); ++i) {
+        const auto& m = r.messages[i];
+        const std::string type = m.value("type", std::string());
+        if (type == "SpeechStarted" && m["channel"][0] == c) {
+          CHECK(open == 0);
+          open = 1;
+          ++utterances;
+        } else if (type == "Results" && m["channel_index"][0] == c) {
+          CHECK(open == 1);
+          CHECK(m["channel_index"][1] == 2);
+          if (m["is_final"] == true) {
+            open = 0;
+            const auto& words = m["channel"]["alternatives"][0]["words"];
+            if (!words.empty()) {
+              REQUIRE(i + 1 < r.messages.size());
+              const auto& end = r.messages[i + 1];
+              CHECK(end["type"] == "UtteranceEnd");
+              CHECK(end["channel"] == json::array({c, 2}));
+              CHECK(end["last_word_end"].get<double>() == doctest::Approx(words.back()["end"].get<double>()));
+            }
+          }
+        }
+      }
+      CHECK(utterances >= (c == 0 ? want0.size() : want1.size()));
+    }
+    CHECK(r.messages.back()["channels"] == 2);
+  }
+
+  TEST_CASE("deepgram: Finalize ends the utterances so far (from_finalize) and the stream goes on, its times "
+            "continuing") {
+    served s;
+    const auto pcm = call_pcm16(0, 8000);
+    const auto bytes = pcm16_bytes(pcm);
+    // Cut 3 s in, inside channel 0's first sentence (0.5 s to 6.4 s): only the Finalize can end
+    // that utterance there, so its final is the Finalize's.
+    const std::size_t cut = 2 * 8000 * 3;
+    REQUIRE(cut < bytes.size());
+    const std::vector<uint8_t> first(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut));
+    const std::vector<uint8_t> rest(bytes.begin() + static_cast<std::ptrdiff_t>(cut), bytes.end());
+    stepped_stream dg(s.port);
+    REQUIRE(dg.open("/v1/listen?encoding=linear16&sample_rate=8000&punctuate=true", {}) == 101);
+    for (const auto& m : chunks(first, 1600)) dg.send_binary(m);
+    dg.send_text(R"({"type":"KeepAlive"})");
+    dg.send_text(R"({"type":"Finalize"})");
+    // The finals of the first part arrive, marked, before anything of the rest is sent.
+    std::vector<json> before;
+    for (;;) {
+      auto m = dg.read_next();
+      REQUIRE(m.has_value());
+      before.push_back(*m);
+      if (m->value("type", std::string()) == "Results" && m->value("from_finalize", false)) break;
+    }
+    for (const auto& f : finals(before)) {
+      CHECK(f["from_finalize"] == true);
+      CHECK(f["start"].get<double>() + f["duration"].get<double>() <= 3.0 + 1e-9);
+    }
+    for (const auto& m : chunks(rest, 1600)) dg.send_binary(m);
+    dg.send_text(close_stream);
+    CHECK(dg.read_to_close() == 1000);
+    const auto& all = dg.messages();
+    const auto later = finals(std::vector<json>(all.begin() + static_cast<std::ptrdiff_t>(before.size()), all.end()));
+    REQUIRE_FALSE(later.empty());
+    for (const auto& f : later) {
+      CHECK(f["from_finalize"] == false);
+      CHECK(f["start"].get<double>() >= 3.0 - 1e-9);  // on the stream's clock, not the new channel's
+    }
+    // Punctuated: the display form (a capital first letter), each word's punctuated_word beside it.
+    const auto& w = later.front()["channel"]["alternatives"][0]["words"];
+    REQUIRE_FALSE(w.empty());
+    CHECK(std::isupper(static_cast<unsigned char>(transcript(later.front())[0])));
+    CHECK(w[0].contains("punctuated_word"));
+    CHECK(all.back()["type"] == "Metadata");
+    CHECK(all.back()["duration"].get<double>() == doctest::Approx(static_cast<double>(pcm.size()) / 8000));
+  }
+
+  TEST_CASE("deepgram: alternatives=3 lists one to three readings per final, the first its transcript") {
+    served s;
+    const auto pcm = call_pcm16(0, 8000);
+    auto r = ws_session(s.port, "/v1/listen?encoding=linear16&sample_rate=8000&alternatives=3", {},
+                        chunks(pcm16_bytes(pcm), 1600), {close_stream});
+    CHECK(r.close_code == 1000);
+    REQUIRE(finals(r.messages).size() >= 2);
+    bool several = false;
+    for (const auto& f : finals(r.messages)) {
+      const auto& alts = f["channel"]["alternatives"];
+      CHECK(alts.size() >= 1);
+      CHECK(alts.size() <= 3);
+      several = several || alts.size() > 1;
+      double last = 1.0 + 1e-6;
+      for (const auto& a : alts) {
+        CHECK(a["confidence"].get<double>() <= last);
+        CHECK(a["confidence"].get<double>() > 0);
+        last = a["confidence"];
+      }
+    }
+    CHECK(several);  // the beam keeps other readings of a whole sentence
+  }
+
+  TEST_CASE("deepgram: a bad query is a 400 before the upgrade, an unknown or malformed message an Error "
+            "then close 1008, and an honest stream beside them is untouched") {
+    served s;
+    const auto want = reference_finals(s.port);
+    honest_stream honest(s.port);
+    stepped_stream refused(s.port);
+    CHECK(refused.open("/v1/listen?encoding=flac&sample_rate=16000", {}) == 400);
+    CHECK(refused.refusal.body().find("encoding") != std::string::npos);
+
+    for (const auto& text : {std::string(R"({"type":"Configure","processors":{}})"), std::string("not json"),
+                             std::string(R"({"type":7})")}) {
+      CAPTURE(text);
+      auto r = ws_session(s.port, "/v1/listen?encoding=mulaw&sample_rate=8000", {},
+                          {std::vector<uint8_t>(160, 0xff)}, {text});
+      CHECK(r.close_code == 1008);
+      REQUIRE_FALSE(r.messages.empty());
+      CHECK(r.messages.back()["type"] == "Error");
+      CHECK_FALSE(r.messages.back().value("description", std::string()).empty());
+    }
+    CHECK(honest.finish() == want);
+  }
+
+  TEST_CASE("deepgram auth: Authorization Token and the browser's token subprotocol carry an API key") {
+    temp_dir dir;
+    const auto path = dir.file("keys");
+    auto k = net::auth::make_key("acme", *net::auth::scope_set::parse("stream"));
+    REQUIRE(k.has_value());
+    REQUIRE(net::auth::append_record(path, k->record).has_value());
+    config::sluice_config cfg;
+    cfg.auth.keys_file = path;
+    served s(cfg);
+    const std::string target = "/v1/listen?encoding=mulaw&sample_rate=8000";
+
+    CHECK(stepped_stream(s.port).open(target, {}) == 401);
+    CHECK(stepped_stream(s.port).open(target, {{"Authorization", "Token not-a-key"}}) == 401);
+    CHECK(stepped_stream(s.port).open(target, {{"Sec-WebSocket-Protocol", "token, not-a-key"}}) == 401);
+    CHECK(stepped_stream(s.port).open(target, {{"Authorization", "Basic " + k->key}}) == 401);
+
+    stepped_stream by_header(s.port);
+    REQUIRE(by_header.open(target, {{"Authorization", "Token " + k->key}}) == 101);
+    by_header.send_binary(std::vector<uint8_t>(800, 0xff));
+    by_header.send_text(close_stream);
+    CHECK(by_header.read_to_close() == 1000);
+    CHECK(wait_ended_call(*s.server, "deepgram").start.tenant == "acme");
+
+    stepped_stream by_subprotocol(s.port);
+    REQUIRE(by_subprotocol.open(target, {{"Sec-WebSocket-Protocol", "token, " + k->key}}) == 101);
+    // Only "token" is granted: the key is never echoed.
+    CHECK(by_subprotocol.refusal[http::field::sec_websocket_protocol] == "token");
+    by_subprotocol.send_text(close_stream);
+    CHECK(by_subprotocol.read_to_close() == 1000);
+    REQUIRE_FALSE(by_subprotocol.messages().empty());
+    CHECK(by_subprotocol.messages().back()["type"] == "Metadata");
+    CHECK(by_subprotocol.messages().back()["duration"] == 0.0);
+  }
+}
