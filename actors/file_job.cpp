@@ -43,10 +43,19 @@ void finish(job& j) {
     json segs = json::array();
     for (const auto& ev : evs) {
       if (ev.text.empty()) continue;
-      json words = json::array();
-      for (const auto& w : ev.words)
-        words.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
-      segs.push_back({{"start_ms", ev.start_ms}, {"end_ms", ev.end_ms}, {"text", ev.text}, {"words", words}});
+      auto words_json = [](const std::vector<word_event>& ws) {
+        json out = json::array();
+        for (const auto& w : ws)
+          out.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
+        return out;
+      };
+      // The display form beside the words as spoken, as `sluice transcribe --format json` gives it.
+      segs.push_back({{"start_ms", ev.start_ms},
+                      {"end_ms", ev.end_ms},
+                      {"text", ev.text},
+                      {"words", words_json(ev.words)},
+                      {"display_text", ev.display_text},
+                      {"display_words", words_json(ev.display_words)}});
     }
     // The reply has always left a mono file's channel unlabelled.
     const std::string label = n == 1 ? "" : upload_channel_label(c, n);

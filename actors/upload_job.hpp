@@ -26,6 +26,7 @@ struct upload_reply {
   int status = 0;
   std::string body;
   int retry_after_s = 0;
+  std::string call_id = {};  ///< the upload's call in the server's registry (net/calls follow_upload); may be empty
 };
 
 /// Who else follows an upload as it is transcribed (net/ makes it a call). Both optional; called

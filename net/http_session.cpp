@@ -22,6 +22,7 @@
 #include "net/multipart.hpp"
 #include "net/prometheus.hpp"
 #include "net/protocols/deepgram_protocol.hpp"
+#include "net/protocols/deepgram_rest.hpp"
 #include "net/request_policy.hpp"
 #include "net/auth/tenant_view.hpp"
 #include "net/switches/switch_routes.hpp"
@@ -310,6 +311,7 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
       }
       return reply(http::status::not_found, "application/json", error_body("not found: " + path));
     }
+    if (method == http::verb::post && path == deepgram_path) return deepgram_file(req, target, v, ka);
     if (method == http::verb::post && path == "/v1/transcribe") {
       if (req.body().empty()) return reply(http::status::bad_request, "application/json", error_body("empty body: send an audio file"));
       // A multipart form: its first part that carries data is the file.
@@ -367,6 +369,58 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
     }
     return reply(http::status::method_not_allowed, "application/json",
                  error_body(std::string(http::to_string(method)) + " " + path + " is not served"));
+  }
+
+  // Deepgram's pre-recorded API (net/protocols/deepgram_rest.hpp): the body is a file, as for
+  // /v1/transcribe, and the transcript comes back in Deepgram's shape.
+  void deepgram_file(http::request<http::string_body>& req, const std::string& target, unsigned v, bool ka) {
+    auto refuse = [&](http::status status, const std::string& why) {
+      write(make_response(status, "application/json", to_wire(deepgram_error(static_cast<int>(status), why, "")), v, ka));
+    };
+    auto options = parse_deepgram_query(target, /*live=*/false);
+    if (!options) return refuse(http::status::bad_request, options.error().message);
+    if (req.body().empty()) return refuse(http::status::bad_request, "empty body: send the audio file as the body");
+    const std::string type(req[http::field::content_type]);
+    if (type.rfind("application/json", 0) == 0)
+      return refuse(http::status::bad_request, "a URL source is not fetched (sluice makes no outside requests): "
+                                               "send the audio file as the body");
+    deepgram_request_info info;
+    info.sha256 = sha256_hex(req.body());
+    info.created = iso8601_now();
+    actors::upload_request up;
+    if (!options->encoding.empty())
+      up.raw = actors::raw_audio_format{options->encoding == "linear16" ? "pcm_s16le" : options->encoding,
+                                        options->sample_rate, options->channels};
+    beast::error_code peer_ec;
+    const auto peer = lowest().socket().remote_endpoint(peer_ec);
+    up.body = std::move(req.body());
+    up.client = peer_ec ? std::string("unknown") : peer.address().to_string();
+    up.tenant = who_.tenant;
+    up.done = [self = shared_from_this(), v, ka, o = *options, info](actors::upload_reply r) mutable {
+      asio::post(self->stream_.get_executor(), [self, v, ka, o = std::move(o), info = std::move(info),
+                                                r = std::move(r)]() mutable {
+        self->guarded("deepgram reply", [&] {
+          info.request_id = r.call_id;
+          const auto doc = nlohmann::json::parse(r.body, nullptr, false);
+          std::string body;
+          if (r.status == 200 && doc.is_object()) {
+            body = to_wire(deepgram_prerecorded(doc, o, info));
+          } else {
+            const std::string why = doc.is_object() && doc.contains("error") && doc["error"].is_string()
+                                        ? doc["error"].get<std::string>()
+                                        : "the transcription failed";
+            body = to_wire(deepgram_error(r.status == 200 ? 500 : r.status, why, info.request_id));
+          }
+          auto res = make_response(static_cast<http::status>(r.status == 200 && !doc.is_object() ? 500 : r.status),
+                                   "application/json", std::move(body), v, ka);
+          if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
+          if (!info.request_id.empty()) res.set("dg-request-id", info.request_id);
+          self->write(std::move(res));
+        });
+      });
+    };
+    calls::follow_upload(st_->calls, up);
+    st_->engine->uploads().submit(std::move(up));
   }
 
   void write(http::response<http::string_body> res) {

@@ -33,7 +33,7 @@ need route_need(const http_request& req, const std::string& path, bool metrics_o
   if (path == "/metrics") return metrics_open ? need{false, {}} : need{true, scope::metrics};
   if (path == "/" || path == "/index.html" || path == "/v1/actors" || path == "/v1/placement")
     return {true, scope::read};
-  if (path == "/v1/transcribe") return {true, scope::stream};
+  if (path == "/v1/transcribe" || path == "/v1/listen") return {true, scope::stream};
   return {true, {}};
 }
 

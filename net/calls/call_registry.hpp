@@ -38,7 +38,7 @@ using call_id = std::string;  ///< opaque, unique in this registry (and its stor
 
 /// What an ingest knows of a call when it starts.
 struct call_start {
-  /// Which ingest: "stream" (sluice WS), "funasr", "sherpa", "vosk", "audio_fork", "jambonz",
+  /// Which ingest: "stream" (sluice WS), "funasr", "sherpa", "vosk", "deepgram", "audio_fork", "jambonz",
   /// "twilio", "audiohook", "audiosocket", "sip", "siprec", "rtsp", "upload".
   std::string source;
   std::string tenant;       ///< the owner (auth); empty when the server has no keys

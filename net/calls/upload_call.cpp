@@ -48,6 +48,7 @@ void follow_upload(const std::shared_ptr<call_registry>& reg, actors::upload_req
     }
     // Ended before the client hears: a client that lists calls after its answer finds it ended.
     if (id) c->reg->end(*id, r.status == status_ok ? "completed" : "error: HTTP " + std::to_string(r.status));
+    if (id) r.call_id = *id;
     done(std::move(r));
   };
 }

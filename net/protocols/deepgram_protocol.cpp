@@ -1,12 +1,11 @@
 #include "net/protocols/deepgram_protocol.hpp"
 
-#include <chrono>
-#include <ctime>
 #include <span>
 
 #include <openssl/evp.h>
 
 #include "net/json_fields.hpp"
+#include "net/protocols/deepgram_rest.hpp"
 #include "net/switches/interleave.hpp"
 #include "net/switches/switch_json.hpp"
 
@@ -18,20 +17,6 @@ constexpr double ms_per_s = 1000.0;
 struct md_ctx_free {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
 };
-
-// "2026-12-07T09:50:00.123Z"
-std::string iso8601_now() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  char out[40];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
-  return out;
-}
 
 class deepgram_protocol final : public ws_protocol {
  public:

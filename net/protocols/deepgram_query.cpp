@@ -75,7 +75,7 @@ bool english(std::string_view lang) {
 
 }  // namespace
 
-result<deepgram_options> parse_deepgram_query(std::string_view target) {
+result<deepgram_options> parse_deepgram_query(std::string_view target, bool live) {
   deepgram_options o;
   bool have_rate = false;
   const auto q = target.find('?');
@@ -107,14 +107,15 @@ result<deepgram_options> parse_deepgram_query(std::string_view target) {
       if (!c) return tl::unexpected(c.error());
       o.channels = static_cast<int>(*c);
     } else if (k == "multichannel" || k == "interim_results" || k == "punctuate" || k == "smart_format" ||
-               k == "vad_events") {
+               k == "vad_events" || k == "utterances") {
       auto b = boolean(k, v);
       if (!b) return tl::unexpected(b.error());
       (k == "multichannel"      ? o.multichannel
        : k == "interim_results" ? o.interim_results
        : k == "punctuate"       ? o.punctuate
        : k == "smart_format"    ? o.smart_format
-                                : o.vad_events) = *b;
+       : k == "vad_events"      ? o.vad_events
+                                : o.utterances) = *b;
     } else if (k == "keywords" || k == "keyterm") {
       if (o.hotwords.size() >= max_hotwords)
         return fail(errc::invalid_argument, "at most " + std::to_string(max_hotwords) + " keywords and keyterms");
@@ -136,10 +137,13 @@ result<deepgram_options> parse_deepgram_query(std::string_view target) {
       o.language = v;
     }
   }
-  if (o.encoding.empty())
+  if (o.encoding.empty() && live)
     return fail(errc::invalid_argument, "encoding is required: linear16, mulaw or alaw (raw audio)");
-  if (!have_rate) return fail(errc::invalid_argument, "sample_rate is required with encoding");
-  if (o.channels == 2 && !o.multichannel)
+  if (!o.encoding.empty() && !have_rate) return fail(errc::invalid_argument, "sample_rate is required with encoding");
+  if (o.encoding.empty() && have_rate)
+    return fail(errc::invalid_argument, "sample_rate is for raw audio: name its encoding too (a WAV or Ogg file "
+                                        "says its own rate)");
+  if (o.channels == 2 && !o.multichannel && live)
     return fail(errc::invalid_argument, "channels=2 needs multichannel=true (sluice transcribes each channel on "
                                         "its own; it does not mix them)");
   return o;

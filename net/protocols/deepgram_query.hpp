@@ -26,15 +26,18 @@ struct deepgram_options {
   bool vad_events = false;        ///< SpeechStarted messages
   std::optional<int> utterance_end_ms;  ///< UtteranceEnd messages after finals
   std::string language;           ///< as given ("" when absent)
+  bool utterances = false;        ///< pre-recorded: results.utterances, one per segment
 };
 
-/// The options of `target` (path and query). errc::invalid_argument naming the parameter for a
-/// value sluice cannot serve: no or an unknown raw `encoding` (containers are not taken), no or a
-/// bad `sample_rate` ([8000, 48000]), `channels` not 1 or 2 (2 without multichannel=true), a
+/// The options of `target` (path and query) of a live stream (`live`) or of a pre-recorded file
+/// (POST /v1/listen). errc::invalid_argument naming the parameter for a value sluice cannot
+/// serve: an unknown raw `encoding` (live: none either, containers are not streamed; a file
+/// without one is a WAV or Ogg Opus file), a raw encoding without or with a bad `sample_rate`
+/// ([8000, 48000]), `channels` not 1 or 2 (live: 2 without multichannel=true), a
 /// boolean that is not true/false, a language that is not English, `keywords`/`keyterm` beyond
 /// the hotword limits or with a bad boost, `alternatives` outside [1, 20], a query that is not
 /// valid UTF-8 after percent-decoding. Options sluice has no use for (model, tier, diarize,
 /// endpointing, ...) are accepted and ignored, as clients send them by default.
-result<deepgram_options> parse_deepgram_query(std::string_view target);
+result<deepgram_options> parse_deepgram_query(std::string_view target, bool live = true);
 
 }  // namespace sluice::net

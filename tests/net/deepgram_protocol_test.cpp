@@ -7,10 +7,14 @@
 #include "tests/net/switch_test_util.hpp"
 #include "tests/common/audio_tools.hpp"
 
+#include <fstream>
+#include <iterator>
+
 #include <openssl/evp.h>
 
 #include "net/auth/key_store.hpp"
 #include "net/protocols/deepgram_query.hpp"
+#include "net/protocols/deepgram_rest.hpp"
 
 using namespace sluice;
 using namespace sluice::test;
@@ -362,5 +366,149 @@ TEST_SUITE("deepgram protocol") {
     REQUIRE_FALSE(by_subprotocol.messages().empty());
     CHECK(by_subprotocol.messages().back()["type"] == "Metadata");
     CHECK(by_subprotocol.messages().back()["duration"] == 0.0);
+  }
+}
+
+TEST_SUITE("deepgram pre-recorded") {
+  TEST_CASE("deepgram pre-recorded query: a file needs no encoding, raw audio needs its rate, two channels may merge") {
+    auto f = net::parse_deepgram_query("/v1/listen?model=nova-2&smart_format=true&utterances=true", false);
+    REQUIRE(f.has_value());
+    CHECK(f->encoding.empty());
+    CHECK(f->utterances);
+    CHECK_FALSE(net::parse_deepgram_query("/v1/listen?model=nova-2", true).has_value());  // live needs it
+    auto raw = net::parse_deepgram_query("/v1/listen?encoding=mulaw&sample_rate=8000&channels=2", false);
+    REQUIRE(raw.has_value());
+    CHECK(raw->channels == 2);
+    CHECK_FALSE(raw->multichannel);
+    auto no_rate = net::parse_deepgram_query("/v1/listen?encoding=mulaw", false);
+    REQUIRE_FALSE(no_rate.has_value());
+    CHECK(no_rate.error().message.find("sample_rate") != std::string::npos);
+    auto rate_only = net::parse_deepgram_query("/v1/listen?sample_rate=8000", false);
+    REQUIRE_FALSE(rate_only.has_value());
+    CHECK(rate_only.error().message.find("encoding") != std::string::npos);
+  }
+
+  TEST_CASE("deepgram pre-recorded response: channels, merged words, utterances and display words from a transcript "
+            "document worked out by hand") {
+    // Two channels: the agent speaks at 0.5-1.5 s and 4-5 s, the customer cuts in at 0.8-0.95 s.
+    const auto doc = json::parse(R"({
+      "duration_s": 6.0, "sample_rate": 8000, "errors": ["channel 1: utterance 7 lost"],
+      "channels": [
+        {"channel": 0, "label": "agent", "segments": [
+          {"start_ms": 500, "end_ms": 1500, "text": "hello there", "display_text": "Hello there.",
+           "words": [{"word": "hello", "start_ms": 500, "end_ms": 900, "confidence": 0.5},
+                     {"word": "there", "start_ms": 1000, "end_ms": 1500, "confidence": 1.0}],
+           "display_words": [{"word": "Hello", "start_ms": 500, "end_ms": 900, "confidence": 0.5},
+                             {"word": "there.", "start_ms": 1000, "end_ms": 1500, "confidence": 1.0}]},
+          {"start_ms": 4000, "end_ms": 5000, "text": "ten dollars", "display_text": "$10",
+           "words": [{"word": "ten", "start_ms": 4000, "end_ms": 4400, "confidence": 0.25},
+                     {"word": "dollars", "start_ms": 4500, "end_ms": 5000, "confidence": 0.75}],
+           "display_words": [{"word": "$10", "start_ms": 4000, "end_ms": 5000, "confidence": 0.5}]}]},
+        {"channel": 1, "label": "customer", "segments": [
+          {"start_ms": 800, "end_ms": 950, "text": "hi", "display_text": "Hi!",
+           "words": [{"word": "hi", "start_ms": 800, "end_ms": 950, "confidence": 0.5}],
+           "display_words": [{"word": "Hi!", "start_ms": 800, "end_ms": 950, "confidence": 0.5}]}]}]})");
+    net::deepgram_options o;
+    o.multichannel = true;
+    o.smart_format = true;
+    o.utterances = true;
+    const net::deepgram_request_info info{"call-7", "abc", "2026-12-07T10:00:00.000Z"};
+    auto r = net::deepgram_prerecorded(doc, o, info);
+
+    CHECK(r["metadata"]["request_id"] == "call-7");
+    CHECK(r["metadata"]["sha256"] == "abc");
+    CHECK(r["metadata"]["duration"] == 6.0);
+    CHECK(r["metadata"]["channels"] == 2);
+    CHECK(r["metadata"]["warnings"][0]["message"] == "channel 1: utterance 7 lost");
+    const auto& ch = r["results"]["channels"];
+    REQUIRE(ch.size() == 2);
+    const auto& agent = ch[0]["alternatives"][0];
+    CHECK(agent["transcript"] == "Hello there. $10");
+    CHECK(agent["confidence"].get<double>() == doctest::Approx((0.5 + 1.0 + 0.25 + 0.75) / 4));
+    REQUIRE(agent["words"].size() == 4);
+    CHECK(agent["words"][1] == json{{"word", "there"}, {"start", 1.0}, {"end", 1.5}, {"confidence", 1.0},
+                                    {"punctuated_word", "there."}});
+    // "$10" writes two spoken words as one token: no pairing, each word stays as spoken.
+    CHECK(agent["words"][2]["punctuated_word"] == "ten");
+    CHECK(ch[1]["alternatives"][0]["transcript"] == "Hi!");
+    const auto& utt = r["results"]["utterances"];
+    REQUIRE(utt.size() == 3);
+    CHECK(utt[0]["channel"] == 0);
+    CHECK(utt[1]["channel"] == 1);  // 0.8 s: after the agent's first segment began
+    CHECK(utt[1]["transcript"] == "Hi!");
+    CHECK(utt[1]["start"] == 0.8);
+    CHECK(utt[1]["end"] == 0.95);
+    CHECK(utt[1]["id"] == "call-7-1");
+    CHECK(utt[2]["transcript"] == "$10");
+
+    // Without multichannel: one channel, every word in time order (the customer's "hi" inside the
+    // agent's first segment), the transcript those words.
+    o.multichannel = false;
+    o.smart_format = false;
+    o.utterances = false;
+    auto merged = net::deepgram_prerecorded(doc, o, info);
+    REQUIRE(merged["results"]["channels"].size() == 1);
+    const auto& m = merged["results"]["channels"][0]["alternatives"][0];
+    CHECK(m["transcript"] == "hello hi there ten dollars");
+    REQUIRE(m["words"].size() == 5);
+    CHECK(m["words"][1]["word"] == "hi");
+    CHECK(m["words"][1]["punctuated_word"] == "hi");  // no smart_format: the spoken word
+    CHECK_FALSE(merged["results"].contains("utterances"));
+    CHECK(net::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2
+  }
+
+  TEST_CASE("deepgram pre-recorded: POST /v1/listen answers /v1/transcribe's transcript in Deepgram's shape, "
+            "the call id as request_id") {
+    served s;
+    const std::string wav = [] {
+      std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    }();
+    REQUIRE(wav.size() > 1000);
+    const auto ours = http_request(s.port, http::verb::post, "/v1/transcribe", wav);
+    REQUIRE(ours.status == 200);
+    const auto doc = json::parse(ours.body);
+    const headers audio{{"Content-Type", "deepgram/audio+video"}};
+    auto dg = request_with(s.port, http::verb::post, "/v1/listen?model=nova-2&multichannel=true", audio, wav);
+    REQUIRE(dg.status == 200);
+    const auto r = json::parse(dg.body);
+    REQUIRE(r["results"]["channels"].size() == 2);
+    for (std::size_t c = 0; c < 2; ++c) {
+      std::string want;
+      std::size_t words = 0;
+      for (const auto& seg : doc["channels"][c]["segments"]) {
+        want += (want.empty() ? "" : " ") + seg["text"].get<std::string>();
+        words += seg["words"].size();
+      }
+      CHECK(r["results"]["channels"][c]["alternatives"][0]["transcript"] == want);
+      CHECK(r["results"]["channels"][c]["alternatives"][0]["words"].size() == words);
+    }
+    CHECK(r["metadata"]["sha256"] == net::sha256_hex(wav));
+    CHECK(r["metadata"]["duration"].get<double>() == doctest::Approx(doc["duration_s"].get<double>()));
+    const auto calls = s.server->calls().list();
+    bool found = false;
+    for (const auto& c : calls) found = found || (c.id == r["metadata"]["request_id"] && c.start.source == "upload");
+    CHECK(found);
+
+    // The same audio as a raw body (its data chunk, 8 kHz mu-law, 2 channels) reads the same.
+    const auto data = wav.find("data");
+    REQUIRE(data != std::string::npos);
+    const std::string raw = wav.substr(data + 8);
+    auto dr = request_with(s.port, http::verb::post,
+                           "/v1/listen?encoding=mulaw&sample_rate=8000&channels=2&multichannel=true", audio, raw);
+    REQUIRE(dr.status == 200);
+    CHECK(json::parse(dr.body)["results"]["channels"] == r["results"]["channels"]);
+
+    auto bad = request_with(s.port, http::verb::post, "/v1/listen?encoding=flac&sample_rate=8000", audio, wav);
+    CHECK(bad.status == 400);
+    CHECK(json::parse(bad.body)["err_msg"].get<std::string>().find("encoding") != std::string::npos);
+    auto url = request_with(s.port, http::verb::post, "/v1/listen", {{"Content-Type", "application/json"}},
+                            R"({"url":"https://example.com/call.wav"})");
+    CHECK(url.status == 400);
+    CHECK(json::parse(url.body)["err_msg"].get<std::string>().find("URL") != std::string::npos);
+    auto garbage = request_with(s.port, http::verb::post, "/v1/listen", audio, std::string(4000, 'x'));
+    CHECK(garbage.status >= 400);
+    CHECK(garbage.status < 500);
+    CHECK(json::parse(garbage.body, nullptr, false).contains("err_msg"));
   }
 }

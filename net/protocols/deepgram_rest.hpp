@@ -1,0 +1,47 @@
+#pragma once
+/// Deepgram's pre-recorded API on `POST /v1/listen` (what Deepgram's SDKs' transcribeFile sends:
+/// the file as the body, options in the query, `Authorization: Token <key>`): the file goes to
+/// the upload queue like `POST /v1/transcribe`, and its transcript document (actors/file_job.cpp)
+/// is answered in Deepgram's response shape:
+///   {"metadata": {"request_id" (the upload's call id), "sha256" (of the body), "created",
+///                 "duration", "channels", "models", "model_info", "warnings"?},
+///    "results": {"channels": [{"alternatives": [{"transcript", "confidence",
+///                 "words": [{"word", "start", "end", "confidence", "punctuated_word"}]}]}],
+///                "utterances"?: [{"id", "start", "end", "channel", "confidence", "transcript", "words"}]}}
+/// One entry of results.channels per audio channel with multichannel=true (or a mono file);
+/// otherwise one: every channel's words in time order, its transcript those words (sluice
+/// transcribes each channel on its own and merges the words, where Deepgram would mix the
+/// audio). punctuate / smart_format:
+/// display-form transcripts; utterances=true: one utterance per segment of any channel.
+/// A URL source (a JSON body) is refused: sluice fetches nothing.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "net/protocols/deepgram_query.hpp"
+
+namespace sluice::net {
+
+struct deepgram_request_info {
+  std::string request_id;
+  std::string sha256;   ///< hex, of the request body
+  std::string created;  ///< ISO 8601 UTC
+};
+
+/// Deepgram's response for an upload's transcript document `doc` ({"duration_s", "channels":
+/// [{"channel", "segments": [{"start_ms", "end_ms", "text", "words", "display_text",
+/// "display_words"}]}], "errors"?}). Fields it lacks count as empty.
+nlohmann::json deepgram_prerecorded(const nlohmann::json& doc, const deepgram_options& o,
+                                    const deepgram_request_info& info);
+
+/// Deepgram's error body: {"err_code", "err_msg", "request_id"}.
+nlohmann::json deepgram_error(int status, const std::string& message, const std::string& request_id);
+
+/// SHA-256 of `bytes`, lowercase hex ("" if OpenSSL fails).
+std::string sha256_hex(std::string_view bytes);
+
+/// Now as ISO 8601 UTC with milliseconds ("2026-12-07T09:50:00.123Z").
+std::string iso8601_now();
+
+}  // namespace sluice::net
