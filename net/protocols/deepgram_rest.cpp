@@ -84,16 +84,22 @@ json alternative(const std::vector<segment>& segs, bool pretty, bool merged) {
     for (auto& w : words_of(*s.seg, pretty)) words.push_back(std::move(w));
   }
   if (merged) {
+    auto by_start = [](const json& a, const json& b) { return number_at(a, "start") < number_at(b, "start"); };
     std::vector<json> sorted(words.begin(), words.end());
-    std::stable_sort(sorted.begin(), sorted.end(),
-                     [](const json& a, const json& b) { return number_at(a, "start") < number_at(b, "start"); });
+    std::stable_sort(sorted.begin(), sorted.end(), by_start);
     words = json::array();
-    text.clear();
-    for (auto& w : sorted) {
-      const std::string t = string_at(w, "punctuated_word");
-      if (!t.empty()) text += (text.empty() ? "" : " ") + t;
-      words.push_back(std::move(w));
+    for (auto& w : sorted) words.push_back(std::move(w));
+    // The transcript: the written tokens in time order (display form: "$49" stands for three
+    // spoken words, so tokens, not words), else the spoken words.
+    std::vector<std::pair<double, std::string>> tokens;
+    for (const auto& s : segs) {
+      const json& display = array_at(*s.seg, "display_words");
+      for (const auto& t : pretty && !display.empty() ? display : array_at(*s.seg, "words"))
+        if (const auto w = string_at(t, "word"); !w.empty()) tokens.emplace_back(number_at(t, "start_ms"), w);
     }
+    std::stable_sort(tokens.begin(), tokens.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    text.clear();
+    for (const auto& [start, t] : tokens) text += (text.empty() ? "" : " ") + t;
   }
   return {{"transcript", text}, {"confidence", mean_confidence(words)}, {"words", words}};
 }

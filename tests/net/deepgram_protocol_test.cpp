@@ -454,6 +454,10 @@ TEST_SUITE("deepgram pre-recorded") {
     CHECK(m["words"][1]["word"] == "hi");
     CHECK(m["words"][1]["punctuated_word"] == "hi");  // no smart_format: the spoken word
     CHECK_FALSE(merged["results"].contains("utterances"));
+    // With smart_format the merged transcript is the written tokens in time order ("$10" for two words).
+    o.smart_format = true;
+    CHECK(net::deepgram_prerecorded(doc, o, info)["results"]["channels"][0]["alternatives"][0]["transcript"] ==
+          "Hello Hi! there. $10");
     CHECK(net::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2
   }
 
