@@ -23,6 +23,7 @@ struct job {
   std::function<void(upload_reply)> done;
   int retry_after_s = 0;
   std::string tenant;
+  std::vector<std::string> hotwords;  // every channel's
   upload_observer observer;
   std::map<channel_id, std::size_t> channel_of;
   std::vector<std::vector<transcript_event>> finals;
@@ -79,6 +80,7 @@ caf::behavior job_actor(caf::event_based_actor* self, std::shared_ptr<job> j, su
     req.partials = false;
     req.offline = true;
     req.tenant = j->tenant;
+    req.hotwords = j->hotwords;
     self->request(supervisor, std::chrono::seconds(10), open_atom::value, req, caf::actor_cast<caf::actor>(self))
         .then(
             [=](open_reply& r) {
@@ -135,7 +137,7 @@ std::string upload_channel_label(std::size_t c, std::size_t n) {
 
 void start_transcription(caf::actor_system& sys, const supervisor_actor_type& supervisor, dsp::file_speech speech,
                          const config::sluice_config& cfg, std::function<void(upload_reply)> done, int retry_after_s,
-                         std::string tenant, upload_observer observer) {
+                         std::string tenant, upload_observer observer, std::vector<std::string> hotwords) {
   auto j = std::make_shared<job>();
   j->speech = std::move(speech);
   j->vad = cfg.vad;
@@ -145,6 +147,7 @@ void start_transcription(caf::actor_system& sys, const supervisor_actor_type& su
   j->retry_after_s = retry_after_s;
   j->tenant = std::move(tenant);
   j->observer = std::move(observer);
+  j->hotwords = std::move(hotwords);
   j->finals.resize(j->speech.channels.size());
   sys.spawn(job_actor, j, supervisor);
 }

@@ -21,9 +21,11 @@ std::string upload_channel_label(std::size_t c, std::size_t n);
 /// dsp::front_end::samples) at `supervisor`, has each channel's segments sent as the VAD finds
 /// them (feed_segments, `cfg`'s vad, segment and engine.offline_nice) and gathers the finals;
 /// `done` gets 200 and the transcript, or 503 (with `retry_after_s`) when the engine refuses a
-/// channel or does not answer. Every channel carries `tenant` (auth: who may read it).
+/// channel or does not answer. Every channel carries `tenant` (auth: who may read it) and
+/// `hotwords`.
 void start_transcription(caf::actor_system& sys, const supervisor_actor_type& supervisor, dsp::file_speech speech,
                          const config::sluice_config& cfg, std::function<void(upload_reply)> done, int retry_after_s,
-                         std::string tenant = {}, upload_observer observer = {});
+                         std::string tenant = {}, upload_observer observer = {},
+                         std::vector<std::string> hotwords = {});
 
 }  // namespace sluice::actors

@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actors/messages.hpp"
@@ -33,6 +34,9 @@ struct upload_reply {
 /// from the transcription's actor, before `done`: `started` once the file is decoded, with one
 /// label per audio channel; `result` for each final (or lost utterance, error set) of channel c.
 struct upload_observer {
+  /// The file's bytes, on the worker's thread before they are decoded (a protocol that reports
+  /// their hash computes it here, off the network threads).
+  std::function<void(std::string_view body)> body;
   std::function<void(const std::vector<std::string>& labels)> started;
   std::function<void(std::size_t channel, const transcript_event& ev)> result;
 };
@@ -44,6 +48,7 @@ struct upload_request {
   std::optional<raw_audio_format> raw;  ///< unset: the body is a WAV or Ogg Opus file
   std::string client;                   ///< the client's address: its concurrent uploads share channels
   std::string tenant;                   ///< whose upload (auth); its channels carry it
+  std::vector<std::string> hotwords;    ///< every channel's ("phrase" or "phrase weight")
   std::function<void(upload_reply)> done;
   upload_observer observer;
 };

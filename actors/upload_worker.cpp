@@ -31,6 +31,7 @@ void run(upload_work& w, const supervisor_actor_type& supervisor, caf::actor_sys
   auto& done = w.req.done;
   const auto& body = w.req.body;
   const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(body.data()), body.size());
+  if (w.req.observer.body) w.req.observer.body(body);
   auto quality = dsp::parse_resample_quality(cfg.audio.resample_quality);
   if (!quality) return done({status_internal, upload_error_json(quality.error().message), 0});
   auto decoded = dsp::decode_bounded(bytes, w.raw, w.max_input_frames, *quality);
@@ -45,7 +46,7 @@ void run(upload_work& w, const supervisor_actor_type& supervisor, caf::actor_sys
   speech->input_sample_rate = w.info.sample_rate;
   speech->duration_s = w.info.duration_s;
   start_transcription(sys, supervisor, std::move(*speech), cfg, std::move(done), cfg.upload.retry_after_s, w.req.tenant,
-                      std::move(w.req.observer));
+                      std::move(w.req.observer), std::move(w.req.hotwords));
 }
 
 }  // namespace

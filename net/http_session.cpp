@@ -384,10 +384,13 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
     if (type.rfind("application/json", 0) == 0)
       return refuse(http::status::bad_request, "a URL source is not fetched (sluice makes no outside requests): "
                                                "send the audio file as the body");
-    deepgram_request_info info;
-    info.sha256 = sha256_hex(req.body());
-    info.created = iso8601_now();
+    // Filled in on the upload worker (the hash of up to server.max_body_bytes is not a network
+    // thread's work), read once the reply is posted back here.
+    auto info = std::make_shared<deepgram_request_info>();
+    info->created = iso8601_now();
     actors::upload_request up;
+    up.observer.body = [info](std::string_view body) { info->sha256 = sha256_hex(body); };
+    up.hotwords = options->hotwords;
     if (!options->encoding.empty())
       up.raw = actors::raw_audio_format{options->encoding == "linear16" ? "pcm_s16le" : options->encoding,
                                         options->sample_rate, options->channels};
@@ -400,21 +403,21 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
       asio::post(self->stream_.get_executor(), [self, v, ka, o = std::move(o), info = std::move(info),
                                                 r = std::move(r)]() mutable {
         self->guarded("deepgram reply", [&] {
-          info.request_id = r.call_id;
+          info->request_id = r.call_id;
           const auto doc = nlohmann::json::parse(r.body, nullptr, false);
           std::string body;
           if (r.status == 200 && doc.is_object()) {
-            body = to_wire(deepgram_prerecorded(doc, o, info));
+            body = to_wire(deepgram_prerecorded(doc, o, *info));
           } else {
             const std::string why = doc.is_object() && doc.contains("error") && doc["error"].is_string()
                                         ? doc["error"].get<std::string>()
                                         : "the transcription failed";
-            body = to_wire(deepgram_error(r.status == 200 ? 500 : r.status, why, info.request_id));
+            body = to_wire(deepgram_error(r.status == 200 ? 500 : r.status, why, info->request_id));
           }
           auto res = make_response(static_cast<http::status>(r.status == 200 && !doc.is_object() ? 500 : r.status),
                                    "application/json", std::move(body), v, ka);
           if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
-          if (!info.request_id.empty()) res.set("dg-request-id", info.request_id);
+          if (!info->request_id.empty()) res.set("dg-request-id", info->request_id);
           self->write(std::move(res));
         });
       });

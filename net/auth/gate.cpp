@@ -86,7 +86,9 @@ std::optional<std::string> presented_key(const http_request& req, const std::str
     return std::string(v);
   }
   if (const auto k = req[api_key_header]; !k.empty()) return std::string(k);
-  if (boost::beast::websocket::is_upgrade(req))
+  // Only where the subprotocol "token" is granted (Deepgram's path): elsewhere a browser would
+  // abort the handshake that does not grant it.
+  if (boost::beast::websocket::is_upgrade(req) && path == "/v1/listen")
     if (auto k = subprotocol_key(req[http::field::sec_websocket_protocol])) return k;
   const bool query_allowed = boost::beast::websocket::is_upgrade(req) || path == "/" || path == "/index.html";
   if (query_allowed) return query_token(req.target());

@@ -1,6 +1,7 @@
 #include "net/protocols/deepgram_protocol.hpp"
 
 #include <span>
+#include <tuple>
 
 #include <openssl/evp.h>
 
@@ -13,6 +14,12 @@ namespace sluice::net {
 namespace {
 
 constexpr double ms_per_s = 1000.0;
+// Finalized generations still finishing at once: past this a Finalize is a protocol error (a
+// client finalizing per turn has one or two; a loop of audio and Finalize would open channels
+// without end).
+constexpr std::size_t max_finishing_generations = 8;
+// How much of an unknown message type an error quotes.
+constexpr std::size_t max_quoted_type = 64;
 
 struct md_ctx_free {
   void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
@@ -58,28 +65,31 @@ class deepgram_protocol final : public ws_protocol {
       return t.fail("protocol", "a text message without a string \"type\"", ws_close::policy);
     const auto& type = it->get_ref<const std::string&>();
     if (type == "KeepAlive") return;
-    if (type == "Finalize") return end_generation(t, true);
+    if (type == "Finalize") return finalize(t);
     if (type == "CloseStream") return close_stream(t);
-    t.fail("protocol", "unknown message type \"" + valid_utf8(type) + "\" (KeepAlive, Finalize, CloseStream)",
+    t.fail("protocol",
+           "unknown message type \"" + valid_utf8(type.substr(0, max_quoted_type)) +
+               (type.size() > max_quoted_type ? "...\"" : "\"") + " (KeepAlive, Finalize, CloseStream)",
            ws_close::policy);
   }
 
   void on_binary(ws_transport& t, std::vector<uint8_t> bytes) override {
     if (bytes.empty()) return close_stream(t);  // the older way to end a stream
     if (sha_ && EVP_DigestUpdate(sha_.get(), bytes.data(), bytes.size()) != 1) sha_.reset();
-    if (!active_) open_generation(t);
+    // Whole samples (frames) only; the bytes of a split one wait for the next message. Channels
+    // open with the first whole sample, so a message too short for one opens nothing.
+    std::vector<std::vector<uint8_t>> out(static_cast<std::size_t>(n_));
     if (n_ == 2) {
-      auto [a, b] = split_.split(bytes);
-      push(t, 0, std::move(a));
-      push(t, 1, std::move(b));
-      return;
+      std::tie(out[0], out[1]) = split_.split(bytes);
+    } else {
+      carry_.insert(carry_.end(), bytes.begin(), bytes.end());
+      const std::size_t whole = carry_.size() - carry_.size() % width_;
+      out[0].assign(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(whole));
+      carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(whole));
     }
-    // Mono: whole samples only; a byte of a split sample waits for the next message.
-    carry_.insert(carry_.end(), bytes.begin(), bytes.end());
-    const std::size_t whole = carry_.size() - carry_.size() % width_;
-    std::vector<uint8_t> out(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(whole));
-    carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(whole));
-    push(t, 0, std::move(out));
+    if (out[0].empty()) return;
+    if (!active_) open_generation(t);
+    for (int c = 0; c < n_; ++c) push(t, c, std::move(out[static_cast<std::size_t>(c)]));
   }
 
   void on_open(ws_transport&, std::size_t, const actors::open_reply&) override {}
@@ -98,6 +108,7 @@ class deepgram_protocol final : public ws_protocol {
                                {"timestamp", static_cast<double>(ev.start_ms + off) / ms_per_s}}));
     }
     if (!ev.is_final && (!o_.interim_results || ev.text.empty())) return;
+    if (ev.is_final) final_sent_[i] = true;
     t.send_text(to_wire(results(ev, c, off, finalizing_[i])));
     if (ev.is_final && o_.utterance_end_ms && !ev.words.empty())
       t.send_text(to_wire(json{{"type", "UtteranceEnd"},
@@ -105,8 +116,11 @@ class deepgram_protocol final : public ws_protocol {
                                {"last_word_end", static_cast<double>(ev.words.back().end_ms + off) / ms_per_s}}));
   }
 
-  void on_drained(ws_transport& t, std::size_t) override {
+  void on_drained(ws_transport& t, std::size_t i) override {
     ++drained_;
+    // A Finalize is answered even where it finished nothing: an empty final, from_finalize.
+    if (finalizing_[i] && !final_sent_[i]) send_empty_final(t, static_cast<int>(i % static_cast<std::size_t>(n_)));
+    if (++drained_in_generation_[i / static_cast<std::size_t>(n_)] == n_) ++generations_drained_;
     if (closing_ && drained_ == t.channel_count()) finish(t);
   }
 
@@ -133,8 +147,10 @@ class deepgram_protocol final : public ws_protocol {
       call_channels.push_back(c);
       offset_ms_.push_back(samples_[static_cast<std::size_t>(c)] * 1000 / o_.sample_rate);
       finalizing_.push_back(false);
+      final_sent_.push_back(false);
       last_utterance_.push_back(-1);
     }
+    drained_in_generation_.push_back(0);
     base_ = t.channel_count();
     active_ = true;
     t.open_channels(std::move(reqs), std::move(call_channels));
@@ -154,6 +170,29 @@ class deepgram_protocol final : public ws_protocol {
       t.end_channel(base_ + static_cast<std::size_t>(c));
     }
     active_ = false;
+  }
+
+  void finalize(ws_transport& t) {
+    if (!active_) {
+      // Nothing since the last Finalize: nothing to finish, answered at once.
+      for (int c = 0; c < n_; ++c) send_empty_final(t, c);
+      return;
+    }
+    const std::size_t ended = drained_in_generation_.size() - 1;  // generations before the open one
+    if (ended - generations_drained_ >= max_finishing_generations)
+      return t.fail("protocol",
+                    "Finalize while " + std::to_string(max_finishing_generations) +
+                        " earlier ones are still being finished: send audio between Finalize messages",
+                    ws_close::policy);
+    end_generation(t, true);
+  }
+
+  // An empty final of call channel c at the stream's present time, from a Finalize.
+  void send_empty_final(ws_transport& t, int c) {
+    actors::transcript_event ev;
+    ev.is_final = true;
+    const int64_t now_ms = samples_[static_cast<std::size_t>(c)] * 1000 / o_.sample_rate;
+    t.send_text(to_wire(results(ev, c, now_ms, true)));
   }
 
   void close_stream(ws_transport& t) {
@@ -239,6 +278,9 @@ class deepgram_protocol final : public ws_protocol {
   // Per engine channel (n_ per generation; a Finalize ends one generation):
   std::vector<int64_t> offset_ms_;       // the call channel's audio before it opened
   std::vector<bool> finalizing_;         // ended by a Finalize
+  std::vector<bool> final_sent_;         // a final went out for it
+  std::vector<int> drained_in_generation_;  // per generation: its channels drained so far
+  std::size_t generations_drained_ = 0;
   std::vector<int64_t> last_utterance_;  // for SpeechStarted
   std::size_t base_ = 0;                 // the open generation's first engine channel
   std::size_t drained_ = 0;

@@ -6,9 +6,11 @@
 /// as the subprotocol pair `token, <key>` ("token" is granted).
 ///   client -> binary raw audio in `encoding` at `sample_rate` (2 channels interleaved with
 ///             multichannel=true); {"type":"KeepAlive"} (nothing); {"type":"Finalize"} (every
-///             utterance so far finished now: its finals come with "from_finalize": true, and
-///             the stream goes on); {"type":"CloseStream"} or an empty binary message (the
-///             same, then Metadata and close 1000).
+///             utterance so far finished now: its finals come with "from_finalize": true, an
+///             empty one per channel where there was nothing to finish, and the stream goes on;
+///             a Finalize while 8 earlier ones are still finishing is a protocol error);
+///             {"type":"CloseStream"} or an empty binary message (the same, then Metadata and
+///             close 1000).
 ///   server -> {"type":"Results","channel_index":[c,n],"start","duration","is_final",
 ///             "speech_final","from_finalize","channel":{"alternatives":[{"transcript",
 ///             "confidence","words":[{"word","start","end","confidence","punctuated_word"}]}]},

@@ -143,6 +143,9 @@ result<deepgram_options> parse_deepgram_query(std::string_view target, bool live
   if (o.encoding.empty() && have_rate)
     return fail(errc::invalid_argument, "sample_rate is for raw audio: name its encoding too (a WAV or Ogg file "
                                         "says its own rate)");
+  if (!live && o.alternatives > 1)
+    return fail(errc::invalid_argument, "alternatives are served on live streams (the /v1/listen WebSocket); a "
+                                        "file's transcript has one reading");
   if (o.channels == 2 && !o.multichannel && live)
     return fail(errc::invalid_argument, "channels=2 needs multichannel=true (sluice transcribes each channel on "
                                         "its own; it does not mix them)");

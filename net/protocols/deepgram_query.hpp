@@ -35,7 +35,8 @@ struct deepgram_options {
 /// without one is a WAV or Ogg Opus file), a raw encoding without or with a bad `sample_rate`
 /// ([8000, 48000]), `channels` not 1 or 2 (live: 2 without multichannel=true), a
 /// boolean that is not true/false, a language that is not English, `keywords`/`keyterm` beyond
-/// the hotword limits or with a bad boost, `alternatives` outside [1, 20], a query that is not
+/// the hotword limits or with a bad boost, `alternatives` outside [1, 20] (pre-recorded: above 1),
+/// a query that is not
 /// valid UTF-8 after percent-decoding. Options sluice has no use for (model, tier, diarize,
 /// endpointing, ...) are accepted and ignored, as clients send them by default.
 result<deepgram_options> parse_deepgram_query(std::string_view target, bool live = true);

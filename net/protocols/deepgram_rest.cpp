@@ -146,8 +146,9 @@ json deepgram_prerecorded(const json& doc, const deepgram_options& o, const deep
   // Stable: segments that start together keep their channel order.
   std::stable_sort(all.begin(), all.end(), [](const segment& a, const segment& b) { return a.start_ms < b.start_ms; });
 
+  const bool merged = !o.multichannel && channels.size() > 1;
   json result_channels = json::array();
-  if (o.multichannel || channels.size() <= 1) {
+  if (!merged) {
     for (const auto& segs : by_channel)
       result_channels.push_back({{"alternatives", json::array({alternative(segs, pretty, false)})}});
   } else {
@@ -162,7 +163,7 @@ json deepgram_prerecorded(const json& doc, const deepgram_options& o, const deep
       utterances.push_back({{"id", info.request_id + "-" + std::to_string(k)},
                             {"start", number_at(s, "start_ms") / ms_per_s},
                             {"end", number_at(s, "end_ms") / ms_per_s},
-                            {"channel", all[k].channel},
+                            {"channel", merged ? 0 : all[k].channel},
                             {"confidence", mean_confidence(words)},
                             {"transcript", transcript_of(s, pretty)},
                             {"words", words}});
@@ -174,7 +175,7 @@ json deepgram_prerecorded(const json& doc, const deepgram_options& o, const deep
                 {"sha256", info.sha256},
                 {"created", info.created},
                 {"duration", number_at(doc, "duration_s")},
-                {"channels", channels.size()},
+                {"channels", result_channels.size()},
                 {"models", json::array({model_name})},
                 {"model_info", {{model_name, model_info()}}}};
   if (const json& errors = array_at(doc, "errors"); !errors.empty()) {

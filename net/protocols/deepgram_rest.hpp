@@ -11,8 +11,9 @@
 /// One entry of results.channels per audio channel with multichannel=true (or a mono file);
 /// otherwise one: every channel's words in time order, its transcript those words (sluice
 /// transcribes each channel on its own and merges the words, where Deepgram would mix the
-/// audio). punctuate / smart_format:
-/// display-form transcripts; utterances=true: one utterance per segment of any channel.
+/// audio; metadata.channels and every utterance's channel then count that one). punctuate / smart_format:
+/// display-form transcripts; utterances=true: one utterance per segment of any channel;
+/// keywords / keyterm: hotwords of every channel; alternatives above 1 are refused (live only).
 /// A URL source (a JSON body) is refused: sluice fetches nothing.
 
 #include <string>

@@ -37,16 +37,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     fuzz::require_message(q.error());
   }
 
-  if (auto dg = net::parse_deepgram_query(head)) {
-    fuzz::require(dg->encoding == "linear16" || dg->encoding == "mulaw" || dg->encoding == "alaw",
-                  "a Deepgram encoding sluice does not take");
-    fuzz::require(dg->sample_rate >= 8000 && dg->sample_rate <= 48000, "a Deepgram sample_rate outside its range");
-    fuzz::require(dg->channels == 1 || (dg->channels == 2 && dg->multichannel), "Deepgram channels without multichannel");
-    fuzz::require(dg->alternatives >= 1 && dg->alternatives <= 20, "Deepgram alternatives outside its range");
-    fuzz::require(dg->hotwords.size() <= 256, "more Deepgram keywords than the hotword limit");
-    for (const auto& h : dg->hotwords) fuzz::require(net::valid_utf8(h) == h, "a Deepgram keyword is not UTF-8");
-  } else {
-    fuzz::require_message(dg.error());
+  for (const bool live : {true, false}) {
+    if (auto dg = net::parse_deepgram_query(head, live)) {
+      if (live) fuzz::require(!dg->encoding.empty(), "a live Deepgram stream without an encoding");
+      else fuzz::require(dg->alternatives == 1, "a pre-recorded Deepgram request with alternatives");
+      fuzz::require(dg->encoding == "linear16" || dg->encoding == "mulaw" || dg->encoding == "alaw" ||
+                        (!live && dg->encoding.empty()),
+                    "a Deepgram encoding sluice does not take");
+      fuzz::require(dg->encoding.empty() ? dg->sample_rate == 0 : dg->sample_rate >= 8000 && dg->sample_rate <= 48000,
+                    "a Deepgram sample_rate outside its range, or one without an encoding");
+      fuzz::require(dg->channels == 1 || (dg->channels == 2 && (dg->multichannel || !live)),
+                    "Deepgram channels without multichannel");
+      fuzz::require(dg->alternatives >= 1 && dg->alternatives <= 20, "Deepgram alternatives outside its range");
+      fuzz::require(dg->hotwords.size() <= 256, "more Deepgram keywords than the hotword limit");
+      for (const auto& h : dg->hotwords) fuzz::require(net::valid_utf8(h) == h, "a Deepgram keyword is not UTF-8");
+    } else {
+      fuzz::require_message(dg.error());
+    }
   }
 
   if (auto part = net::first_multipart_part(head, body)) {

@@ -166,6 +166,7 @@ TEST_SUITE("deepgram protocol") {
     double last_end = 0;
     for (const auto& f : finals(r.messages)) {
       CHECK(f["channel_index"] == json::array({0, 1}));
+      CHECK(f["channel"]["alternatives"].size() == 1);  // one reading unless asked
       CHECK(f["speech_final"] == true);
       CHECK(f["from_finalize"] == false);
       const double start = f["start"], duration = f["duration"];
@@ -289,7 +290,7 @@ TEST_SUITE("deepgram protocol") {
     CHECK(all.back()["duration"].get<double>() == doctest::Approx(static_cast<double>(pcm.size()) / 8000));
   }
 
-  TEST_CASE("deepgram: alternatives=3 lists one to three readings per final, the first its transcript") {
+  TEST_CASE("deepgram: alternatives=3 lists one to three readings per final, their confidences falling") {
     served s;
     const auto pcm = call_pcm16(0, 8000);
     auto r = ws_session(s.port, "/v1/listen?encoding=linear16&sample_rate=8000&alternatives=3", {},
@@ -334,6 +335,32 @@ TEST_SUITE("deepgram protocol") {
     CHECK(honest.finish() == want);
   }
 
+  TEST_CASE("deepgram: a Finalize with nothing to finish gets an empty from_finalize final at once, and an empty "
+            "message ends the stream like CloseStream") {
+    served s;
+    stepped_stream dg(s.port);
+    REQUIRE(dg.open("/v1/listen?encoding=linear16&sample_rate=8000", {}) == 101);
+    dg.send_binary({0x01});  // half a sample: opens nothing
+    dg.send_text(R"({"type":"Finalize"})");
+    auto m = dg.read_next();
+    REQUIRE(m.has_value());
+    CHECK((*m)["type"] == "Results");
+    CHECK((*m)["is_final"] == true);
+    CHECK((*m)["from_finalize"] == true);
+    CHECK(transcript(*m).empty());
+    CHECK((*m)["start"] == 0.0);
+    // The stream goes on: the byte held back and the call's first sentence, then the empty end.
+    const auto pcm = call_pcm16(0, 8000);
+    std::vector<uint8_t> rest = pcm16_bytes(std::vector<int16_t>(pcm.begin(), pcm.begin() + 8000 * 7));
+    rest.erase(rest.begin());  // the first sample's other byte
+    for (const auto& c : chunks(rest, 1600)) dg.send_binary(c);
+    dg.send_binary({});
+    CHECK(dg.read_to_close() == 1000);
+    CHECK_FALSE(final_transcripts(dg.messages()).empty());
+    CHECK(dg.messages().back()["type"] == "Metadata");
+    CHECK(dg.messages().back()["duration"].get<double>() == doctest::Approx(7.0));
+  }
+
   TEST_CASE("deepgram auth: Authorization Token and the browser's token subprotocol carry an API key") {
     temp_dir dir;
     const auto path = dir.file("keys");
@@ -366,6 +393,21 @@ TEST_SUITE("deepgram protocol") {
     REQUIRE_FALSE(by_subprotocol.messages().empty());
     CHECK(by_subprotocol.messages().back()["type"] == "Metadata");
     CHECK(by_subprotocol.messages().back()["duration"] == 0.0);
+
+    // The pre-recorded API takes the Token scheme too, and needs the stream scope.
+    auto reader = net::auth::make_key("acme", *net::auth::scope_set::parse("read"));
+    REQUIRE(reader.has_value());
+    REQUIRE(net::auth::append_record(path, reader->record).has_value());
+    served again(cfg);  // the keys file is read at start
+    const auto pcm = pcm16_bytes(call_pcm16(0, 8000));
+    const std::string body(pcm.begin(), pcm.begin() + 8000 * 2 * 3);
+    const std::string raw = "/v1/listen?encoding=linear16&sample_rate=8000";
+    CHECK(request_with(again.port, http::verb::post, raw, {{"Authorization", "Token " + k->key}}, body).status == 200);
+    CHECK(request_with(again.port, http::verb::post, raw, {{"Authorization", "Token " + reader->key}}, body).status ==
+          403);
+    CHECK(stepped_stream(again.port).open(target, {{"Authorization", "Token " + reader->key}}) == 403);
+    // The subprotocol pair carries a key on Deepgram's path only.
+    CHECK(stepped_stream(again.port).open("/v1/stream", {{"Sec-WebSocket-Protocol", "token, " + k->key}}) == 401);
   }
 }
 
@@ -454,10 +496,14 @@ TEST_SUITE("deepgram pre-recorded") {
     CHECK(m["words"][1]["word"] == "hi");
     CHECK(m["words"][1]["punctuated_word"] == "hi");  // no smart_format: the spoken word
     CHECK_FALSE(merged["results"].contains("utterances"));
+    CHECK(merged["metadata"]["channels"] == 1);
     // With smart_format the merged transcript is the written tokens in time order ("$10" for two words).
     o.smart_format = true;
-    CHECK(net::deepgram_prerecorded(doc, o, info)["results"]["channels"][0]["alternatives"][0]["transcript"] ==
-          "Hello Hi! there. $10");
+    o.utterances = true;
+    const auto pretty = net::deepgram_prerecorded(doc, o, info);
+    CHECK(pretty["results"]["channels"][0]["alternatives"][0]["transcript"] == "Hello Hi! there. $10");
+    REQUIRE(pretty["results"]["utterances"].size() == 3);
+    for (const auto& u : pretty["results"]["utterances"]) CHECK(u["channel"] == 0);  // the one channel there is
     CHECK(net::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2
   }
 
@@ -506,6 +552,13 @@ TEST_SUITE("deepgram pre-recorded") {
     auto bad = request_with(s.port, http::verb::post, "/v1/listen?encoding=flac&sample_rate=8000", audio, wav);
     CHECK(bad.status == 400);
     CHECK(json::parse(bad.body)["err_msg"].get<std::string>().find("encoding") != std::string::npos);
+    auto alts = request_with(s.port, http::verb::post, "/v1/listen?alternatives=2", audio, wav);
+    CHECK(alts.status == 400);
+    CHECK(json::parse(alts.body)["err_msg"].get<std::string>().find("alternatives") != std::string::npos);
+    // keywords reach the channels as hotwords: one the model cannot spell is refused by name.
+    auto kw = request_with(s.port, http::verb::post, "/v1/listen?keywords=%E2%82%AC", audio, wav);
+    CHECK(kw.status == 400);
+    CHECK(json::parse(kw.body)["err_msg"].get<std::string>().find("\u20ac") != std::string::npos);  // names it
     auto url = request_with(s.port, http::verb::post, "/v1/listen", {{"Content-Type", "application/json"}},
                             R"({"url":"https://example.com/call.wav"})");
     CHECK(url.status == 400);
