@@ -121,6 +121,8 @@ int cmd_serve(invocation& inv) {
     else std::printf("  (own port disabled: listeners.%s = false)", std::string(net::listener_name(p.kind)).c_str());
     std::printf("\n");
   }
+  std::printf("  Deepgram    %s://%s:%u/v1/listen (live), POST %s/v1/listen (files)\n", ws, host.c_str(), main_port,
+              url.c_str());
   std::printf("  switches    %s://%s:%u/{audio_fork,jambonz,jambonz/stt,twilio,audiohook}\n", ws,
               inv.cfg.server.host.c_str(), (*srv)->port());
   if ((*srv)->audiosocket_port() != 0)
