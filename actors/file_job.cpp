@@ -35,6 +35,13 @@ std::string error_json(const std::string& why) {
   return json{{"error", why}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+json words_json(const std::vector<word_event>& words) {
+  json out = json::array();
+  for (const auto& w : words)
+    out.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
+  return out;
+}
+
 void finish(job& j) {
   json channels = json::array();
   const auto n = j.speech.channels.size();
@@ -44,12 +51,6 @@ void finish(job& j) {
     json segs = json::array();
     for (const auto& ev : evs) {
       if (ev.text.empty()) continue;
-      auto words_json = [](const std::vector<word_event>& ws) {
-        json out = json::array();
-        for (const auto& w : ws)
-          out.push_back({{"word", w.word}, {"start_ms", w.start_ms}, {"end_ms", w.end_ms}, {"confidence", w.confidence}});
-        return out;
-      };
       // The display form beside the words as spoken, as `sluice transcribe --format json` gives it.
       segs.push_back({{"start_ms", ev.start_ms},
                       {"end_ms", ev.end_ms},

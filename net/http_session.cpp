@@ -1,6 +1,7 @@
 #include "net/http_session.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <map>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "net/switches/switch_routes.hpp"
 #include "net/switches/switch_ws_session.hpp"
 #include "net/ws_routes.hpp"
+#include "net/calls/call_json.hpp"
 #include "net/calls/calls_api.hpp"
 #include "net/calls/upload_call.hpp"
 #include "net/events_session.hpp"
@@ -340,26 +342,12 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         raw->channels = static_cast<int>(*channels);
         if (q->count("encoding")) raw->encoding = q->at("encoding");
       }
-      // A job on the engine: the body is moved to the upload queue, nothing is decoded here.
-      beast::error_code peer_ec;
-      const auto peer = lowest().socket().remote_endpoint(peer_ec);
       actors::upload_request up;
       up.body = std::move(body);
       up.raw = std::move(raw);
-      up.client = peer_ec ? std::string("unknown") : peer.address().to_string();
-      up.tenant = who_.tenant;
-      up.done = [self = shared_from_this(), v, ka](actors::upload_reply r) {
-        asio::post(self->stream_.get_executor(), [self, v, ka, r = std::move(r)]() mutable {
-          self->guarded("transcribe reply", [&] {
-            auto res = make_response(static_cast<http::status>(r.status), "application/json", std::move(r.body), v, ka);
-            if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
-            self->write(std::move(res));
-          });
-        });
-      };
-      calls::follow_upload(st_->calls, up);
-      st_->engine->uploads().submit(std::move(up));
-      return;
+      return submit_upload(std::move(up), "transcribe reply", [v, ka](actors::upload_reply& r) {
+        return make_response(static_cast<http::status>(r.status), "application/json", std::move(r.body), v, ka);
+      });
     }
     if (method == http::verb::put && path.rfind("/v1/tenants/", 0) == 0) {
       const auto& tenants = st_->engine->resources().tenants;
@@ -387,37 +375,47 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
     // Filled in on the upload worker (the hash of up to server.max_body_bytes is not a network
     // thread's work), read once the reply is posted back here.
     auto info = std::make_shared<deepgram_request_info>();
-    info->created = iso8601_now();
+    info->created = calls::iso_utc(std::chrono::system_clock::now());
     actors::upload_request up;
     up.observer.body = [info](std::string_view body) { info->sha256 = sha256_hex(body); };
     up.hotwords = options->hotwords;
     if (!options->encoding.empty())
       up.raw = actors::raw_audio_format{options->encoding == "linear16" ? "pcm_s16le" : options->encoding,
                                         options->sample_rate, options->channels};
+    up.body = std::move(req.body());
+    submit_upload(std::move(up), "deepgram reply", [v, ka, o = *options, info](actors::upload_reply& r) {
+      info->request_id = r.call_id;
+      const auto doc = nlohmann::json::parse(r.body, nullptr, false);
+      std::string body;
+      if (r.status == 200 && doc.is_object()) {
+        body = to_wire(deepgram_prerecorded(doc, o, *info));
+      } else {
+        const std::string why = doc.is_object() && doc.contains("error") && doc["error"].is_string()
+                                    ? doc["error"].get<std::string>()
+                                    : "the transcription failed";
+        body = to_wire(deepgram_error(r.status == 200 ? 500 : r.status, why, info->request_id));
+      }
+      auto res = make_response(static_cast<http::status>(r.status == 200 && !doc.is_object() ? 500 : r.status),
+                               "application/json", std::move(body), v, ka);
+      if (!info->request_id.empty()) res.set("dg-request-id", info->request_id);
+      return res;
+    });
+  }
+
+  // Queues an upload of this connection's client and tenant: the body moves to the upload
+  // queue, nothing is decoded here. `answer` words the reply on this connection's strand; a
+  // Retry-After goes with it when the queue gives one. `what` names the reply in the logs.
+  void submit_upload(actors::upload_request up, const char* what,
+                     std::function<http::response<http::string_body>(actors::upload_reply&)> answer) {
     beast::error_code peer_ec;
     const auto peer = lowest().socket().remote_endpoint(peer_ec);
-    up.body = std::move(req.body());
     up.client = peer_ec ? std::string("unknown") : peer.address().to_string();
     up.tenant = who_.tenant;
-    up.done = [self = shared_from_this(), v, ka, o = *options, info](actors::upload_reply r) mutable {
-      asio::post(self->stream_.get_executor(), [self, v, ka, o = std::move(o), info = std::move(info),
-                                                r = std::move(r)]() mutable {
-        self->guarded("deepgram reply", [&] {
-          info->request_id = r.call_id;
-          const auto doc = nlohmann::json::parse(r.body, nullptr, false);
-          std::string body;
-          if (r.status == 200 && doc.is_object()) {
-            body = to_wire(deepgram_prerecorded(doc, o, *info));
-          } else {
-            const std::string why = doc.is_object() && doc.contains("error") && doc["error"].is_string()
-                                        ? doc["error"].get<std::string>()
-                                        : "the transcription failed";
-            body = to_wire(deepgram_error(r.status == 200 ? 500 : r.status, why, info->request_id));
-          }
-          auto res = make_response(static_cast<http::status>(r.status == 200 && !doc.is_object() ? 500 : r.status),
-                                   "application/json", std::move(body), v, ka);
+    up.done = [self = shared_from_this(), what, answer = std::move(answer)](actors::upload_reply r) {
+      asio::post(self->stream_.get_executor(), [self, what, answer, r = std::move(r)]() mutable {
+        self->guarded(what, [&] {
+          auto res = answer(r);
           if (r.retry_after_s > 0) res.set(http::field::retry_after, std::to_string(r.retry_after_s));
-          if (!info->request_id.empty()) res.set("dg-request-id", info->request_id);
           self->write(std::move(res));
         });
       });

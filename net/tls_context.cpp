@@ -1,6 +1,5 @@
 #include "net/tls_context.hpp"
 
-#include <cstdio>
 #include <fstream>
 
 #include <openssl/err.h>
@@ -8,6 +7,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <spdlog/spdlog.h>
+
+#include "net/hex.hpp"
 
 namespace sluice::net {
 
@@ -71,13 +72,7 @@ std::string tls_fingerprint(const ssl::context& ctx) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   if (X509_digest(cert, EVP_sha256(), md, &n) != 1) return {};
-  std::string hex;
-  char byte[3];
-  for (unsigned int i = 0; i < n; ++i) {
-    std::snprintf(byte, sizeof byte, "%02x", md[i]);
-    hex += byte;
-  }
-  return hex;
+  return to_hex(md, n);
 }
 
 result<std::unique_ptr<tls_context_store>> tls_context_store::create(const config::server_config& cfg) {

@@ -1,10 +1,13 @@
 #include "net/protocols/deepgram_protocol.hpp"
 
+#include <chrono>
 #include <span>
 #include <tuple>
 
 #include <openssl/evp.h>
 
+#include "net/calls/call_json.hpp"
+#include "net/hex.hpp"
 #include "net/json_fields.hpp"
 #include "net/protocols/deepgram_rest.hpp"
 #include "net/switches/interleave.hpp"
@@ -46,7 +49,7 @@ class deepgram_protocol final : public ws_protocol {
   }
 
   void on_start(ws_transport& t) override {
-    created_ = iso8601_now();
+    created_ = calls::iso_utc(std::chrono::system_clock::now());
     calls::call_start call;
     call.source = "deepgram";
     call.channel_labels = n_ == 1 ? std::vector<std::string>{"mono"} : std::vector<std::string>{"channel 0", "channel 1"};
@@ -207,13 +210,7 @@ class deepgram_protocol final : public ws_protocol {
     std::string digest;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
-    if (sha_ && EVP_DigestFinal_ex(sha_.get(), md, &len) == 1) {
-      static constexpr char hex[] = "0123456789abcdef";
-      for (unsigned int k = 0; k < len; ++k) {
-        digest.push_back(hex[md[k] >> 4]);
-        digest.push_back(hex[md[k] & 15]);
-      }
-    }
+    if (sha_ && EVP_DigestFinal_ex(sha_.get(), md, &len) == 1) digest = to_hex(md, len);
     t.send_text(to_wire(json{{"type", "Metadata"},
                              {"transaction_key", "deprecated"},
                              {"request_id", request_id_},
@@ -221,12 +218,10 @@ class deepgram_protocol final : public ws_protocol {
                              {"created", created_},
                              {"duration", static_cast<double>(samples_[0]) / o_.sample_rate},
                              {"channels", n_},
-                             {"models", json::array({model_uuid})},
-                             {"model_info", {{model_uuid, model_info()}}}}));
+                             {"models", json::array({deepgram_model_name})},
+                             {"model_info", {{deepgram_model_name, deepgram_model_info()}}}}));
     t.close(ws_close::normal, "done");
   }
-
-  json model_info() const { return {{"name", "sluice-default"}, {"version", "1"}, {"arch", "sluice-moe-ctc"}}; }
 
   json words(const std::vector<actors::word_event>& w, const std::vector<actors::word_event>* display,
              int64_t off) const {
@@ -261,10 +256,9 @@ class deepgram_protocol final : public ws_protocol {
                 {"speech_final", ev.is_final},
                 {"from_finalize", ev.is_final && from_finalize},
                 {"channel", {{"alternatives", alts}}},
-                {"metadata", {{"request_id", request_id_}, {"model_info", model_info()}, {"model_uuid", model_uuid}}}};
+                {"metadata",
+                 {{"request_id", request_id_}, {"model_info", deepgram_model_info()}, {"model_uuid", deepgram_model_name}}}};
   }
-
-  static constexpr const char* model_uuid = "sluice-default";
 
   deepgram_options o_;
   int n_;                       // call channels

@@ -1,10 +1,10 @@
 #include "net/protocols/deepgram_rest.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 
 #include <openssl/evp.h>
+
+#include "net/hex.hpp"
 
 namespace sluice::net {
 namespace {
@@ -12,7 +12,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr double ms_per_s = 1000.0;
-constexpr const char* model_name = "sluice-default";
 
 // The array at `key` of object `j`, or an empty one.
 const json& array_at(const json& j, const char* key) {
@@ -40,8 +39,6 @@ struct segment {
   const json* seg = nullptr;
   double start_ms = 0;
 };
-
-json model_info() { return {{"name", model_name}, {"version", "1"}, {"arch", "sluice-moe-ctc"}}; }
 
 // Deepgram's words of one segment: the spoken words, each with its display token when the
 // display form pairs one token per word.
@@ -110,27 +107,10 @@ std::string sha256_hex(std::string_view bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1) return {};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int k = 0; k < len; ++k) {
-    out.push_back(hex[md[k] >> 4]);
-    out.push_back(hex[md[k] & 15]);
-  }
-  return out;
+  return to_hex(md, len);
 }
 
-std::string iso8601_now() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
-  return out;
-}
+json deepgram_model_info() { return {{"name", deepgram_model_name}, {"version", "1"}, {"arch", "sluice-moe-ctc"}}; }
 
 json deepgram_prerecorded(const json& doc, const deepgram_options& o, const deepgram_request_info& info) {
   const bool pretty = o.punctuate || o.smart_format;
@@ -176,8 +156,8 @@ json deepgram_prerecorded(const json& doc, const deepgram_options& o, const deep
                 {"created", info.created},
                 {"duration", number_at(doc, "duration_s")},
                 {"channels", result_channels.size()},
-                {"models", json::array({model_name})},
-                {"model_info", {{model_name, model_info()}}}};
+                {"models", json::array({deepgram_model_name})},
+                {"model_info", {{deepgram_model_name, deepgram_model_info()}}}};
   if (const json& errors = array_at(doc, "errors"); !errors.empty()) {
     json warnings = json::array();
     for (const auto& e : errors)

@@ -17,6 +17,7 @@
 /// A URL source (a JSON body) is refused: sluice fetches nothing.
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -27,7 +28,7 @@ namespace sluice::net {
 struct deepgram_request_info {
   std::string request_id;
   std::string sha256;   ///< hex, of the request body
-  std::string created;  ///< ISO 8601 UTC
+  std::string created;  ///< ISO 8601 UTC (calls::iso_utc)
 };
 
 /// Deepgram's response for an upload's transcript document `doc` ({"duration_s", "channels":
@@ -42,7 +43,9 @@ nlohmann::json deepgram_error(int status, const std::string& message, const std:
 /// SHA-256 of `bytes`, lowercase hex ("" if OpenSSL fails).
 std::string sha256_hex(std::string_view bytes);
 
-/// Now as ISO 8601 UTC with milliseconds ("2026-12-07T09:50:00.123Z").
-std::string iso8601_now();
+/// The model both Deepgram APIs name in their metadata ("models", "model_info", "model_uuid").
+inline constexpr const char* deepgram_model_name = "sluice-default";
+/// {"name", "version", "arch"} of that model.
+nlohmann::json deepgram_model_info();
 
 }  // namespace sluice::net

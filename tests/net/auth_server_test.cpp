@@ -25,18 +25,6 @@ namespace {
 const std::string start_8k = R"({"type":"start","sample_rate":8000,"encoding":"pcm_s16le","channels":1})";
 const std::string end_msg = R"({"type":"end"})";
 
-// Keys for the tests, in a keys file of their own.
-struct keyring {
-  temp_dir dir;
-  std::string path = dir.file("keys");
-  std::string add(const std::string& tenant, const char* scopes) {
-    auto k = net::auth::make_key(tenant, *net::auth::scope_set::parse(scopes));
-    REQUIRE(k.has_value());
-    REQUIRE(net::auth::append_record(path, k->record).has_value());
-    return k->key;
-  }
-};
-
 config::sluice_config with_keys(const keyring& ring, bool metrics_open = false) {
   config::sluice_config cfg;
   cfg.auth.keys_file = ring.path;

@@ -5,11 +5,25 @@
 
 #include <utility>
 
+#include "net/auth/key_store.hpp"
+#include "tests/common/audio_tools.hpp"
 #include "tests/common/command.hpp"
 
 namespace sluice::test {
 
 using headers = std::vector<std::pair<std::string, std::string>>;
+
+// API keys for a test, in a keys file of their own (cfg.auth.keys_file = ring.path).
+struct keyring {
+  temp_dir dir;
+  std::string path = dir.file("keys");
+  std::string add(const std::string& tenant, const char* scopes) {
+    auto k = net::auth::make_key(tenant, *net::auth::scope_set::parse(scopes));
+    REQUIRE(k.has_value());
+    REQUIRE(net::auth::append_record(path, k->record).has_value());
+    return k->key;
+  }
+};
 
 struct auth_reply {
   int status = 0;

@@ -18,22 +18,6 @@ using namespace sluice::test;
 
 namespace {
 
-struct keyring {
-  temp_dir dir;
-  std::string path = dir.file("keys");
-  std::string add(const std::string& tenant, const char* scopes) {
-    auto k = net::auth::make_key(tenant, *net::auth::scope_set::parse(scopes));
-    REQUIRE(k.has_value());
-    REQUIRE(net::auth::append_record(path, k->record).has_value());
-    return k->key;
-  }
-};
-
-std::string stereo_call() {
-  std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 json get_json(uint16_t port, const std::string& target, const headers& hs, int& status) {
   const auto r = request_with(port, http::verb::get, target, hs);
   status = r.status;
@@ -59,7 +43,7 @@ std::vector<std::string> call_texts(const json& call, std::size_t channel) {
 TEST_SUITE("calls api") {
   TEST_CASE("an upload is a call: source upload, one labelled channel per audio channel, the answer's finals") {
     served s;
-    const auto up = request_with(s.port, http::verb::post, "/v1/transcribe", {}, stereo_call());
+    const auto up = request_with(s.port, http::verb::post, "/v1/transcribe", {}, call_wav_bytes());
     REQUIRE(up.status == 200);
     const auto answer = json::parse(up.body);
     int st = 0;
@@ -112,7 +96,7 @@ TEST_SUITE("calls api") {
     config::sluice_config cfg;
     cfg.auth.keys_file = ring.path;
     served s(cfg);
-    REQUIRE(request_with(s.port, http::verb::post, "/v1/transcribe", bearer(acme), stereo_call()).status == 200);
+    REQUIRE(request_with(s.port, http::verb::post, "/v1/transcribe", bearer(acme), call_wav_bytes()).status == 200);
     int st = 0;
     const auto mine = get_json(s.port, "/v1/calls", bearer(acme), st);
     REQUIRE(st == 200);
@@ -161,9 +145,9 @@ TEST_SUITE("calls api") {
     REQUIRE(a.open("/v1/events?token=" + acme, {}) == 101);
     // acme's upload first, then globex's: globex's subscriber would see acme's updates first if
     // the filter leaked them.
-    const auto up_a = request_with(s.port, http::verb::post, "/v1/transcribe", bearer(acme), stereo_call());
+    const auto up_a = request_with(s.port, http::verb::post, "/v1/transcribe", bearer(acme), call_wav_bytes());
     REQUIRE(up_a.status == 200);
-    const auto up_g = request_with(s.port, http::verb::post, "/v1/transcribe", bearer(globex), stereo_call());
+    const auto up_g = request_with(s.port, http::verb::post, "/v1/transcribe", bearer(globex), call_wav_bytes());
     REQUIRE(up_g.status == 200);
     int st = 0;
     const std::string acme_id = get_json(s.port, "/v1/calls", bearer(acme), st)["calls"][0]["id"];
@@ -279,7 +263,7 @@ TEST_SUITE("calls api") {
     json before;
     {
       served s(cfg);
-      REQUIRE(request_with(s.port, http::verb::post, "/v1/transcribe", {}, stereo_call()).status == 200);
+      REQUIRE(request_with(s.port, http::verb::post, "/v1/transcribe", {}, call_wav_bytes()).status == 200);
       int st = 0;
       const auto list = get_json(s.port, "/v1/calls", {}, st);
       REQUIRE(list["calls"].size() == 1);

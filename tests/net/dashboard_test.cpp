@@ -59,8 +59,7 @@ TEST_SUITE("dashboard") {
 
   TEST_CASE("/metrics parses with prometheus_client's text parser") {
     served s;
-    std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
-    std::string wav((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string wav = call_wav_bytes();
     REQUIRE(http_request(s.port, http::verb::post, "/v1/transcribe", wav).status == 200);
     // Wait for the report that carries the upload's finals before parsing.
     REQUIRE(poll_until([&] {

@@ -5,14 +5,7 @@
 #include "tests/net/auth_test_util.hpp"
 #include "tests/net/honest_stream.hpp"
 #include "tests/net/switch_test_util.hpp"
-#include "tests/common/audio_tools.hpp"
 
-#include <fstream>
-#include <iterator>
-
-#include <openssl/evp.h>
-
-#include "net/auth/key_store.hpp"
 #include "net/protocols/deepgram_query.hpp"
 #include "net/protocols/deepgram_rest.hpp"
 
@@ -36,19 +29,6 @@ std::vector<std::vector<uint8_t>> chunks(const std::vector<uint8_t>& bytes, std:
   for (std::size_t i = 0; i < bytes.size(); i += n)
     out.emplace_back(bytes.begin() + static_cast<std::ptrdiff_t>(i),
                      bytes.begin() + static_cast<std::ptrdiff_t>(std::min(bytes.size(), i + n)));
-  return out;
-}
-
-std::string sha256_hex(const std::vector<uint8_t>& bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  REQUIRE(EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) == 1);
-  std::string out;
-  char hex[3];
-  for (unsigned int i = 0; i < len; ++i) {
-    std::snprintf(hex, sizeof hex, "%02x", md[i]);
-    out += hex;
-  }
   return out;
 }
 
@@ -184,7 +164,7 @@ TEST_SUITE("deepgram protocol") {
     CHECK(meta["type"] == "Metadata");
     CHECK(meta["duration"].get<double>() == doctest::Approx(static_cast<double>(pcm.size()) / 16000));
     CHECK(meta["channels"] == 1);
-    CHECK(meta["sha256"] == sha256_hex(bytes));
+    CHECK(meta["sha256"] == net::sha256_hex(std::string(bytes.begin(), bytes.end())));  // one-shot, FIPS-checked below
     const auto call = wait_ended_call(*s.server, "deepgram");
     CHECK(meta["request_id"] == call.id);
     CHECK(finals(r.messages).front()["metadata"]["request_id"] == call.id);
@@ -362,30 +342,27 @@ TEST_SUITE("deepgram protocol") {
   }
 
   TEST_CASE("deepgram auth: Authorization Token and the browser's token subprotocol carry an API key") {
-    temp_dir dir;
-    const auto path = dir.file("keys");
-    auto k = net::auth::make_key("acme", *net::auth::scope_set::parse("stream"));
-    REQUIRE(k.has_value());
-    REQUIRE(net::auth::append_record(path, k->record).has_value());
+    keyring ring;
+    const std::string key = ring.add("acme", "stream");
     config::sluice_config cfg;
-    cfg.auth.keys_file = path;
+    cfg.auth.keys_file = ring.path;
     served s(cfg);
     const std::string target = "/v1/listen?encoding=mulaw&sample_rate=8000";
 
     CHECK(stepped_stream(s.port).open(target, {}) == 401);
     CHECK(stepped_stream(s.port).open(target, {{"Authorization", "Token not-a-key"}}) == 401);
     CHECK(stepped_stream(s.port).open(target, {{"Sec-WebSocket-Protocol", "token, not-a-key"}}) == 401);
-    CHECK(stepped_stream(s.port).open(target, {{"Authorization", "Basic " + k->key}}) == 401);
+    CHECK(stepped_stream(s.port).open(target, {{"Authorization", "Basic " + key}}) == 401);
 
     stepped_stream by_header(s.port);
-    REQUIRE(by_header.open(target, {{"Authorization", "Token " + k->key}}) == 101);
+    REQUIRE(by_header.open(target, {{"Authorization", "Token " + key}}) == 101);
     by_header.send_binary(std::vector<uint8_t>(800, 0xff));
     by_header.send_text(close_stream);
     CHECK(by_header.read_to_close() == 1000);
     CHECK(wait_ended_call(*s.server, "deepgram").start.tenant == "acme");
 
     stepped_stream by_subprotocol(s.port);
-    REQUIRE(by_subprotocol.open(target, {{"Sec-WebSocket-Protocol", "token, " + k->key}}) == 101);
+    REQUIRE(by_subprotocol.open(target, {{"Sec-WebSocket-Protocol", "token, " + key}}) == 101);
     // Only "token" is granted: the key is never echoed.
     CHECK(by_subprotocol.refusal[http::field::sec_websocket_protocol] == "token");
     by_subprotocol.send_text(close_stream);
@@ -395,19 +372,17 @@ TEST_SUITE("deepgram protocol") {
     CHECK(by_subprotocol.messages().back()["duration"] == 0.0);
 
     // The pre-recorded API takes the Token scheme too, and needs the stream scope.
-    auto reader = net::auth::make_key("acme", *net::auth::scope_set::parse("read"));
-    REQUIRE(reader.has_value());
-    REQUIRE(net::auth::append_record(path, reader->record).has_value());
+    const std::string reader = ring.add("acme", "read");
     served again(cfg);  // the keys file is read at start
     const auto pcm = pcm16_bytes(call_pcm16(0, 8000));
     const std::string body(pcm.begin(), pcm.begin() + 8000 * 2 * 3);
     const std::string raw = "/v1/listen?encoding=linear16&sample_rate=8000";
-    CHECK(request_with(again.port, http::verb::post, raw, {{"Authorization", "Token " + k->key}}, body).status == 200);
-    CHECK(request_with(again.port, http::verb::post, raw, {{"Authorization", "Token " + reader->key}}, body).status ==
+    CHECK(request_with(again.port, http::verb::post, raw, {{"Authorization", "Token " + key}}, body).status == 200);
+    CHECK(request_with(again.port, http::verb::post, raw, {{"Authorization", "Token " + reader}}, body).status ==
           403);
-    CHECK(stepped_stream(again.port).open(target, {{"Authorization", "Token " + reader->key}}) == 403);
+    CHECK(stepped_stream(again.port).open(target, {{"Authorization", "Token " + reader}}) == 403);
     // The subprotocol pair carries a key on Deepgram's path only.
-    CHECK(stepped_stream(again.port).open("/v1/stream", {{"Sec-WebSocket-Protocol", "token, " + k->key}}) == 401);
+    CHECK(stepped_stream(again.port).open("/v1/stream", {{"Sec-WebSocket-Protocol", "token, " + key}}) == 401);
   }
 }
 
@@ -510,10 +485,7 @@ TEST_SUITE("deepgram pre-recorded") {
   TEST_CASE("deepgram pre-recorded: POST /v1/listen answers /v1/transcribe's transcript in Deepgram's shape, "
             "the call id as request_id") {
     served s;
-    const std::string wav = [] {
-      std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
-      return std::string(std::istreambuf_iterator<char>(in), {});
-    }();
+    const std::string wav = call_wav_bytes();
     REQUIRE(wav.size() > 1000);
     const auto ours = http_request(s.port, http::verb::post, "/v1/transcribe", wav);
     REQUIRE(ours.status == 200);

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -149,6 +151,12 @@ inline ws_result ws_session(uint16_t port, const std::string& path, const std::v
   ws.next_layer().connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   ws.handshake("127.0.0.1", path);
   return exchange(ws, texts_before, frames, texts_after);
+}
+
+// The bundled call's WAV file, its bytes as a client would upload them.
+inline std::string call_wav_bytes() {
+  std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // Channel `ch` of the bundled call at `rate` Hz, quantised to 16-bit PCM values (so that a

@@ -190,8 +190,7 @@ TEST_SUITE("server") {
       }
     }
 
-    std::ifstream in(SLUICE_TEST_DATA_DIR "/sample_call_8k_mulaw_stereo.wav", std::ios::binary);
-    std::string wav((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string wav = call_wav_bytes();
     auto t = http_request(s.port, http::verb::post, "/v1/transcribe", wav);
     REQUIRE(t.status == 200);
     auto j = json::parse(t.body);

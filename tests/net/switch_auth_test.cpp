@@ -12,13 +12,10 @@ using namespace sluice::test;
 
 TEST_SUITE("switch auth") {
   TEST_CASE("switch auth: a wrong Bearer or X-API-KEY gets 401, a valid key's tenant owns the call") {
-    temp_dir dir;
-    const auto path = dir.file("keys");
-    auto k = net::auth::make_key("acme", *net::auth::scope_set::parse("stream"));
-    REQUIRE(k.has_value());
-    REQUIRE(net::auth::append_record(path, k->record).has_value());
+    keyring ring;
+    const std::string key = ring.add("acme", "stream");
     config::sluice_config cfg;
-    cfg.auth.keys_file = path;
+    cfg.auth.keys_file = ring.path;
     served s(cfg);
 
     CHECK(stepped_stream(s.port).open("/jambonz/stt", bearer("not-a-key")) == 401);
@@ -27,7 +24,7 @@ TEST_SUITE("switch auth") {
 
     const auto frames = pcm16_frames(call_samples(0), 160);
     stepped_stream stt(s.port);
-    REQUIRE(stt.open("/jambonz/stt", bearer(k->key)) == 101);
+    REQUIRE(stt.open("/jambonz/stt", bearer(key)) == 101);
     stt.send_text(R"({"type":"start","language":"en-US","format":"raw","encoding":"LINEAR16","sampleRateHz":8000})");
     for (std::size_t i = 0; i < 50; ++i) stt.send_binary(frames[i]);
     stt.send_text(R"({"type":"stop"})");
@@ -35,7 +32,7 @@ TEST_SUITE("switch auth") {
     CHECK(wait_ended_call(*s.server, "jambonz_stt").start.tenant == "acme");
 
     stepped_stream hook(s.port);
-    REQUIRE(hook.open("/audiohook", {{"X-API-KEY", k->key}, {"Audiohook-Session-Id", "s-1"}}) == 101);
+    REQUIRE(hook.open("/audiohook", {{"X-API-KEY", key}, {"Audiohook-Session-Id", "s-1"}}) == 101);
     hook.send_text(R"({"version":"2","id":"s-1","type":"open","seq":1,"serverseq":0,"position":"PT0S","parameters":{"conversationId":"c-1","media":[{"type":"audio","format":"PCMU","channels":["external","internal"],"rate":8000}]}})");
     hook.send_binary(std::vector<uint8_t>(320, 0xff));
     hook.send_text(R"({"version":"2","id":"s-1","type":"close","seq":2,"serverseq":1,"position":"PT0.02S","parameters":{"reason":"end"}})");

@@ -3,6 +3,8 @@
 // TLS clients (https and wss) that verify the server against such a certificate as their CA.
 #include "tests/net/net_test_util.hpp"
 
+#include "net/hex.hpp"
+
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/ssl.hpp>
 #include <openssl/evp.h>
@@ -12,7 +14,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -65,13 +66,7 @@ inline std::string peer_fingerprint(SSL* ssl_handle) {
   unsigned int n = 0;
   REQUIRE(X509_digest(cert, EVP_sha256(), md, &n) == 1);
   X509_free(cert);
-  std::string hex;
-  char b[3];
-  for (unsigned int i = 0; i < n; ++i) {
-    std::snprintf(b, sizeof b, "%02x", md[i]);
-    hex += b;
-  }
-  return hex;
+  return net::to_hex(md, n);
 }
 
 // A client context that trusts exactly `ca_file` and checks the name "localhost".
